@@ -1,0 +1,186 @@
+// Package decide is rhi's pure core: from one poll's upstream verdicts and
+// what it remembers of each VIP, it computes whether the VIP should be
+// announced (SPEC §3, §4). It does no I/O and reads no clock, so every rule is
+// table-tested.
+package decide
+
+import (
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+)
+
+// Availability is a VIP's verdict for one poll.
+type Availability int
+
+const (
+	// Unknown: the poll could not settle the VIP (an upstream failed or was
+	// not found and the others do not decide it).
+	Unknown Availability = iota
+	// Available: the VIP's condition holds.
+	Available
+	// Unavailable: the VIP's condition cannot hold.
+	Unavailable
+)
+
+func (a Availability) String() string {
+	switch a {
+	case Available:
+		return "available"
+	case Unavailable:
+		return "unavailable"
+	default:
+		return "unknown"
+	}
+}
+
+// MarshalText makes availabilities readable in JSON.
+func (a Availability) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// Reason says why a VIP is in its state. The values are stable: they appear
+// in logs, /status and metrics.
+type Reason string
+
+const (
+	ReasonInitial        Reason = "initial"         // state taken from the interface at start-up
+	ReasonHealthy        Reason = "healthy"         // condition holds
+	ReasonUnhealthy      Reason = "unhealthy"       // condition cannot hold
+	ReasonRising         Reason = "rising"          // healthy, waiting for rise polls
+	ReasonFalling        Reason = "falling"         // unhealthy, waiting for fall polls
+	ReasonUnknown        Reason = "unknown"         // unsettled poll, state kept
+	ReasonPolicyWithdraw Reason = "policy_withdraw" // max_failed_polls reached, withdrawn
+	ReasonPolicyAnnounce Reason = "policy_announce" // max_failed_polls reached, state kept
+)
+
+// State is what the decider remembers about one VIP between polls. The zero
+// value is a withdrawn VIP with no history.
+type State struct {
+	Announced   bool         // whether the VIP should be on the interface (before drain)
+	Verdict     Availability // the last poll's verdict
+	Reason      Reason
+	Streak      int // consecutive settled polls whose verdict disagrees with Announced
+	FailedPolls int // consecutive polls that did not settle the VIP
+}
+
+// Initial is the state of a VIP at start-up: what the interface holds.
+// Nothing changes until a poll settles it or the failure policy fires.
+func Initial(present bool) State {
+	return State{Announced: present, Reason: ReasonInitial}
+}
+
+// UpstreamState is how one upstream counts for a VIP.
+type UpstreamState int
+
+const (
+	UpstreamFailed UpstreamState = iota // could not be read, or not found
+	UpstreamUp
+	UpstreamDown
+)
+
+// Classify maps an upstream's poll result to how it counts: no checker counts
+// as noChecker says ("healthy" or "unhealthy"); not found counts as failed, so
+// an APISIX that is still loading does not flap routes.
+func Classify(r apisix.Result, noChecker string) UpstreamState {
+	switch r.Verdict {
+	case apisix.Up:
+		return UpstreamUp
+	case apisix.Down:
+		return UpstreamDown
+	case apisix.NoChecker:
+		if noChecker == "unhealthy" {
+			return UpstreamDown
+		}
+		return UpstreamUp
+	default:
+		return UpstreamFailed
+	}
+}
+
+// Evaluate applies a VIP's condition over its upstreams' results. An upstream
+// missing from the snapshot counts as failed.
+func Evaluate(v *config.VIP, snap apisix.Snapshot, noChecker string) Availability {
+	var up, down, failed int
+	for _, key := range v.Upstreams {
+		r, ok := snap[key]
+		if !ok {
+			failed++
+			continue
+		}
+		switch Classify(r, noChecker) {
+		case UpstreamUp:
+			up++
+		case UpstreamDown:
+			down++
+		default:
+			failed++
+		}
+	}
+	if v.Condition == config.Any {
+		switch {
+		case up > 0:
+			return Available
+		case failed == 0:
+			return Unavailable
+		}
+		return Unknown
+	}
+	switch {
+	case down > 0:
+		return Unavailable
+	case failed == 0:
+		return Available
+	}
+	return Unknown
+}
+
+// Step advances one VIP by one poll. It is pure: the same inputs give the
+// same state.
+func Step(v *config.VIP, policy config.FailurePolicy, prev State, verdict Availability) State {
+	next := prev
+	next.Verdict = verdict
+	if verdict == Unknown {
+		// An unsettled poll breaks a rise/fall run and counts as failed.
+		next.Streak = 0
+		next.FailedPolls++
+		next.Reason = ReasonUnknown
+		if next.FailedPolls >= policy.MaxFailedPolls {
+			if policy.ControlAPIUnreachable == config.Withdraw {
+				next.Announced = false
+				next.Reason = ReasonPolicyWithdraw
+			} else {
+				next.Reason = ReasonPolicyAnnounce
+			}
+		}
+		return next
+	}
+	next.FailedPolls = 0
+	want := verdict == Available
+	if want == prev.Announced {
+		next.Streak = 0
+		next.Reason = settledReason(want)
+		return next
+	}
+	next.Streak++
+	need := v.Fall
+	if want {
+		need = v.Rise
+	}
+	if next.Streak >= need {
+		next.Announced = want
+		next.Streak = 0
+		next.Reason = settledReason(want)
+		return next
+	}
+	if want {
+		next.Reason = ReasonRising
+	} else {
+		next.Reason = ReasonFalling
+	}
+	return next
+}
+
+func settledReason(available bool) Reason {
+	if available {
+		return ReasonHealthy
+	}
+	return ReasonUnhealthy
+}
