@@ -1,0 +1,50 @@
+# rhi — see README.md. `make test` is what CI runs.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+BIN     := bin/rhi
+STATICCHECK_VERSION := v0.8.2
+# Packages that hold root-only tests (build tag `integration`).
+INTEGRATION_PKGS = $(shell grep -rl --include='*_test.go' '^//go:build integration' . | xargs -r -n1 dirname | sort -u)
+
+.PHONY: build test unit integration lint bench fuzz demo bench-lab clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/rhi
+
+# Unit tests always; the root-only lab tests whenever we are root.
+test: unit
+	@if [ "$$(id -u)" = 0 ]; then \
+		$(MAKE) --no-print-directory integration; \
+	else \
+		echo "SKIPPED: root-only integration tests (netns, real BIRD, real netlink) in:"; \
+		echo "  $(INTEGRATION_PKGS)"; \
+		echo "  run them with: sudo make integration"; \
+	fi
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+integration:
+	@[ "$$(id -u)" = 0 ] || { echo "integration tests need root (network namespaces, netlink, BIRD)"; exit 1; }
+	$(GO) test -race -count=1 -p 1 -tags integration -timeout 15m $(INTEGRATION_PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Short fuzz runs of every parser (CI runs these too).
+FUZZTIME ?= 10s
+fuzz:
+	@grep -rl --include='*_test.go' '^func Fuzz' . | while read f; do \
+		d=$$(dirname $$f); for fn in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$f | sed 's/func //'); do \
+			echo "fuzz $$d $$fn"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$d || exit 1; \
+		done; done
+
+clean:
+	rm -rf bin dist

@@ -1,0 +1,413 @@
+// Package daemon is rhi's loop. One goroutine owns time: every tick it polls
+// the control API, decides, and sets the interface to the result; reloads and
+// shutdown arrive as messages to that goroutine, so nothing else needs a lock
+// except the read-only status view.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/vip"
+)
+
+// HealthSource polls the control API. Poll returns within ctx's deadline and
+// reports every key; it is called from one goroutine at a time.
+type HealthSource interface {
+	Poll(ctx context.Context, keys []string) apisix.Snapshot
+}
+
+// Announcer reads and sets the VIP interface. Set is declarative: owned maps
+// every VIP rhi owns to whether it should be present; calling it again with
+// the same input changes nothing.
+type Announcer interface {
+	Observe(ctx context.Context) (vip.State, error)
+	Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error)
+}
+
+// Deps are the daemon's outside parts.
+type Deps struct {
+	Health    HealthSource
+	Announcer Announcer
+	Log       logrus.FieldLogger
+	Now       func() time.Time // nil: time.Now
+	// Ready is called once, after the first tick (systemd readiness).
+	Ready func()
+	// NewHealth builds the health source for a reloaded config whose control
+	// URL or timeout changed; nil keeps Health.
+	NewHealth func(*config.Config) HealthSource
+}
+
+// applyTimeout bounds one Set: netlink calls carry their own socket timeout,
+// this bounds the whole batch.
+const applyTimeout = 10 * time.Second
+
+// Daemon is the RHI loop. Create it with New, run it with Run.
+type Daemon struct {
+	log    logrus.FieldLogger
+	health HealthSource
+	ann    Announcer
+	now    func() time.Time
+	ready  func()
+	newHS  func(*config.Config) HealthSource
+
+	reloads chan *config.Config
+
+	// Owned by the loop goroutine.
+	cfg       *config.Config
+	keys      []string // distinct upstream keys of cfg
+	states    map[netip.Prefix]decide.State
+	since     map[netip.Prefix]time.Time // last change of Announced or presence
+	orphans   map[netip.Prefix]bool      // dropped by a reload, still to withdraw
+	owned     map[netip.Prefix]bool      // scratch: desired presence, rebuilt per tick
+	upstreams map[string]apisix.Verdict  // last verdict per key, to log changes once
+	iface     vip.State
+	ifaceErr  string
+	started   bool
+	failed    int // consecutive polls with at least one unreadable upstream
+
+	mu   sync.RWMutex
+	view view // what Status renders; swapped after every tick
+}
+
+// New builds a daemon for a validated config.
+func New(cfg *config.Config, deps Deps) *Daemon {
+	d := &Daemon{
+		log:       deps.Log,
+		health:    deps.Health,
+		ann:       deps.Announcer,
+		now:       deps.Now,
+		ready:     deps.Ready,
+		newHS:     deps.NewHealth,
+		reloads:   make(chan *config.Config, 1),
+		states:    map[netip.Prefix]decide.State{},
+		since:     map[netip.Prefix]time.Time{},
+		orphans:   map[netip.Prefix]bool{},
+		owned:     map[netip.Prefix]bool{},
+		upstreams: map[string]apisix.Verdict{},
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.log == nil {
+		l := logrus.New()
+		l.Out = discard{}
+		d.log = l
+	}
+	d.setConfig(cfg)
+	return d
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Reload hands a new validated config to the loop. It never blocks: a
+// reload that has not been picked up yet is replaced by the newer one.
+func (d *Daemon) Reload(cfg *config.Config) {
+	for {
+		select {
+		case d.reloads <- cfg:
+			return
+		default:
+		}
+		select {
+		case <-d.reloads:
+		default:
+		}
+	}
+}
+
+// Run turns the loop until ctx is cancelled, then applies on_shutdown.
+// A cancelled ctx is a normal stop, not an error.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.tick(ctx)
+	if d.ready != nil {
+		d.ready()
+	}
+	// A Ticker drops ticks that the loop is too slow to take: a slow poll
+	// delays the next one, polls never queue up or overlap.
+	t := time.NewTicker(d.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return d.shutdown()
+		case cfg := <-d.reloads:
+			d.applyReload(cfg)
+			t.Reset(d.cfg.PollInterval)
+			d.tick(ctx)
+		case <-t.C:
+			d.tick(ctx)
+		}
+	}
+}
+
+func (d *Daemon) setConfig(cfg *config.Config) {
+	d.cfg = cfg
+	seen := map[string]bool{}
+	d.keys = d.keys[:0]
+	for i := range cfg.VIPs {
+		for _, k := range cfg.VIPs[i].Upstreams {
+			if !seen[k] {
+				seen[k] = true
+				d.keys = append(d.keys, k)
+			}
+		}
+	}
+}
+
+// applyReload swaps the config. VIPs that stay keep their state and are not
+// touched; dropped ones become orphans to withdraw; new ones start from what
+// the interface holds, like at start-up.
+func (d *Daemon) applyReload(cfg *config.Config) {
+	old := d.cfg
+	if d.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout) {
+		d.health = d.newHS(cfg)
+	}
+	keep := make(map[netip.Prefix]bool, len(cfg.VIPs))
+	for i := range cfg.VIPs {
+		keep[cfg.VIPs[i].Address] = true
+	}
+	var added, dropped int
+	for p := range d.states {
+		if !keep[p] {
+			delete(d.states, p)
+			delete(d.since, p)
+			d.orphans[p] = true
+			dropped++
+			d.log.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Info("vip removed from config; withdrawing")
+		}
+	}
+	d.setConfig(cfg)
+	if d.started {
+		for i := range cfg.VIPs {
+			p := cfg.VIPs[i].Address
+			delete(d.orphans, p)
+			if _, ok := d.states[p]; !ok {
+				// The last Set saw it as foreign, being unowned then.
+				d.states[p] = decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
+				d.since[p] = d.now()
+				added++
+			}
+		}
+	}
+	d.log.WithFields(logrus.Fields{"vips": len(cfg.VIPs), "added": added, "removed": dropped}).Info("configuration reloaded")
+}
+
+// tick is one turn of the loop: poll, decide, apply, publish.
+func (d *Daemon) tick(ctx context.Context) {
+	start := d.now()
+	if !d.started {
+		d.start(ctx)
+	}
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	snap := d.health.Poll(pctx, d.keys)
+	cancel()
+	if ctx.Err() != nil {
+		return // shutting down: a poll cut short says nothing about health
+	}
+	polled := d.now()
+	d.noteUpstreams(snap)
+
+	changes := decide.Tick(d.cfg, snap, d.states)
+	for _, c := range changes {
+		d.logChange(c)
+		if c.From.Announced != c.To.Announced {
+			d.since[c.VIP] = polled
+		}
+	}
+	d.apply(ctx)
+	d.publish(snap, start, polled)
+}
+
+// start takes each VIP's initial state from the interface, so that a restart
+// does not flap what is already announced.
+func (d *Daemon) start(ctx context.Context) {
+	actx, cancel := context.WithTimeout(ctx, applyTimeout)
+	st, err := d.ann.Observe(actx)
+	cancel()
+	if err != nil {
+		d.noteIfaceErr(err)
+	}
+	d.iface = st
+	now := d.now()
+	present := 0
+	for i := range d.cfg.VIPs {
+		p := d.cfg.VIPs[i].Address
+		d.states[p] = decide.Initial(st.Has(p))
+		d.since[p] = now
+		if st.Has(p) {
+			present++
+		}
+	}
+	d.started = true
+	d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "vips": len(d.cfg.VIPs), "present": present}).Info("started; initial VIP state taken from the interface")
+}
+
+// desired reports whether a VIP should be on the interface now.
+func (d *Daemon) desired(p netip.Prefix) bool {
+	return d.states[p].Announced
+}
+
+// apply sets the interface to the desired state. Failures are logged once per
+// change of error and retried on the next tick by the same declarative call.
+func (d *Daemon) apply(ctx context.Context) {
+	clear(d.owned)
+	for i := range d.cfg.VIPs {
+		p := d.cfg.VIPs[i].Address
+		d.owned[p] = d.desired(p)
+	}
+	for p := range d.orphans {
+		d.owned[p] = false
+	}
+	actx, cancel := context.WithTimeout(ctx, applyTimeout)
+	st, err := d.ann.Set(actx, d.owned)
+	cancel()
+	if err != nil {
+		d.noteIfaceErr(err)
+	} else if d.ifaceErr != "" {
+		d.log.WithField("iface", d.cfg.Interface).Info("interface errors cleared")
+		d.ifaceErr = ""
+	}
+	if err != nil && !st.Exists && !errors.Is(err, vip.ErrNoInterface) {
+		// Set could not read the interface at all: keep the last known view
+		// rather than reporting every VIP absent.
+		return
+	}
+	now := d.now()
+	for p, want := range d.owned {
+		if st.Has(p) != d.iface.Has(p) && !d.orphans[p] {
+			d.since[p] = now
+		}
+		if d.orphans[p] && !st.Has(p) && !want {
+			delete(d.orphans, p)
+		}
+	}
+	d.iface = st
+}
+
+func (d *Daemon) noteIfaceErr(err error) {
+	msg := err.Error()
+	if msg == d.ifaceErr {
+		d.log.WithField("iface", d.cfg.Interface).WithError(err).Debug("interface still failing")
+		return
+	}
+	d.ifaceErr = msg
+	d.log.WithField("iface", d.cfg.Interface).WithError(err).Error("cannot set VIPs on the interface; retrying every tick")
+}
+
+// noteUpstreams logs each upstream's verdict once per change, and counts
+// consecutive polls in which some upstream could not be read.
+func (d *Daemon) noteUpstreams(snap apisix.Snapshot) {
+	bad := false
+	for _, k := range d.keys {
+		r := snap[k]
+		if r.Verdict == apisix.Failed || r.Verdict == apisix.NotFound {
+			bad = true
+		}
+		prev, seen := d.upstreams[k]
+		if seen && prev == r.Verdict {
+			continue
+		}
+		d.upstreams[k] = r.Verdict
+		e := d.log.WithFields(logrus.Fields{"upstream": k, "verdict": r.Verdict.String(), "healthy": r.Healthy, "nodes": r.Total})
+		if r.Err != nil {
+			e = e.WithError(r.Err)
+		}
+		switch r.Verdict {
+		case apisix.Up, apisix.Down:
+			e.Info("upstream health changed")
+		case apisix.NoChecker:
+			e.Warnf("upstream has no health checker; counted as %s", d.cfg.FailurePolicy.NoChecker)
+		default:
+			e.Warn("upstream cannot be read; counted as a failed poll")
+		}
+	}
+	for k := range d.upstreams {
+		if _, ok := snap[k]; !ok {
+			delete(d.upstreams, k) // dropped by a reload
+		}
+	}
+	if bad {
+		d.failed++
+	} else {
+		d.failed = 0
+	}
+}
+
+func (d *Daemon) logChange(c decide.Change) {
+	e := d.log.WithFields(logrus.Fields{"vip": c.VIP.String(), "reason": string(c.To.Reason), "verdict": c.To.Verdict.String()})
+	switch {
+	case c.From.Announced != c.To.Announced && c.To.Announced:
+		e.WithField("action", "announce").Info("vip available: announcing")
+	case c.From.Announced != c.To.Announced:
+		if c.To.Reason == decide.ReasonPolicyWithdraw {
+			e.WithFields(logrus.Fields{"action": "withdraw", "failed_polls": c.To.FailedPolls}).Error("control API could not settle vip; failure policy withdraws it")
+			return
+		}
+		e.WithField("action", "withdraw").Info("vip unavailable: withdrawing")
+	case c.To.Reason == decide.ReasonPolicyAnnounce:
+		e.WithFields(logrus.Fields{"action": "keep", "failed_polls": c.To.FailedPolls}).Error("control API could not settle vip; failure policy keeps it as it is")
+	case c.To.Reason == decide.ReasonUnknown:
+		e.WithField("failed_polls", c.To.FailedPolls).Warn("vip unsettled: keeping its state")
+	default:
+		e.Info("vip state changed")
+	}
+}
+
+// shutdown applies on_shutdown: keep leaves the VIPs in place so a restart
+// does not flap routes; withdraw removes every owned VIP.
+func (d *Daemon) shutdown() error {
+	if d.cfg.OnShutdown != "withdraw" {
+		d.log.WithField("on_shutdown", "keep").Info("stopping; VIPs left as they are")
+		return nil
+	}
+	clear(d.owned)
+	for p := range d.states {
+		d.owned[p] = false
+	}
+	for p := range d.orphans {
+		d.owned[p] = false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
+	defer cancel()
+	st, err := d.ann.Set(ctx, d.owned)
+	d.iface = st
+	if err != nil {
+		d.log.WithError(err).Error("stopping; withdrawing VIPs failed")
+		return err
+	}
+	d.log.WithFields(logrus.Fields{"on_shutdown": "withdraw", "vips": len(d.owned)}).Info("stopping; VIPs withdrawn")
+	return nil
+}
+
+// publish makes this tick's results visible to Status.
+func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
+	v := view{
+		cfg:       d.cfg,
+		snap:      snap,
+		states:    maps.Clone(d.states),
+		since:     maps.Clone(d.since),
+		iface:     d.iface,
+		ifaceErr:  d.ifaceErr,
+		tickStart: start,
+		pollTook:  polled.Sub(start),
+		failedRun: d.failed,
+		orphans:   len(d.orphans),
+		ticked:    true,
+	}
+	d.mu.Lock()
+	d.view = v
+	d.mu.Unlock()
+}

@@ -1,0 +1,333 @@
+package daemon
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/decide"
+)
+
+const (
+	api     = "/apisix/upstreams/api"
+	auth    = "/apisix/upstreams/auth"
+	admin   = "/apisix/upstreams/admin"
+	primary = "/apisix/upstreams/app-primary"
+	reserve = "/apisix/upstreams/app-reserve"
+)
+
+func vipCfg(addr string, cond config.Condition, ups ...string) config.VIP {
+	return config.VIP{Address: netip.MustParsePrefix(addr), Upstreams: ups, Condition: cond, Rise: 1, Fall: 1}
+}
+
+// seed is the design note's example configuration.
+func seed(policy config.Action) *config.Config {
+	return &config.Config{
+		PollInterval: 3 * time.Second, Timeout: 5 * time.Second, Interface: "rhi0",
+		ControlURL:    "http://127.0.0.1:9090",
+		FailurePolicy: config.FailurePolicy{ControlAPIUnreachable: policy, MaxFailedPolls: 3, NoChecker: "healthy"},
+		Rise:          1, Fall: 1, OnShutdown: "keep",
+		VIPs: []config.VIP{
+			vipCfg("10.0.0.100/32", config.All, api),
+			vipCfg("10.0.0.101/32", config.All, auth, admin),
+			vipCfg("10.0.0.102/32", config.Any, primary, reserve),
+		},
+	}
+}
+
+type rig struct {
+	d      *Daemon
+	health *fakeHealth
+	link   *fakeLink
+	clock  *clock
+	logs   *logtest.Hook
+}
+
+func newRig(t *testing.T, cfg *config.Config, link *fakeLink) *rig {
+	t.Helper()
+	log, hook := logtest.NewNullLogger()
+	log.Level = logrus.DebugLevel
+	r := &rig{health: newFakeHealth(), link: link, clock: &clock{t: time.Unix(1_700_000_000, 0)}, logs: hook}
+	r.d = New(cfg, Deps{Health: r.health, Announcer: link, Log: log, Now: r.clock.now})
+	return r
+}
+
+func (r *rig) tick(t *testing.T) {
+	t.Helper()
+	r.clock.advance(3 * time.Second)
+	r.d.tick(context.Background())
+}
+
+func (r *rig) expect(t *testing.T, want string) {
+	t.Helper()
+	if got := r.link.text(); got != want {
+		t.Fatalf("interface holds %q, want %q", got, want)
+	}
+}
+
+// count returns how many log lines at level or above contain msg.
+func (r *rig) count(level logrus.Level, msg string) int {
+	n := 0
+	for _, e := range r.logs.AllEntries() {
+		if e.Level <= level && strings.Contains(e.Message, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+// countFor returns how many log lines about upstream contain msg.
+func (r *rig) countFor(upstream, msg string) int {
+	n := 0
+	for _, e := range r.logs.AllEntries() {
+		if e.Data["upstream"] == upstream && strings.Contains(e.Message, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestAppliesVerdictsWithinOnePoll(t *testing.T) {
+	r := newRig(t, seed(config.Withdraw), newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+
+	r.health.set(apisix.Down, admin, primary)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.102")
+
+	r.health.set(apisix.Down, reserve)
+	r.health.set(apisix.NoChecker, admin)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101")
+
+	before := r.link.writeCount()
+	r.tick(t)
+	if w := r.link.writeCount() - before; w != 0 {
+		t.Errorf("same health again cost %d netlink writes, want 0", w)
+	}
+}
+
+func TestStartupKeepsWhatTheInterfaceHolds(t *testing.T) {
+	for _, policy := range []config.Action{config.Withdraw, config.Announce} {
+		t.Run(string(policy), func(t *testing.T) {
+			r := newRig(t, seed(policy), newFakeLink("10.0.0.100/32", "10.0.0.102/32"))
+			// The control API is down from the start.
+			for i := 1; i < 3; i++ {
+				r.tick(t)
+				r.expect(t, "10.0.0.100 10.0.0.102")
+			}
+			if r.link.writeCount() != 0 {
+				t.Fatalf("start-up wrote to the interface before any poll settled a VIP")
+			}
+			r.tick(t) // third failed poll: the policy fires
+			want := map[config.Action]string{config.Withdraw: "", config.Announce: "10.0.0.100 10.0.0.102"}[policy]
+			r.expect(t, want)
+			r.tick(t)
+			r.expect(t, want)
+		})
+	}
+}
+
+func TestOneBrokenUpstreamOnlyHoldsItsVIPs(t *testing.T) {
+	r := newRig(t, seed(config.Withdraw), newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.health.set(apisix.Failed, admin)
+	r.health.set(apisix.Down, api)
+	for i := 0; i < 2; i++ {
+		r.tick(t)
+		r.expect(t, "10.0.0.101 10.0.0.102")
+	}
+	r.tick(t)
+	r.expect(t, "10.0.0.102")
+	r.health.set(apisix.Up, admin)
+	r.tick(t)
+	r.expect(t, "10.0.0.101 10.0.0.102")
+}
+
+func TestNotFoundCountsAsFailed(t *testing.T) {
+	r := newRig(t, seed(config.Withdraw), newFakeLink("10.0.0.100/32"))
+	r.health.set(apisix.NotFound, api)
+	r.tick(t)
+	r.tick(t)
+	r.expect(t, "10.0.0.100")
+	r.tick(t)
+	r.expect(t, "")
+	if n := r.countFor(api, "cannot be read"); n != 1 {
+		t.Errorf("not-found upstream logged %d times over 3 polls, want once", n)
+	}
+}
+
+func TestRepairsExternalChanges(t *testing.T) {
+	r := newRig(t, seed(config.Withdraw), newFakeLink("192.0.2.1/32"))
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1")
+	r.link.do(func(l *fakeLink) { delete(l.addrs, netip.MustParsePrefix("10.0.0.101/32")) })
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1")
+	if got := r.d.Status().Interface.Foreign; len(got) != 1 || got[0] != "192.0.2.1/32" {
+		t.Errorf("foreign = %v, want [192.0.2.1/32]", got)
+	}
+}
+
+func TestMissingInterfaceIsRetried(t *testing.T) {
+	link := newFakeLink()
+	link.exists = false
+	r := newRig(t, seed(config.Withdraw), link)
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.tick(t)
+	st := r.d.Status()
+	if st.Interface.Exists || st.Interface.Error == "" {
+		t.Fatalf("status interface = %+v, want missing with an error", st.Interface)
+	}
+	if n := r.count(logrus.ErrorLevel, "cannot set VIPs"); n != 1 {
+		t.Errorf("missing interface logged %d times, want once", n)
+	}
+	link.do(func(l *fakeLink) { l.exists = true })
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	if st := r.d.Status(); st.Interface.Error != "" || !st.VIPs[0].OnInterface {
+		t.Errorf("after the interface came back: %+v", st.Interface)
+	}
+}
+
+func TestFailedAddIsRetried(t *testing.T) {
+	link := newFakeLink()
+	link.failAdd[netip.MustParsePrefix("10.0.0.101/32")] = true
+	r := newRig(t, seed(config.Withdraw), link)
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.102")
+	link.do(func(l *fakeLink) { clear(l.failAdd) })
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+}
+
+func TestReload(t *testing.T) {
+	cfg := seed(config.Withdraw)
+	r := newRig(t, cfg, newFakeLink("10.0.0.103/32"))
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102 10.0.0.103")
+
+	next := seed(config.Withdraw)
+	// 10.0.0.100 changes its condition and upstreams: not touched until a
+	// poll re-decides it. 10.0.0.102 is dropped. 10.0.0.103 is new and
+	// already on the interface: it starts as announced.
+	next.VIPs[0] = vipCfg("10.0.0.100/32", config.Any, api, "/apisix/upstreams/new")
+	next.VIPs[2] = vipCfg("10.0.0.103/32", config.All, "/apisix/upstreams/new")
+	r.d.applyReload(next)
+	if st := r.d.states[netip.MustParsePrefix("10.0.0.103/32")]; !st.Announced || st.Reason != decide.ReasonInitial {
+		t.Errorf("new VIP starts %+v, want announced from the interface", st)
+	}
+	before := r.link.writeCount()
+	r.tick(t) // /apisix/upstreams/new does not answer: 10.0.0.103 unsettled, kept
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.103")
+	if w := r.link.writeCount() - before; w != 1 {
+		t.Errorf("reload tick made %d writes, want 1 (the dropped VIP's delete)", w)
+	}
+	if n := len(r.health.verdicts); n == 0 {
+		t.Fatal("no health")
+	}
+	r.health.set(apisix.Down, "/apisix/upstreams/new")
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101")
+}
+
+func TestShutdown(t *testing.T) {
+	for _, mode := range []string{"keep", "withdraw"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := seed(config.Withdraw)
+			cfg.OnShutdown = mode
+			r := newRig(t, cfg, newFakeLink("192.0.2.1/32"))
+			r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+			r.tick(t)
+			if err := r.d.shutdown(); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"keep": "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1", "withdraw": "192.0.2.1"}[mode]
+			r.expect(t, want)
+		})
+	}
+}
+
+func TestUpstreamLogsOncePerChange(t *testing.T) {
+	r := newRig(t, seed(config.Announce), newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.health.down()
+	for i := 0; i < 10; i++ {
+		r.tick(t)
+	}
+	if n := r.count(logrus.WarnLevel, "upstream cannot be read"); n != 5 {
+		t.Errorf("10 failed polls of 5 upstreams logged %d warnings, want 5 (one per upstream)", n)
+	}
+	if n := r.count(logrus.ErrorLevel, "failure policy keeps"); n != 3 {
+		t.Errorf("policy logged %d times, want once per VIP (3)", n)
+	}
+	if st := r.d.Status(); st.ControlAPI.ConsecutiveFailedPolls != 10 || st.ControlAPI.Unreadable != 5 {
+		t.Errorf("control api status = %+v", st.ControlAPI)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	r := newRig(t, seed(config.Withdraw), newFakeLink())
+	if r.d.Status().Ready {
+		t.Fatal("ready before the first tick")
+	}
+	r.health.set(apisix.Up, api, auth, admin, primary)
+	r.health.set(apisix.Down, reserve)
+	r.tick(t)
+	st := r.d.Status()
+	if !st.Ready || len(st.VIPs) != 3 {
+		t.Fatalf("status = %+v", st)
+	}
+	v := st.VIPs[2]
+	if v.Address != "10.0.0.102/32" || !v.Desired || !v.OnInterface || v.Verdict != decide.Available || v.Condition != "any" {
+		t.Errorf("vip status = %+v", v)
+	}
+	if v.Upstreams[1].Key != reserve || v.Upstreams[1].Verdict != "down" {
+		t.Errorf("upstream status = %+v", v.Upstreams[1])
+	}
+	if !v.Since.Equal(r.clock.now()) {
+		t.Errorf("since = %v, want the tick's time %v", v.Since, r.clock.now())
+	}
+}
+
+// TestRunReloadPollsAtOnce drives the real loop: a reload triggers a poll
+// without waiting for the (hour-long) interval.
+func TestRunReloadPollsAtOnce(t *testing.T) {
+	cfg := seed(config.Withdraw)
+	cfg.PollInterval = time.Hour
+	r := newRig(t, cfg, newFakeLink())
+	r.health.polled = make(chan struct{})
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	ready := make(chan struct{})
+	r.d.ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.d.Run(ctx) }()
+	<-r.health.polled
+	<-ready
+	next := seed(config.Withdraw)
+	next.PollInterval = time.Hour
+	next.VIPs = next.VIPs[:1]
+	r.d.Reload(next)
+	<-r.health.polled
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run returned %v, want nil on cancel", err)
+	}
+	r.expect(t, "10.0.0.100")
+}

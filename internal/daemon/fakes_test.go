@@ -1,0 +1,190 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/vip"
+)
+
+// fakeHealth answers every poll with the verdicts set for each key; a key
+// with no verdict is Failed, like an API that does not answer.
+type fakeHealth struct {
+	mu       sync.Mutex
+	verdicts map[string]apisix.Verdict
+	polls    int
+	polled   chan struct{} // receives after every poll, if not nil
+}
+
+func newFakeHealth() *fakeHealth { return &fakeHealth{verdicts: map[string]apisix.Verdict{}} }
+
+func (f *fakeHealth) set(v apisix.Verdict, keys ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		f.verdicts[k] = v
+	}
+}
+
+// down makes every key unreadable, as when the control API is down.
+func (f *fakeHealth) down() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.verdicts)
+}
+
+func (f *fakeHealth) Poll(ctx context.Context, keys []string) apisix.Snapshot {
+	f.mu.Lock()
+	snap := apisix.Snapshot{}
+	for _, k := range keys {
+		v, ok := f.verdicts[k]
+		if !ok {
+			snap[k] = apisix.Result{Verdict: apisix.Failed, Err: errors.New("connection refused")}
+			continue
+		}
+		snap[k] = apisix.Result{Verdict: v, Healthy: 1, Total: 1}
+	}
+	f.polls++
+	ch := f.polled
+	f.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		case <-ctx.Done():
+		}
+	}
+	return snap
+}
+
+// fakeLink behaves like the kernel for one interface: adding an address that
+// is there or deleting one that is not is an error.
+type fakeLink struct {
+	mu      sync.Mutex
+	exists  bool
+	addrs   map[netip.Prefix]bool
+	writes  int
+	failAdd map[netip.Prefix]bool
+}
+
+func newFakeLink(present ...string) *fakeLink {
+	l := &fakeLink{exists: true, addrs: map[netip.Prefix]bool{}, failAdd: map[netip.Prefix]bool{}}
+	for _, p := range present {
+		l.addrs[netip.MustParsePrefix(p)] = true
+	}
+	return l
+}
+
+func (l *fakeLink) state(owned map[netip.Prefix]bool) vip.State {
+	st := vip.State{Exists: l.exists, Up: l.exists}
+	for p := range l.addrs {
+		if owned == nil || slices.Contains(mapKeys(owned), p) {
+			st.Present = append(st.Present, p)
+		} else {
+			st.Foreign = append(st.Foreign, p)
+		}
+	}
+	slices.SortFunc(st.Present, netip.Prefix.Compare)
+	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
+	return st
+}
+
+func mapKeys(m map[netip.Prefix]bool) []netip.Prefix {
+	var out []netip.Prefix
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (l *fakeLink) Observe(ctx context.Context) (vip.State, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.exists {
+		return vip.State{}, fmt.Errorf("interface %q: %w", "rhi0", vip.ErrNoInterface)
+	}
+	return l.state(nil), nil
+}
+
+func (l *fakeLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.exists {
+		return vip.State{}, fmt.Errorf("interface %q: %w", "rhi0", vip.ErrNoInterface)
+	}
+	var errs []error
+	for _, p := range sortedKeys(owned) { // adds first
+		if owned[p] && !l.addrs[p] {
+			l.writes++
+			if l.failAdd[p] {
+				errs = append(errs, fmt.Errorf("vip %q: add: %w", p, syscall.EPERM))
+				continue
+			}
+			l.addrs[p] = true
+		}
+	}
+	for _, p := range sortedKeys(owned) {
+		if !owned[p] && l.addrs[p] {
+			l.writes++
+			delete(l.addrs, p)
+		}
+	}
+	return l.state(owned), errors.Join(errs...)
+}
+
+func sortedKeys(m map[netip.Prefix]bool) []netip.Prefix {
+	k := mapKeys(m)
+	slices.SortFunc(k, netip.Prefix.Compare)
+	return k
+}
+
+// text prints the link as sorted addresses, or "missing".
+func (l *fakeLink) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.exists {
+		return "missing"
+	}
+	var out []string
+	for _, p := range sortedKeys(l.addrs) {
+		out = append(out, p.Addr().String())
+	}
+	return strings.Join(out, " ")
+}
+
+func (l *fakeLink) writeCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writes
+}
+
+func (l *fakeLink) do(f func(l *fakeLink)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f(l)
+}
+
+// clock is a fake clock that tests advance by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}

@@ -1,0 +1,131 @@
+package daemon
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/vip"
+)
+
+// view is what one tick leaves for Status; it is never mutated after publish.
+type view struct {
+	cfg       *config.Config
+	snap      apisix.Snapshot
+	states    map[netip.Prefix]decide.State
+	since     map[netip.Prefix]time.Time
+	iface     vip.State
+	ifaceErr  string
+	tickStart time.Time
+	pollTook  time.Duration
+	failedRun int
+	orphans   int
+	ticked    bool
+}
+
+// Status is the daemon's state as /status and `rhi status` show it. Field
+// names are part of the JSON contract.
+type Status struct {
+	Ready      bool            `json:"ready"`
+	Interface  InterfaceStatus `json:"interface"`
+	ControlAPI APIStatus       `json:"control_api"`
+	VIPs       []VIPStatus     `json:"vips"`
+}
+
+// InterfaceStatus is what the last tick saw on the VIP interface.
+type InterfaceStatus struct {
+	Name    string   `json:"name"`
+	Exists  bool     `json:"exists"`
+	Up      bool     `json:"up"`
+	Error   string   `json:"error,omitempty"`
+	Foreign []string `json:"foreign,omitempty"` // addresses rhi does not own
+	// Withdrawing counts VIPs dropped by a reload that are still present.
+	Withdrawing int `json:"withdrawing,omitempty"`
+}
+
+// APIStatus is the health of the APISIX control API as the last poll saw it.
+type APIStatus struct {
+	URL                    string        `json:"url"`
+	LastPoll               time.Time     `json:"last_poll"`
+	PollDuration           time.Duration `json:"poll_duration_ns"`
+	Upstreams              int           `json:"upstreams"`
+	Unreadable             int           `json:"unreadable"` // failed or not found in the last poll
+	ConsecutiveFailedPolls int           `json:"consecutive_failed_polls"`
+}
+
+// VIPStatus is one VIP: what rhi decided, why, and what the interface holds.
+type VIPStatus struct {
+	Address     string              `json:"address"`
+	Description string              `json:"description,omitempty"`
+	Condition   string              `json:"condition"`
+	Verdict     decide.Availability `json:"verdict"`
+	Reason      decide.Reason       `json:"reason"`
+	Desired     bool                `json:"desired"`      // should be on the interface
+	OnInterface bool                `json:"on_interface"` // is on the interface
+	Since       time.Time           `json:"since"`        // last change of either
+	FailedPolls int                 `json:"failed_polls"`
+	Streak      int                 `json:"streak,omitempty"` // polls towards rise/fall
+	Upstreams   []UpstreamStatus    `json:"upstreams"`
+}
+
+// UpstreamStatus is one upstream's verdict in the last poll.
+type UpstreamStatus struct {
+	Key     string `json:"key"`
+	Verdict string `json:"verdict"`
+	Healthy int    `json:"healthy"`
+	Nodes   int    `json:"nodes"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Status renders the last tick's results. It is safe to call from any
+// goroutine; before the first tick it reports Ready false.
+func (d *Daemon) Status() Status {
+	d.mu.RLock()
+	v := d.view
+	d.mu.RUnlock()
+	if !v.ticked {
+		return Status{}
+	}
+	s := Status{
+		Ready: true,
+		Interface: InterfaceStatus{
+			Name: v.cfg.Interface, Exists: v.iface.Exists, Up: v.iface.Up,
+			Error: v.ifaceErr, Withdrawing: v.orphans,
+		},
+		ControlAPI: APIStatus{
+			URL: v.cfg.ControlURL, LastPoll: v.tickStart, PollDuration: v.pollTook,
+			Upstreams: len(v.snap), ConsecutiveFailedPolls: v.failedRun,
+		},
+	}
+	for _, p := range v.iface.Foreign {
+		s.Interface.Foreign = append(s.Interface.Foreign, p.String())
+	}
+	for _, r := range v.snap {
+		if r.Verdict == apisix.Failed || r.Verdict == apisix.NotFound {
+			s.ControlAPI.Unreadable++
+		}
+	}
+	s.VIPs = make([]VIPStatus, 0, len(v.cfg.VIPs))
+	for i := range v.cfg.VIPs {
+		c := &v.cfg.VIPs[i]
+		st := v.states[c.Address]
+		vs := VIPStatus{
+			Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
+			Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced,
+			OnInterface: v.iface.Has(c.Address), Since: v.since[c.Address],
+			FailedPolls: st.FailedPolls, Streak: st.Streak,
+		}
+		for _, k := range c.Upstreams {
+			r := v.snap[k]
+			us := UpstreamStatus{Key: k, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
+			if r.Err != nil {
+				us.Error = r.Err.Error()
+			}
+			vs.Upstreams = append(vs.Upstreams, us)
+		}
+		s.VIPs = append(s.VIPs, vs)
+	}
+	return s
+}
