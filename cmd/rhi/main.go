@@ -1,0 +1,91 @@
+// Command rhi is the Route Health Injection daemon: it announces a VIP over
+// BGP (through BIRD and the VIP interface) only while its APISIX upstreams
+// are healthy. See README.md and `rhi -h`.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time: -ldflags "-X main.version=…".
+var version = "dev"
+
+const defaultConfig = "/etc/rhi/rhi.yaml"
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK       = 0
+	exitFailure  = 1 // a run failed, or verify found a mismatch
+	exitBadInput = 2 // bad usage or config, or verify could not check
+)
+
+const usage = `rhi — Route Health Injection for APISIX and BIRD
+
+Usage:
+  rhi run          [--config PATH] [--debug]        run the daemon
+  rhi check-config [--config PATH]                  validate, print the effective config
+  rhi version                                       print the version
+
+--config defaults to ` + defaultConfig + `.
+
+Exit codes: 0 ok; 1 failure; 2 bad usage or invalid config.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run dispatches a subcommand and returns the process exit code, so that
+// deferred clean-ups run before the process exits.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitBadInput
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return cmdRun(rest, stdout, stderr)
+	case "check-config":
+		return cmdCheckConfig(rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "rhi %s\n", version)
+		return exitOK
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "rhi: unknown command %q\n\n%s", cmd, usage)
+	return exitBadInput
+}
+
+// flags builds a subcommand's flag set; -h prints its usage to stdout.
+func flags(name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("rhi "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: rhi %s %s\n\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args and maps -h to exit 0 and bad flags to exit 2; ok is
+// false when the caller should return code.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK, false
+		}
+		return exitBadInput, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "rhi: unexpected argument %q\n", fs.Arg(0))
+		return exitBadInput, false
+	}
+	return 0, true
+}

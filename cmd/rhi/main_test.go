@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rhi-daemon/rhi/internal/config"
+)
+
+func TestCheckConfigSeed(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"check-config", "--config", "../../internal/config/testdata/seed.yaml"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errb.String())
+	}
+	// The printed effective config is itself a valid config with defaults.
+	cfg, err := config.Parse("printed", out.Bytes())
+	if err != nil {
+		t.Fatalf("printed config does not parse: %v\n%s", err, out.String())
+	}
+	if len(cfg.VIPs) != 3 || cfg.Bird.Socket != "/run/bird/bird.ctl" || cfg.VIPs[2].Condition != config.Any {
+		t.Errorf("printed config lost something:\n%s", out.String())
+	}
+}
+
+func TestCheckConfigInvalid(t *testing.T) {
+	files, _ := filepath.Glob("../../internal/config/testdata/invalid/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no invalid configs found")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run([]string{"check-config", "--config", f}, &out, &errb); code != exitBadInput {
+				t.Fatalf("exit %d, want %d", code, exitBadInput)
+			}
+			want, err := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".err")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The goldens name the file by its base name.
+			got := strings.ReplaceAll(errb.String(), filepath.Dir(f)+"/", "")
+			if !strings.Contains(got, strings.TrimSpace(string(want))) {
+				t.Errorf("stderr:\n%s\nwant it to hold:\n%s", got, want)
+			}
+			if out.Len() != 0 {
+				t.Errorf("stdout not empty on an invalid config: %q", out.String())
+			}
+		})
+	}
+}
+
+func TestCommands(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		out  string // substring of stdout
+		err  string // substring of stderr
+	}{
+		{"no args", nil, exitBadInput, "", "Usage:"},
+		{"unknown", []string{"frobnicate"}, exitBadInput, "", `unknown command "frobnicate"`},
+		{"version", []string{"version"}, exitOK, "rhi dev", ""},
+		{"help", []string{"-h"}, exitOK, "check-config", ""},
+		{"run help", []string{"run", "-h"}, exitOK, "--config", ""},
+		{"bad flag", []string{"check-config", "--nope"}, exitBadInput, "", "flag provided but not defined"},
+		{"stray arg", []string{"check-config", "extra"}, exitBadInput, "", `unexpected argument "extra"`},
+		{"missing file", []string{"check-config", "--config", "/nonexistent/rhi.yaml"}, exitBadInput, "", "/nonexistent/rhi.yaml"},
+		{"run with bad config touches nothing", []string{"run", "--config", "../../internal/config/testdata/invalid/bad_condition.yaml"}, exitBadInput, "", "condition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(tt.args, &out, &errb)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, errb.String())
+			}
+			if !strings.Contains(out.String(), tt.out) {
+				t.Errorf("stdout %q lacks %q", out.String(), tt.out)
+			}
+			if !strings.Contains(errb.String(), tt.err) {
+				t.Errorf("stderr %q lacks %q", errb.String(), tt.err)
+			}
+		})
+	}
+}
+
+func TestRestartOnly(t *testing.T) {
+	a, b := config.Default(), config.Default()
+	if k := restartOnly(&a, &b); len(k) != 0 {
+		t.Errorf("same config: %v", k)
+	}
+	b.Interface, b.StatusListen, b.PollInterval = "rhi1", "", 1
+	if k := strings.Join(restartOnly(&a, &b), ","); k != "interface,status_listen" {
+		t.Errorf("got %q", k)
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/logfile"
+	"github.com/rhi-daemon/rhi/internal/vip"
+)
+
+// netlinkTimeout bounds each netlink request.
+const netlinkTimeout = 2 * time.Second
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := flags("run", "[--config PATH] [--debug]", stdout, stderr)
+	path := fs.String("config", defaultConfig, "configuration file")
+	debug := fs.Bool("debug", false, "log per-tick detail")
+	if code, ok := parse(fs, args, stdout); !ok {
+		return code
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return exitBadInput
+	}
+	logs, err := logfile.New(cfg.MainLog, cfg.ErrorLog, *debug, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rhi: %v\n", err)
+		return exitBadInput
+	}
+	defer logs.Close()
+	log := logs.Logger
+
+	health, err := newHealth(cfg)
+	if err != nil {
+		log.WithError(err).Error("cannot start")
+		return exitBadInput
+	}
+	nl, err := vip.NewHandle(netlinkTimeout)
+	if err != nil {
+		log.WithError(err).Error("cannot start")
+		return exitFailure
+	}
+	defer nl.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	d := daemon.New(cfg, daemon.Deps{
+		Health:    health,
+		Announcer: vip.New(nl, cfg.Interface, log),
+		Log:       log,
+		NewHealth: func(c *config.Config) daemon.HealthSource {
+			h, err := newHealth(c)
+			if err != nil { // validated config: cannot happen; keep the old source
+				log.WithError(err).Error("control API client")
+				return health
+			}
+			return h
+		},
+	})
+	go handleSignals(ctx, *path, cfg, d, logs, log)
+
+	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface}).Info("rhi starting")
+	if err := d.Run(ctx); err != nil {
+		log.WithError(err).Error("stopped with an error")
+		return exitFailure
+	}
+	return exitOK
+}
+
+func newHealth(cfg *config.Config) (*apisix.Client, error) {
+	return apisix.NewClient(cfg.ControlURL, apisix.Options{Timeout: cfg.Timeout})
+}
+
+// handleSignals reloads on SIGHUP (a bad file keeps the old config) and
+// reopens the logs on SIGUSR1.
+func handleSignals(ctx context.Context, path string, started *config.Config, d *daemon.Daemon, logs *logfile.Logs, log logrus.FieldLogger) {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(ch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-ch:
+			switch s {
+			case syscall.SIGHUP:
+				cfg, err := config.Load(path)
+				if err != nil {
+					log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
+					continue
+				}
+				if keys := restartOnly(started, cfg); len(keys) > 0 {
+					log.WithFields(logrus.Fields{"config": path, "keys": strings.Join(keys, ", ")}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
+					continue
+				}
+				d.Reload(cfg)
+			case syscall.SIGUSR1:
+				if err := logs.Reopen(); err != nil {
+					log.WithError(err).Error("reopening log files")
+					continue
+				}
+				log.Info("log files reopened")
+			}
+		}
+	}
+}
+
+// restartOnly lists the keys that differ between old and next but are bound
+// at start-up (the interface the netlink side manages, the log files, the
+// status listener). A reload that changes them is rejected as a whole rather
+// than applied in part.
+func restartOnly(old, next *config.Config) []string {
+	var keys []string
+	if old.Interface != next.Interface {
+		keys = append(keys, "interface")
+	}
+	if old.MainLog != next.MainLog {
+		keys = append(keys, "main_log")
+	}
+	if old.ErrorLog != next.ErrorLog {
+		keys = append(keys, "error_log")
+	}
+	if old.StatusListen != next.StatusListen {
+		keys = append(keys, "status_listen")
+	}
+	return keys
+}
