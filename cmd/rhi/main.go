@@ -27,6 +27,7 @@ const usage = `rhi — Route Health Injection for APISIX and BIRD
 
 Usage:
   rhi run          [--config PATH] [--debug]        run the daemon
+  rhi status       [--config PATH] [--json]         ask the running daemon what it is doing
   rhi check-config [--config PATH]                  validate, print the effective config
   rhi version                                       print the version
 
@@ -48,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "run":
 		return cmdRun(rest, stdout, stderr)
+	case "status":
+		return cmdStatus(rest, stdout, stderr)
 	case "check-config":
 		return cmdCheckConfig(rest, stdout, stderr)
 	case "version", "--version":

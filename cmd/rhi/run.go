@@ -16,6 +16,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/logfile"
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -56,7 +57,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	var metrics *status.Metrics
+	onPoll := func(took time.Duration, unreadable int) {
+		if metrics != nil {
+			metrics.ObservePoll(took, unreadable)
+		}
+	}
 	d := daemon.New(cfg, daemon.Deps{
+		OnPoll:    onPoll,
 		Health:    health,
 		Announcer: vip.New(nl, cfg.Interface, log),
 		Log:       log,
@@ -69,7 +77,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return h
 		},
 	})
-	go handleSignals(ctx, *path, cfg, d, logs, log)
+	if cfg.StatusListen != "" {
+		metrics = status.NewMetrics(d, version)
+		if err := status.Serve(ctx, cfg.StatusListen, status.Handler(d, metrics, time.Now), log); err != nil {
+			log.WithError(err).Error("cannot start")
+			return exitFailure
+		}
+	}
+	go handleSignals(ctx, *path, cfg, d, metrics, logs, log)
 
 	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface}).Info("rhi starting")
 	if err := d.Run(ctx); err != nil {
@@ -85,7 +100,12 @@ func newHealth(cfg *config.Config) (*apisix.Client, error) {
 
 // handleSignals reloads on SIGHUP (a bad file keeps the old config) and
 // reopens the logs on SIGUSR1.
-func handleSignals(ctx context.Context, path string, started *config.Config, d *daemon.Daemon, logs *logfile.Logs, log logrus.FieldLogger) {
+func handleSignals(ctx context.Context, path string, started *config.Config, d *daemon.Daemon, metrics *status.Metrics, logs *logfile.Logs, log logrus.FieldLogger) {
+	reloaded := func(ok bool) {
+		if metrics != nil {
+			metrics.Reloaded(ok, time.Now())
+		}
+	}
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(ch)
@@ -99,13 +119,16 @@ func handleSignals(ctx context.Context, path string, started *config.Config, d *
 				cfg, err := config.Load(path)
 				if err != nil {
 					log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
+					reloaded(false)
 					continue
 				}
 				if keys := restartOnly(started, cfg); len(keys) > 0 {
 					log.WithFields(logrus.Fields{"config": path, "keys": strings.Join(keys, ", ")}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
+					reloaded(false)
 					continue
 				}
 				d.Reload(cfg)
+				reloaded(true)
 			case syscall.SIGUSR1:
 				if err := logs.Reopen(); err != nil {
 					log.WithError(err).Error("reopening log files")

@@ -43,6 +43,9 @@ type Deps struct {
 	Now       func() time.Time // nil: time.Now
 	// Ready is called once, after the first tick (systemd readiness).
 	Ready func()
+	// OnPoll, if set, is told each poll's duration and how many upstreams
+	// it could not read (metrics).
+	OnPoll func(took time.Duration, unreadable int)
 	// NewHealth builds the health source for a reloaded config whose control
 	// URL or timeout changed; nil keeps Health.
 	NewHealth func(*config.Config) HealthSource
@@ -60,6 +63,7 @@ type Daemon struct {
 	now    func() time.Time
 	ready  func()
 	newHS  func(*config.Config) HealthSource
+	onPoll func(time.Duration, int)
 
 	reloads chan *config.Config
 
@@ -75,6 +79,9 @@ type Daemon struct {
 	ifaceErr  string
 	started   bool
 	failed    int // consecutive polls with at least one unreadable upstream
+	polls     uint64
+	failedAll uint64                  // polls with at least one unreadable upstream, ever
+	flips     map[netip.Prefix]uint64 // changes of Announced, per VIP
 
 	mu   sync.RWMutex
 	view view // what Status renders; swapped after every tick
@@ -89,12 +96,14 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		now:       deps.Now,
 		ready:     deps.Ready,
 		newHS:     deps.NewHealth,
+		onPoll:    deps.OnPoll,
 		reloads:   make(chan *config.Config, 1),
 		states:    map[netip.Prefix]decide.State{},
 		since:     map[netip.Prefix]time.Time{},
 		orphans:   map[netip.Prefix]bool{},
 		owned:     map[netip.Prefix]bool{},
 		upstreams: map[string]apisix.Verdict{},
+		flips:     map[netip.Prefix]uint64{},
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -184,6 +193,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 		if !keep[p] {
 			delete(d.states, p)
 			delete(d.since, p)
+			delete(d.flips, p)
 			d.orphans[p] = true
 			dropped++
 			d.log.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Info("vip removed from config; withdrawing")
@@ -218,13 +228,17 @@ func (d *Daemon) tick(ctx context.Context) {
 		return // shutting down: a poll cut short says nothing about health
 	}
 	polled := d.now()
-	d.noteUpstreams(snap)
+	unreadable := d.noteUpstreams(snap)
+	if d.onPoll != nil {
+		d.onPoll(polled.Sub(start), unreadable)
+	}
 
 	changes := decide.Tick(d.cfg, snap, d.states)
 	for _, c := range changes {
 		d.logChange(c)
 		if c.From.Announced != c.To.Announced {
 			d.since[c.VIP] = polled
+			d.flips[c.VIP]++
 		}
 	}
 	d.apply(ctx)
@@ -307,14 +321,15 @@ func (d *Daemon) noteIfaceErr(err error) {
 	d.log.WithField("iface", d.cfg.Interface).WithError(err).Error("cannot set VIPs on the interface; retrying every tick")
 }
 
-// noteUpstreams logs each upstream's verdict once per change, and counts
-// consecutive polls in which some upstream could not be read.
-func (d *Daemon) noteUpstreams(snap apisix.Snapshot) {
-	bad := false
+// noteUpstreams logs each upstream's verdict once per change, counts
+// consecutive polls in which some upstream could not be read, and returns
+// how many could not be read in this one.
+func (d *Daemon) noteUpstreams(snap apisix.Snapshot) int {
+	unreadable := 0
 	for _, k := range d.keys {
 		r := snap[k]
 		if r.Verdict == apisix.Failed || r.Verdict == apisix.NotFound {
-			bad = true
+			unreadable++
 		}
 		prev, seen := d.upstreams[k]
 		if seen && prev == r.Verdict {
@@ -339,11 +354,14 @@ func (d *Daemon) noteUpstreams(snap apisix.Snapshot) {
 			delete(d.upstreams, k) // dropped by a reload
 		}
 	}
-	if bad {
+	d.polls++
+	if unreadable > 0 {
 		d.failed++
+		d.failedAll++
 	} else {
 		d.failed = 0
 	}
+	return unreadable
 }
 
 func (d *Daemon) logChange(c decide.Change) {

@@ -21,6 +21,9 @@ type view struct {
 	tickStart time.Time
 	pollTook  time.Duration
 	failedRun int
+	polls     uint64
+	failedAll uint64
+	flips     map[netip.Prefix]uint64
 	orphans   int
 	ticked    bool
 }
@@ -48,11 +51,15 @@ type InterfaceStatus struct {
 // APIStatus is the health of the APISIX control API as the last poll saw it.
 type APIStatus struct {
 	URL                    string        `json:"url"`
+	PollInterval           time.Duration `json:"poll_interval_ns"`
+	Timeout                time.Duration `json:"timeout_ns"`
 	LastPoll               time.Time     `json:"last_poll"`
 	PollDuration           time.Duration `json:"poll_duration_ns"`
 	Upstreams              int           `json:"upstreams"`
 	Unreadable             int           `json:"unreadable"` // failed or not found in the last poll
 	ConsecutiveFailedPolls int           `json:"consecutive_failed_polls"`
+	Polls                  uint64        `json:"polls_total"`
+	FailedPolls            uint64        `json:"failed_polls_total"`
 }
 
 // VIPStatus is one VIP: what rhi decided, why, and what the interface holds.
@@ -67,6 +74,7 @@ type VIPStatus struct {
 	Since       time.Time           `json:"since"`        // last change of either
 	FailedPolls int                 `json:"failed_polls"`
 	Streak      int                 `json:"streak,omitempty"` // polls towards rise/fall
+	Transitions uint64              `json:"transitions"`      // changes of Desired since start
 	Upstreams   []UpstreamStatus    `json:"upstreams"`
 }
 
@@ -95,8 +103,10 @@ func (d *Daemon) Status() Status {
 			Error: v.ifaceErr, Withdrawing: v.orphans,
 		},
 		ControlAPI: APIStatus{
-			URL: v.cfg.ControlURL, LastPoll: v.tickStart, PollDuration: v.pollTook,
+			URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
+			LastPoll: v.tickStart, PollDuration: v.pollTook,
 			Upstreams: len(v.snap), ConsecutiveFailedPolls: v.failedRun,
+			Polls: v.polls, FailedPolls: v.failedAll,
 		},
 	}
 	for _, p := range v.iface.Foreign {
@@ -115,7 +125,7 @@ func (d *Daemon) Status() Status {
 			Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
 			Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced,
 			OnInterface: v.iface.Has(c.Address), Since: v.since[c.Address],
-			FailedPolls: st.FailedPolls, Streak: st.Streak,
+			FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: v.flips[c.Address],
 		}
 		for _, k := range c.Upstreams {
 			r := v.snap[k]

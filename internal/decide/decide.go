@@ -5,6 +5,8 @@
 package decide
 
 import (
+	"fmt"
+
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 )
@@ -183,4 +185,20 @@ func settledReason(available bool) Reason {
 		return ReasonHealthy
 	}
 	return ReasonUnhealthy
+}
+
+// UnmarshalText reads what MarshalText writes (for `rhi status`, which reads
+// the daemon's JSON).
+func (a *Availability) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "available":
+		*a = Available
+	case "unavailable":
+		*a = Unavailable
+	case "unknown":
+		*a = Unknown
+	default:
+		return fmt.Errorf("unknown availability %q", b)
+	}
+	return nil
 }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/daemon"
+)
+
+// maxStatusBytes bounds the /status body `rhi status` reads.
+const maxStatusBytes = 64 << 20
+
+func cmdStatus(args []string, stdout, stderr io.Writer) int {
+	fs := flags("status", "[--config PATH] [--json]", stdout, stderr)
+	path := fs.String("config", defaultConfig, "configuration file (for status_listen)")
+	asJSON := fs.Bool("json", false, "print the daemon's JSON as it is")
+	if code, ok := parse(fs, args, stdout); !ok {
+		return code
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return exitBadInput
+	}
+	if cfg.StatusListen == "" {
+		fmt.Fprintf(stderr, "rhi status: status_listen is empty in %s: the daemon serves no status\n", *path)
+		return exitBadInput
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	raw, st, err := fetchStatus(ctx, cfg.StatusListen)
+	if err != nil {
+		fmt.Fprintf(stderr, "rhi status: %v\n", err)
+		return exitBadInput
+	}
+	if *asJSON {
+		stdout.Write(raw)
+		return exitOK
+	}
+	writeStatus(stdout, st, time.Now())
+	return exitOK
+}
+
+// fetchStatus asks the running daemon for its status.
+func fetchStatus(ctx context.Context, addr string) ([]byte, daemon.Status, error) {
+	var st daemon.Status
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/status", nil)
+	if err != nil {
+		return nil, st, err
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		return nil, st, fmt.Errorf("daemon not reachable at %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes))
+	if err != nil {
+		return nil, st, fmt.Errorf("read status from %s: %w", addr, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, st, fmt.Errorf("status from %s: HTTP %d", addr, resp.StatusCode)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, st, fmt.Errorf("status from %s: %w", addr, err)
+	}
+	return raw, st, nil
+}
+
+// writeStatus prints the status as a table a person reads at a glance.
+func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
+	if !s.Ready {
+		fmt.Fprintln(w, "rhi is starting: no tick yet")
+		return
+	}
+	iface := "up"
+	switch {
+	case !s.Interface.Exists:
+		iface = "MISSING"
+	case !s.Interface.Up:
+		iface = "DOWN"
+	}
+	fmt.Fprintf(w, "interface  %s (%s)", s.Interface.Name, iface)
+	if s.Interface.Error != "" {
+		fmt.Fprintf(w, "  error: %s", s.Interface.Error)
+	}
+	fmt.Fprintln(w)
+	api := s.ControlAPI
+	fmt.Fprintf(w, "apisix     %s  last poll %s ago, took %s, %d/%d upstreams unreadable, %d failed polls in a row\n",
+		api.URL, ago(now, api.LastPoll), api.PollDuration.Round(time.Millisecond), api.Unreadable, api.Upstreams, api.ConsecutiveFailedPolls)
+	if len(s.Interface.Foreign) > 0 {
+		fmt.Fprintf(w, "foreign    %s (not rhi's, left alone)\n", strings.Join(s.Interface.Foreign, " "))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VIP\tWANT\tIFACE\tVERDICT\tREASON\tSINCE\tUPSTREAMS")
+	for _, v := range s.VIPs {
+		want := "withdraw"
+		if v.Desired {
+			want = "announce"
+		}
+		onIface := "absent"
+		if v.OnInterface {
+			onIface = "present"
+		}
+		if v.OnInterface != v.Desired {
+			onIface += "!"
+		}
+		var ups []string
+		for _, u := range v.Upstreams {
+			ups = append(ups, fmt.Sprintf("%s=%s", shortKey(u.Key), u.Verdict))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Address, want, onIface, v.Verdict, v.Reason, ago(now, v.Since), strings.Join(ups, " "))
+	}
+	tw.Flush()
+}
+
+// shortKey drops the etcd prefix: "/apisix/upstreams/api" → "upstreams/api".
+func shortKey(k string) string {
+	parts := strings.Split(k, "/")
+	if len(parts) >= 2 {
+		return strings.Join(parts[len(parts)-2:], "/")
+	}
+	return k
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}

@@ -1,0 +1,83 @@
+package status
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rhi-daemon/rhi/internal/decide"
+)
+
+var (
+	descVIPDesired = prometheus.NewDesc("rhi_vip_desired",
+		"1 if rhi wants the VIP announced (health, hysteresis and policy).", []string{"vip"}, nil)
+	descVIPOnIface = prometheus.NewDesc("rhi_vip_on_interface",
+		"1 if the VIP is on the interface.", []string{"vip"}, nil)
+	descVIPPolicy = prometheus.NewDesc("rhi_vip_failure_policy_active",
+		"1 if the failure policy decides the VIP (max_failed_polls reached).", []string{"vip"}, nil)
+	descVIPFailed = prometheus.NewDesc("rhi_vip_failed_polls",
+		"Consecutive polls that could not settle the VIP.", []string{"vip"}, nil)
+	descVIPTransitions = prometheus.NewDesc("rhi_vip_transitions_total",
+		"Changes of the VIP's desired state since start.", []string{"vip"}, nil)
+	descUpstream = prometheus.NewDesc("rhi_upstream_verdict",
+		"1 for the upstream's verdict in the last poll (up, down, no_checker, not_found, failed), 0 for the others.", []string{"upstream", "verdict"}, nil)
+	descPolls = prometheus.NewDesc("rhi_polls_total",
+		"Polls of the control API.", nil, nil)
+	descFailedPolls = prometheus.NewDesc("rhi_failed_polls_total",
+		"Polls in which at least one upstream could not be read.", nil, nil)
+	descConsecutive = prometheus.NewDesc("rhi_consecutive_failed_polls",
+		"Polls in a row in which at least one upstream could not be read.", nil, nil)
+	descIfaceUp = prometheus.NewDesc("rhi_interface_up",
+		"1 if the VIP interface exists and is administratively up.", []string{"iface"}, nil)
+	descReady = prometheus.NewDesc("rhi_ready",
+		"1 once the first tick has run.", nil, nil)
+)
+
+var verdicts = []string{"up", "down", "no_checker", "not_found", "failed"}
+
+// collector turns the daemon's status into metrics at scrape time.
+type collector struct{ src Source }
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descVIPDesired, descVIPOnIface, descVIPPolicy, descVIPFailed,
+		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.Status()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(descReady, b2f(s.Ready))
+	if !s.Ready {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descPolls, prometheus.CounterValue, float64(s.ControlAPI.Polls))
+	ch <- prometheus.MustNewConstMetric(descFailedPolls, prometheus.CounterValue, float64(s.ControlAPI.FailedPolls))
+	gauge(descConsecutive, float64(s.ControlAPI.ConsecutiveFailedPolls))
+	gauge(descIfaceUp, b2f(s.Interface.Exists && s.Interface.Up), s.Interface.Name)
+	seen := map[string]bool{}
+	for _, v := range s.VIPs {
+		gauge(descVIPDesired, b2f(v.Desired), v.Address)
+		gauge(descVIPOnIface, b2f(v.OnInterface), v.Address)
+		gauge(descVIPPolicy, b2f(v.Reason == decide.ReasonPolicyWithdraw || v.Reason == decide.ReasonPolicyAnnounce), v.Address)
+		gauge(descVIPFailed, float64(v.FailedPolls), v.Address)
+		ch <- prometheus.MustNewConstMetric(descVIPTransitions, prometheus.CounterValue, float64(v.Transitions), v.Address)
+		for _, u := range v.Upstreams {
+			if seen[u.Key] {
+				continue // shared by several VIPs: one series
+			}
+			seen[u.Key] = true
+			for _, name := range verdicts {
+				gauge(descUpstream, b2f(u.Verdict == name), u.Key, name)
+			}
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

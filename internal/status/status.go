@@ -1,0 +1,157 @@
+// Package status serves what the daemon knows over HTTP on status_listen:
+// /metrics for Prometheus, /status as JSON, /healthz for probes. Every value
+// is read from the daemon's published view at request time, so label sets
+// follow the running config: a VIP dropped by a reload disappears.
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
+
+	"github.com/rhi-daemon/rhi/internal/daemon"
+)
+
+// Source is where status comes from; *daemon.Daemon satisfies it. Status
+// must be safe to call from any goroutine.
+type Source interface {
+	Status() daemon.Status
+}
+
+// Metrics holds the instruments the daemon feeds as events happen; the rest
+// is derived from Source at scrape time.
+type Metrics struct {
+	reg          *prometheus.Registry
+	pollDuration prometheus.Histogram
+	reloads      *prometheus.CounterVec
+	lastReload   prometheus.Gauge
+	reloadOK     prometheus.Gauge
+}
+
+// NewMetrics registers rhi's metrics, the Go runtime's and the process's.
+func NewMetrics(src Source, version string) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		pollDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "rhi_poll_duration_seconds",
+			Help:    "Wall time of one poll of the APISIX control API (all upstreams).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rhi_config_reloads_total",
+			Help: "Configuration reloads by result (success, failure).",
+		}, []string{"result"}),
+		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rhi_config_last_reload_success_timestamp_seconds",
+			Help: "When the configuration was last loaded successfully (start-up counts).",
+		}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rhi_config_last_reload_successful",
+			Help: "1 if the last configuration reload succeeded.",
+		}),
+	}
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "rhi_build_info",
+		Help: "rhi's version and Go version; always 1.",
+	}, []string{"version", "goversion"})
+	build.WithLabelValues(version, runtime.Version()).Set(1)
+	m.reloads.WithLabelValues("success")
+	m.reloads.WithLabelValues("failure")
+	m.reg.MustRegister(m.pollDuration, m.reloads, m.lastReload, m.reloadOK, build,
+		&collector{src: src},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Reloaded(true, time.Now())
+	return m
+}
+
+// ObservePoll records one poll; it fits daemon.Deps.OnPoll.
+func (m *Metrics) ObservePoll(took time.Duration, _ int) {
+	m.pollDuration.Observe(took.Seconds())
+}
+
+// Reloaded records a configuration reload.
+func (m *Metrics) Reloaded(ok bool, at time.Time) {
+	if !ok {
+		m.reloads.WithLabelValues("failure").Inc()
+		m.reloadOK.Set(0)
+		return
+	}
+	m.reloads.WithLabelValues("success").Inc()
+	m.reloadOK.Set(1)
+	m.lastReload.Set(float64(at.Unix()))
+}
+
+// Handler serves /metrics, /status and /healthz.
+func Handler(src Source, m *Metrics, now func() time.Time) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(src.Status())
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := Healthy(src.Status(), now()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// Healthy says whether the loop is turning: it has ticked, and the last poll
+// started recently enough for the poll interval and timeout in force. It
+// says nothing of APISIX's or BIRD's health, which /status reports.
+func Healthy(s daemon.Status, now time.Time) error {
+	if !s.Ready {
+		return errors.New("not ready: no tick yet")
+	}
+	api := s.ControlAPI
+	limit := 2*api.PollInterval + api.Timeout + 10*time.Second
+	if age := now.Sub(api.LastPoll); age > limit {
+		return fmt.Errorf("stalled: last poll %s ago (limit %s)", age.Round(time.Millisecond), limit)
+	}
+	return nil
+}
+
+// Serve listens on addr and serves h until ctx is done. Listening errors are
+// returned at once so a busy port is reported at start-up.
+func Serve(ctx context.Context, addr string, h http.Handler, log logrus.FieldLogger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("status_listen %q: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.WithError(err).Error("status server stopped")
+		}
+	}()
+	log.WithField("addr", ln.Addr().String()).Info("serving /metrics, /status, /healthz")
+	return nil
+}
