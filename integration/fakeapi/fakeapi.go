@@ -1,0 +1,196 @@
+// Package fakeapi runs apisixtest's fake APISIX control API as a process
+// (for the netns lab, where it must live in an ADC's network namespace) and
+// steers it over a unix socket, which works across namespaces because it is
+// a file. The control protocol is plain HTTP:
+//
+//	PUT    /nodes/{type}/{id}?status=healthy&count=2[&format=v2]  create or replace a checker's nodes
+//	POST   /status/{type}/{id}?status=unhealthy                   set every node's status
+//	POST   /nochecker/{type}/{id}                                  the resource exists, no checker
+//	DELETE /resources/{type}/{id}                                  the resource is gone (404 not found)
+//	POST   /fault?fault=stall[&ref={type}/{id}]                    inject a fault; "none" clears it
+//	GET    /requests                                               health requests served so far
+package fakeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
+)
+
+// Control returns the handler of the control protocol for srv.
+func Control(srv *apisixtest.Server) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /nodes/{type}/{id}", func(w http.ResponseWriter, r *http.Request) {
+		ref := refOf(r)
+		count, err := strconv.Atoi(orDefault(r.FormValue("count"), "2"))
+		if err != nil || count < 0 || count > 10000 {
+			http.Error(w, "count: want 0-10000", http.StatusBadRequest)
+			return
+		}
+		status := orDefault(r.FormValue("status"), apisixtest.Healthy)
+		nodes := make([]apisixtest.Node, count)
+		for i := range nodes {
+			nodes[i] = apisixtest.Node{IP: fmt.Sprintf("192.0.2.%d", i%250+1), Port: 8000 + i, Status: status}
+		}
+		srv.SetNodes(ref, nodes...)
+		if f := r.FormValue("format"); f != "" {
+			format := apisixtest.V3
+			if f == "v2" {
+				format = apisixtest.V2
+			}
+			srv.SetFormat(ref, format)
+		}
+	})
+	mux.HandleFunc("POST /status/{type}/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if err := srv.SetAllStatus(refOf(r), r.FormValue("status")); err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+		}
+	})
+	mux.HandleFunc("POST /nochecker/{type}/{id}", func(w http.ResponseWriter, r *http.Request) {
+		srv.NoChecker(refOf(r))
+	})
+	mux.HandleFunc("DELETE /resources/{type}/{id}", func(w http.ResponseWriter, r *http.Request) {
+		srv.Remove(refOf(r))
+	})
+	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
+		f, err := apisixtest.ParseFault(r.FormValue("fault"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		ref := r.FormValue("ref")
+		if ref == "" {
+			srv.SetGlobalFault(f)
+		} else {
+			typ, id, _ := strings.Cut(ref, "/")
+			srv.SetFault(apisix.Ref{Type: typ, ID: id}, f)
+		}
+		if f == apisixtest.NoFault {
+			srv.Release()
+		}
+	})
+	mux.HandleFunc("GET /requests", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, srv.Requests())
+	})
+	return mux
+}
+
+func refOf(r *http.Request) apisix.Ref {
+	return apisix.Ref{Type: r.PathValue("type"), ID: r.PathValue("id")}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// Client steers a fake API through its control socket.
+type Client struct {
+	hc *http.Client
+}
+
+// NewClient returns a client for the control socket at path.
+func NewClient(path string) *Client {
+	return &Client{hc: &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}},
+	}}
+}
+
+func (c *Client) do(method, path string) error {
+	req, err := http.NewRequest(method, "http://fake"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("fake api %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fake api %s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// SetNodes creates or replaces ref's checker with count nodes of status.
+func (c *Client) SetNodes(ref apisix.Ref, count int, status string) error {
+	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&status=%s", ref.Type, ref.ID, count, status))
+}
+
+// SetFormat switches ref to the 2.x ("v2") or 3.x ("v3") body format; the
+// nodes are replaced by count nodes of status.
+func (c *Client) SetFormat(ref apisix.Ref, format string, count int, status string) error {
+	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&status=%s&format=%s", ref.Type, ref.ID, count, status, format))
+}
+
+// SetStatus sets every node of ref to status.
+func (c *Client) SetStatus(ref apisix.Ref, status string) error {
+	return c.do("POST", fmt.Sprintf("/status/%s/%s?status=%s", ref.Type, ref.ID, status))
+}
+
+// NoChecker makes ref a resource without a health checker.
+func (c *Client) NoChecker(ref apisix.Ref) error {
+	return c.do("POST", fmt.Sprintf("/nochecker/%s/%s", ref.Type, ref.ID))
+}
+
+// Remove deletes ref: APISIX then answers "not found".
+func (c *Client) Remove(ref apisix.Ref) error {
+	return c.do("DELETE", fmt.Sprintf("/resources/%s/%s", ref.Type, ref.ID))
+}
+
+// Fault injects f for every request, or for ref only when ref is not zero;
+// "none" clears it.
+func (c *Client) Fault(ref apisix.Ref, f string) error {
+	q := "/fault?fault=" + f
+	if ref != (apisix.Ref{}) {
+		q += "&ref=" + ref.Type + "/" + ref.ID
+	}
+	return c.do("POST", q)
+}
+
+// Serve runs the fake API on api and its control handler on the unix socket
+// at control until ctx is done. It closes api.
+func Serve(ctx context.Context, api net.Listener, control string, srv *apisixtest.Server) error {
+	ctl, err := net.Listen("unix", control)
+	if err != nil {
+		api.Close()
+		return err
+	}
+	servers := []*http.Server{
+		{Handler: srv, ReadHeaderTimeout: 5 * time.Second},
+		{Handler: Control(srv), ReadHeaderTimeout: 5 * time.Second},
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- servers[0].Serve(api) }()
+	go func() { errc <- servers[1].Serve(ctl) }()
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	srv.Close() // frees stalled requests so Shutdown does not wait for them
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		s.Shutdown(sctx)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

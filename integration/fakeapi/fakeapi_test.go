@@ -1,0 +1,76 @@
+package fakeapi
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
+)
+
+// TestControlSteersPolls runs the fake API as the lab does and checks that
+// what the control socket sets is what rhi's client reads.
+func TestControlSteersPolls(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sock := filepath.Join(t.TempDir(), "ctl.sock")
+	srv := apisixtest.New()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := apisix.NewClient("http://"+ln.Addr().String(), apisix.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- Serve(ctx, ln, sock, srv) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	c := NewClient(sock)
+	api := apisix.Ref{Type: "upstreams", ID: "api"}
+	waitUp(t, c)
+
+	steps := []struct {
+		name string
+		do   func() error
+		want apisix.Verdict
+	}{
+		{"healthy", func() error { return c.SetNodes(api, 2, "healthy") }, apisix.Up},
+		{"unhealthy", func() error { return c.SetStatus(api, "unhealthy") }, apisix.Down},
+		{"v2 healthy", func() error { return c.SetFormat(api, "v2", 1, "healthy") }, apisix.Up},
+		{"no checker", func() error { return c.NoChecker(api) }, apisix.NoChecker},
+		{"gone", func() error { return c.Remove(api) }, apisix.NotFound},
+		{"500", func() error { c.SetNodes(api, 1, "healthy"); return c.Fault(apisix.Ref{}, "500") }, apisix.Failed},
+		{"cleared", func() error { return c.Fault(apisix.Ref{}, "none") }, apisix.Up},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		const key = "/apisix/upstreams/api"
+		if got := cl.Poll(context.Background(), []string{key})[key].Verdict; got != s.want {
+			t.Errorf("%s: verdict %v, want %v", s.name, got, s.want)
+		}
+	}
+	if err := c.Fault(apisix.Ref{}, "bogus"); err == nil {
+		t.Error("unknown fault accepted")
+	}
+}
+
+func waitUp(t *testing.T, c *Client) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if err := c.do("GET", "/requests"); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("control socket never came up")
+}
