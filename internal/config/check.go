@@ -1,0 +1,251 @@
+package config
+
+import (
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+)
+
+// The checks below are pure functions from a value as written to its typed
+// form. They know nothing of YAML or key paths; the parser adds those.
+
+// issue is what a check found wrong with a value. The zero issue means the
+// value is fine.
+type issue struct {
+	msg     string
+	allowed string // optional hint: accepted values or the expected form
+}
+
+func (i issue) ok() bool { return i.msg == "" }
+
+var (
+	errEmpty = issue{msg: "empty value"}
+
+	durationHint = "a duration such as 500ms, 3s or 1m, or whole seconds"
+)
+
+// parseDuration reads a Go duration ("3s", "500ms", "1m") or a bare integer
+// meaning seconds. Only positive durations are valid: every duration in the
+// config is an interval or a deadline.
+func parseDuration(s string) (time.Duration, issue) {
+	if s == "" {
+		return 0, issue{msg: "empty value", allowed: durationHint}
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n > int64(1<<63-1)/int64(time.Second) {
+			return 0, issue{msg: "too long"}
+		}
+		d = time.Duration(n) * time.Second
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, issue{msg: "not a duration", allowed: durationHint}
+		}
+	}
+	if d <= 0 {
+		return 0, issue{msg: "must be positive"}
+	}
+	return d, issue{}
+}
+
+// parseCount reads a whole number of at least 1 (poll counts, rise, fall).
+func parseCount(s string) (int, issue) {
+	if s == "" {
+		return 0, errEmpty
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, issue{msg: "not a whole number"}
+	}
+	if n < 1 {
+		return 0, issue{msg: "must be at least 1"}
+	}
+	return n, issue{}
+}
+
+// oneOf accepts exactly one of the allowed words; case matters.
+func oneOf(s string, allowed ...string) issue {
+	for _, a := range allowed {
+		if s == a {
+			return issue{}
+		}
+	}
+	msg := "unknown value"
+	if s == "" {
+		msg = "empty value"
+	}
+	return issue{msg: msg, allowed: strings.Join(allowed, ", ")}
+}
+
+// checkURL accepts an http or https URL with a host and without query or
+// fragment, since the client appends /v1/healthcheck/… to it. Trailing
+// slashes are dropped for the same reason.
+func checkURL(s string) (string, issue) {
+	if s == "" {
+		return "", errEmpty
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", issue{msg: "not a URL"}
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", issue{msg: "unsupported scheme", allowed: "http, https"}
+	case u.Host == "" || u.Hostname() == "":
+		return "", issue{msg: "missing host"}
+	case u.RawQuery != "" || u.ForceQuery || strings.Contains(s, "#"):
+		return "", issue{msg: "must not have a query or fragment"}
+	}
+	if p := u.Port(); p != "" {
+		if !validPort(p) {
+			return "", issue{msg: "port out of range", allowed: "1-65535"}
+		}
+	}
+	return strings.TrimRight(s, "/"), issue{}
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && p[0] != '+'
+}
+
+// checkIfname applies the kernel's dev_valid_name rule: 1–15 bytes (IFNAMSIZ
+// is 16 with the NUL), not "." or "..", no '/', ':' or whitespace (the
+// kernel's isspace also counts 0xA0). A NUL byte is refused too: the kernel
+// would silently cut the name there.
+func checkIfname(s string) issue {
+	if s == "" {
+		return errEmpty
+	}
+	bad := len(s) > 15 || s == "." || s == ".."
+	for i := 0; i < len(s) && !bad; i++ {
+		switch s[i] {
+		case '/', ':', ' ', '\t', '\n', '\v', '\f', '\r', 0xA0, 0:
+			bad = true
+		}
+	}
+	if bad {
+		return issue{msg: "not a Linux interface name", allowed: `1-15 bytes without "/", ":" or whitespace, not "." or ".."`}
+	}
+	return issue{}
+}
+
+// checkListen accepts "" (status server off) or host:port with a numeric
+// port; the host may be empty (all addresses) or a name.
+func checkListen(s string) issue {
+	if s == "" {
+		return issue{}
+	}
+	hint := `host:port such as 127.0.0.1:9711 or [::1]:9711, or "" to disable`
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return issue{msg: "not a host:port address", allowed: hint}
+	}
+	if !validPort(port) {
+		return issue{msg: "port must be a number from 1 to 65535", allowed: hint}
+	}
+	return issue{}
+}
+
+// maxSocketPath is the longest path a unix socket address can hold
+// (sun_path is 108 bytes with the NUL); longer paths fail only at connect
+// time with an unhelpful error.
+const maxSocketPath = 107
+
+func checkSocket(s string) issue {
+	switch {
+	case s == "":
+		return errEmpty
+	case len(s) > maxSocketPath:
+		return issue{msg: "longer than 107 bytes, the limit for a unix socket path"}
+	}
+	return issue{}
+}
+
+// symbolRE is a BIRD symbol: what a protocol name can be. BIRD caps
+// symbols at 64 characters (SYM_MAX_LEN) and is case-sensitive.
+var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+func checkProtocol(s string) issue {
+	if s == "" {
+		return errEmpty
+	}
+	if !symbolRE.MatchString(s) {
+		return issue{msg: "not a BIRD protocol name", allowed: `1-64 letters, digits and "_", not starting with a digit`}
+	}
+	return issue{}
+}
+
+// parseAddress reads a VIP: an IPv4 or IPv6 address alone or with its host
+// prefix length. The result is always a /32 or /128.
+func parseAddress(s string) (netip.Prefix, issue) {
+	if s == "" {
+		return netip.Prefix{}, errEmpty
+	}
+	if strings.Contains(s, "%") {
+		return netip.Prefix{}, issue{msg: "zoned address not allowed"}
+	}
+	var p netip.Prefix
+	if strings.Contains(s, "/") {
+		var err error
+		if p, err = netip.ParsePrefix(s); err != nil {
+			return netip.Prefix{}, issue{msg: "not an IP address"}
+		}
+	} else {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Prefix{}, issue{msg: "not an IP address"}
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	}
+	a := p.Addr()
+	switch {
+	case a.Is4In6():
+		return netip.Prefix{}, issue{msg: "IPv4-mapped IPv6 address not allowed, write it as IPv4"}
+	case p.Bits() != a.BitLen():
+		return netip.Prefix{}, issue{msg: "not a host address", allowed: "an address alone, or with /32 (IPv4) or /128 (IPv6)"}
+	case a.IsUnspecified():
+		return netip.Prefix{}, issue{msg: "unspecified address cannot be a VIP"}
+	case a.IsMulticast():
+		return netip.Prefix{}, issue{msg: "multicast address cannot be a VIP"}
+	}
+	return p, issue{}
+}
+
+// parseUpstream validates an upstream key with apisix.ParseRef, which is
+// the authority on what the client accepts. The two common mistakes get
+// their own message so that the allowed types can be listed.
+func parseUpstream(s string) (apisix.Ref, issue) {
+	if s == "" {
+		return apisix.Ref{}, errEmpty
+	}
+	ref, err := apisix.ParseRef(s)
+	if err == nil {
+		return ref, issue{}
+	}
+	if strings.HasSuffix(s, "/") {
+		return apisix.Ref{}, issue{msg: `must not end with "/"`}
+	}
+	if segs := strings.Split(s, "/"); strings.HasPrefix(s, "/") && len(segs) >= 3 {
+		if typ := segs[len(segs)-2]; !knownType(typ) {
+			return apisix.Ref{}, issue{msg: "unknown resource type " + strconv.Quote(typ), allowed: strings.Join(apisix.Types, ", ")}
+		}
+	}
+	return apisix.Ref{}, issue{msg: err.Error()}
+}
+
+func knownType(t string) bool {
+	for _, x := range apisix.Types {
+		if t == x {
+			return true
+		}
+	}
+	return false
+}
