@@ -65,6 +65,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	d := daemon.New(cfg, daemon.Deps{
 		OnPoll:    onPoll,
+		Ready:     func() { notifyReady(log) },
 		Health:    health,
 		Announcer: vip.New(nl, cfg.Interface, log),
 		Log:       log,
@@ -85,6 +86,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	go handleSignals(ctx, *path, cfg, d, metrics, logs, log)
+	go watchdog(ctx, d, time.Now, log)
+	defer notifyStopping()
 
 	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface}).Info("rhi starting")
 	if err := d.Run(ctx); err != nil {

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/rhi-daemon/rhi/internal/daemon"
+)
+
+// fakeSystemd listens where NOTIFY_SOCKET points, as systemd does.
+func fakeSystemd(t *testing.T) *net.UnixConn {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "notify.sock")
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	t.Setenv("NOTIFY_SOCKET", path)
+	return c
+}
+
+func recv(t *testing.T, c *net.UnixConn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 256)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("no notification: %v", err)
+	}
+	return string(buf[:n])
+}
+
+func TestNotifyReadyAndStopping(t *testing.T) {
+	c := fakeSystemd(t)
+	log, _ := logtest.NewNullLogger()
+	notifyReady(log)
+	if got := recv(t, c); got != "READY=1" {
+		t.Errorf("got %q, want READY=1", got)
+	}
+	notifyStopping()
+	if got := recv(t, c); got != "STOPPING=1" {
+		t.Errorf("got %q, want STOPPING=1", got)
+	}
+}
+
+type statusFunc func() daemon.Status
+
+func (f statusFunc) Status() daemon.Status { return f() }
+
+func TestWatchdogPingsThroughSystemd(t *testing.T) {
+	c := fakeSystemd(t)
+	t.Setenv("WATCHDOG_USEC", "20000") // 20 ms: pings every 10 ms
+	log, _ := logtest.NewNullLogger()
+	now := time.Now()
+	healthy := daemon.Status{Ready: true, ControlAPI: daemon.APIStatus{LastPoll: now, PollInterval: time.Second, Timeout: time.Second}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go watchdog(ctx, statusFunc(func() daemon.Status { return healthy }), func() time.Time { return now }, log)
+	if got := recv(t, c); got != "WATCHDOG=1" {
+		t.Errorf("got %q, want WATCHDOG=1", got)
+	}
+}
+
+func TestWatchdogWithholdsPingsWhileStalled(t *testing.T) {
+	log, hook := logtest.NewNullLogger()
+	ticks := make(chan time.Time, 10)
+	for range 10 {
+		ticks <- time.Time{}
+	}
+	// The loop asks for health once per tick and pings through an
+	// unbuffered channel, so the test and the loop move in lockstep: a
+	// ping where none is due blocks the loop, and the next handoff fails.
+	health := make(chan error)
+	pings := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		healthy := func() error {
+			select {
+			case err := <-health:
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		watchdogLoop(ctx, ticks, healthy, func() { pings <- struct{}{} }, log)
+		close(done)
+	}()
+	handoff := func(what string, send func() bool) {
+		t.Helper()
+		if !send() {
+			t.Fatalf("%s: the loop did not follow (a ping where none was due, or none where one was)", what)
+		}
+	}
+	give := func(err error) func() bool {
+		return func() bool {
+			select {
+			case health <- err:
+				return true
+			case <-time.After(10 * time.Second):
+				return false
+			}
+		}
+	}
+	ping := func() bool {
+		select {
+		case <-pings:
+			return true
+		case <-time.After(10 * time.Second):
+			return false
+		}
+	}
+	stalled := errors.New("stalled")
+	handoff("healthy tick", give(nil))
+	handoff("its ping", ping)
+	handoff("stalled tick", give(stalled))
+	handoff("stalled again", give(stalled))
+	handoff("recovered tick", give(nil))
+	handoff("its ping", ping)
+	entries := hook.AllEntries()
+	cancel()
+	<-done
+	errorsLogged := 0
+	for _, e := range entries {
+		if e.Level == logrus.ErrorLevel {
+			errorsLogged++
+		}
+	}
+	if errorsLogged != 1 {
+		t.Errorf("stall logged %d times, want once", errorsLogged)
+	}
+}
