@@ -1,0 +1,17 @@
+// Package vip puts rhi's virtual addresses on the announcing interface and
+// takes them off again.
+//
+// The Announcer is a declarative setter in the style of tailscale's router:
+// Set takes the whole set of VIPs rhi owns, each marked wanted or not, reads
+// what the interface really holds, adds the missing wanted addresses first
+// and then deletes the unwanted ones. Calling Set again with the same input
+// costs one read and no writes, so the daemon calls it on every tick and the
+// kernel, not a remembered bool, stays the record of what is announced.
+//
+// BIRD's direct protocol turns each address into a route, so addresses are
+// host prefixes: IPv4 /32 and IPv6 /128, the latter with nodad so that the
+// kernel does not hold it tentative (and hidden from BIRD) for a second.
+//
+// Netlink is reached through the small Netlink interface declared here,
+// which *netlink.Handle satisfies; tests use a kernel-like fake.
+package vip

@@ -1,0 +1,374 @@
+//go:build integration
+
+package vip
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// ipCmd runs ip(8) with a deadline and returns its standard output.
+func ipCmd(t testing.TB, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", args...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		t.Fatalf("ip %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// labNS creates a namespace holding an up ifb link called rhi0 and returns
+// its name and a netlink handle inside it. Both go away at cleanup.
+func labNS(t testing.TB) (string, *netlink.Handle) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip(8)")
+	}
+	ns := fmt.Sprintf("rhi-vip-%d-%d", os.Getpid(), rand.Uint32())
+	ipCmd(t, "netns", "add", ns)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+		}
+	})
+	ipCmd(t, "-n", ns, "link", "add", iface, "type", "ifb")
+
+	nsh, err := netns.GetFromName(ns)
+	if err != nil {
+		t.Fatalf("open namespace %q: %v", ns, err)
+	}
+	defer nsh.Close() // the handle keeps its own sockets in the namespace
+	h, err := netlink.NewHandleAt(nsh, unix.NETLINK_ROUTE)
+	if err != nil {
+		t.Fatalf("netlink handle in %q: %v", ns, err)
+	}
+	t.Cleanup(h.Close)
+	if err := h.SetSocketTimeout(2 * time.Second); err != nil {
+		t.Fatalf("set netlink timeout: %v", err)
+	}
+	setLink(t, h, true)
+	return ns, h
+}
+
+func setLink(t testing.TB, h *netlink.Handle, up bool) {
+	t.Helper()
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatalf("find %s: %v", iface, err)
+	}
+	if up {
+		err = h.LinkSetUp(link)
+	} else {
+		err = h.LinkSetDown(link)
+	}
+	if err != nil {
+		t.Fatalf("set %s up=%v: %v", iface, up, err)
+	}
+}
+
+// ipAddrs returns what `ip -j addr show` says rhi0 holds, one sorted line
+// per address: "10.0.0.1/32 global", "2001:db8::1/128 global nodad",
+// plus whether the link is administratively up.
+func ipAddrs(t *testing.T, ns string) ([]string, bool) {
+	t.Helper()
+	var links []struct {
+		Flags    []string `json:"flags"`
+		AddrInfo []struct {
+			Local     string `json:"local"`
+			PrefixLen int    `json:"prefixlen"`
+			Scope     string `json:"scope"`
+			NoDAD     bool   `json:"nodad"`
+			Tentative bool   `json:"tentative"`
+		} `json:"addr_info"`
+	}
+	out := ipCmd(t, "-n", ns, "-j", "addr", "show", "dev", iface)
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		t.Fatalf("ip -j addr show: %v in %s", err, out)
+	}
+	var lines []string
+	for _, a := range links[0].AddrInfo {
+		line := fmt.Sprintf("%s/%d %s", a.Local, a.PrefixLen, a.Scope)
+		if a.NoDAD {
+			line += " nodad"
+		}
+		if a.Tentative {
+			line += " tentative"
+		}
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	return lines, slices.Contains(links[0].Flags, "UP")
+}
+
+// withoutLinkLocal drops the fe80:: address the kernel gives an up link:
+// its value is random, and it is foreign to rhi like any other.
+func withoutLinkLocal(lines []string) []string {
+	return slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return strings.HasPrefix(l, "fe80:") })
+}
+
+// observed joins an Observe result into the form of ipAddrs (without scope).
+func observed(t *testing.T, a *Announcer) []string {
+	t.Helper()
+	st, err := a.Observe(context.Background())
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	var out []string
+	for _, p := range slices.Concat(st.Present, st.Foreign) {
+		out = append(out, p.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// addrsOnly strips everything after the prefix from ipAddrs lines.
+func addrsOnly(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i], _, _ = strings.Cut(l, " ")
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestNetlinkIntegration(t *testing.T) {
+	ns, h := labNS(t)
+	log, hook := logtest.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	a := New(h, iface, log)
+	ctx := context.Background()
+
+	// Foreign addresses, put there by hand: one contains a VIP.
+	ipCmd(t, "-n", ns, "addr", "add", "10.0.0.100/24", "dev", iface)
+	ipCmd(t, "-n", ns, "addr", "add", "192.0.2.1/32", "dev", iface)
+
+	desired := owned("10.0.0.100/32", "10.0.0.1/32", "-10.0.0.2/32", "2001:db8::1/128", "-2001:db8::2/128")
+	st, err := a.Set(ctx, desired)
+	if err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if diff := cmpDiff(prefixes("10.0.0.1/32", "10.0.0.100/32", "2001:db8::1/128"), st.Present); diff != "" {
+		t.Errorf("Present (-want +got):\n%s", diff)
+	}
+	if !st.Exists || !st.Up {
+		t.Errorf("state %+v: want an existing, up link", st)
+	}
+	if !slices.Contains(st.Foreign, netip.MustParsePrefix("10.0.0.100/24")) || !slices.Contains(st.Foreign, netip.MustParsePrefix("192.0.2.1/32")) {
+		t.Errorf("Foreign = %v, want the hand-made addresses in it", st.Foreign)
+	}
+	wantIP := []string{"10.0.0.1/32 global", "10.0.0.100/24 global", "10.0.0.100/32 global", "192.0.2.1/32 global", "2001:db8::1/128 global nodad"}
+	got, up := ipAddrs(t, ns)
+	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" || !up {
+		t.Errorf("ip addr show, up=%v (-want +got):\n%s", up, diff)
+	}
+	if diff := cmpDiff(addrsOnly(got), observed(t, a)); diff != "" {
+		t.Errorf("Observe disagrees with ip (-ip +Observe):\n%s", diff)
+	}
+
+	// The same input again reaches the same state (and, per the unit tests,
+	// writes nothing: here the log shows it).
+	hook.Reset()
+	again, err := a.Set(ctx, desired)
+	if err != nil {
+		t.Fatalf("second Set: %v", err)
+	}
+	if diff := cmpDiff(st, again); diff != "" {
+		t.Errorf("second Set state (-first +second):\n%s", diff)
+	}
+	if l := logged(hook); len(l) != 0 {
+		t.Errorf("second Set logged %v, want nothing at info or above", l)
+	}
+
+	// Someone deletes a VIP by hand and adds a withdrawn one: both put right.
+	ipCmd(t, "-n", ns, "addr", "del", "10.0.0.1/32", "dev", iface)
+	ipCmd(t, "-n", ns, "addr", "add", "2001:db8::2/128", "dev", iface, "nodad")
+	hook.Reset()
+	if _, err := a.Set(ctx, desired); err != nil {
+		t.Fatalf("Set after hand changes: %v", err)
+	}
+	wantLog := []string{
+		"warning repaired address vip=10.0.0.1/32 action=add reason=changed by someone else",
+		"warning repaired address vip=2001:db8::2/128 action=delete reason=changed by someone else",
+	}
+	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	got, _ = ipAddrs(t, ns)
+	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" {
+		t.Errorf("ip addr show after repair (-want +got):\n%s", diff)
+	}
+
+	// Flip: withdraw one of each family, announce the others.
+	desired = owned("10.0.0.100/32", "-10.0.0.1/32", "10.0.0.2/32", "-2001:db8::1/128", "2001:db8::2/128")
+	if _, err := a.Set(ctx, desired); err != nil {
+		t.Fatalf("Set flip: %v", err)
+	}
+	wantIP = []string{"10.0.0.100/24 global", "10.0.0.100/32 global", "10.0.0.2/32 global", "192.0.2.1/32 global", "2001:db8::2/128 global nodad"}
+	got, _ = ipAddrs(t, ns)
+	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" {
+		t.Errorf("ip addr show after flip (-want +got):\n%s", diff)
+	}
+
+	// Link down: reported, and the VIPs are still set. The kernel flushes
+	// IPv6 addresses from a link taken down (unless keep_addr_on_down), so
+	// the IPv6 VIP comes back by repair.
+	setLink(t, h, false)
+	hook.Reset()
+	st, err = a.Set(ctx, desired)
+	if err != nil {
+		t.Fatalf("Set on a down link: %v", err)
+	}
+	if st.Up || !st.Exists {
+		t.Errorf("state %+v, want an existing link that is down", st)
+	}
+	if diff := cmpDiff(prefixes("10.0.0.2/32", "10.0.0.100/32", "2001:db8::2/128"), st.Present); diff != "" {
+		t.Errorf("Present on a down link (-want +got):\n%s", diff)
+	}
+	got, up = ipAddrs(t, ns)
+	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" || up {
+		t.Errorf("ip addr show on a down link, up=%v (-want +got):\n%s", up, diff)
+	}
+	wantLog = []string{
+		"warning interface is down: addresses are kept, but BIRD announces nothing from it",
+		"warning repaired address vip=2001:db8::2/128 action=add reason=changed by someone else",
+		// The link-local address went with the link.
+		"info foreign addresses on interface, left alone: [10.0.0.100/24 192.0.2.1/32]",
+	}
+	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
+		t.Errorf("log on a down link (-want +got):\n%s", diff)
+	}
+
+	setLink(t, h, true)
+	st, err = a.Set(ctx, desired)
+	if err != nil {
+		t.Fatalf("Set after link up: %v", err)
+	}
+	if !st.Up || len(st.Present) != 3 {
+		t.Errorf("state %+v after link up, want up with three VIPs", st)
+	}
+	got, _ = ipAddrs(t, ns)
+	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" {
+		t.Errorf("ip addr show after link up (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(addrsOnly(got), observed(t, a)); diff != "" {
+		t.Errorf("Observe disagrees with ip (-ip +Observe):\n%s", diff)
+	}
+
+	// Withdraw everything: only the foreign addresses stay.
+	desired = owned("-10.0.0.100/32", "-10.0.0.1/32", "-10.0.0.2/32", "-2001:db8::1/128", "-2001:db8::2/128")
+	st, err = a.Set(ctx, desired)
+	if err != nil || len(st.Present) != 0 {
+		t.Fatalf("Set withdraw all: state %+v, error %v", st, err)
+	}
+	got, _ = ipAddrs(t, ns)
+	if diff := cmpDiff([]string{"10.0.0.100/24 global", "192.0.2.1/32 global"}, withoutLinkLocal(got)); diff != "" {
+		t.Errorf("ip addr show after withdrawing all (-want +got):\n%s", diff)
+	}
+}
+
+func TestNetlinkIntegrationMissingInterface(t *testing.T) {
+	_, h := labNS(t)
+	log, _ := logtest.NewNullLogger()
+	a := New(h, "rhi-missing", log)
+	st, err := a.Set(context.Background(), owned("10.0.0.1/32"))
+	if !errors.Is(err, ErrNoInterface) || st.Exists {
+		t.Errorf("Set on a missing link: state %+v, error %v; want ErrNoInterface", st, err)
+	}
+	if _, err := a.Observe(context.Background()); !errors.Is(err, ErrNoInterface) {
+		t.Errorf("Observe on a missing link: error %v, want ErrNoInterface", err)
+	}
+}
+
+func TestNewHandle(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs with the integration tests, as root")
+	}
+	h, err := NewHandle(time.Second)
+	if err != nil {
+		t.Fatalf("NewHandle: %v", err)
+	}
+	defer h.Close()
+	if _, err := h.LinkByName("lo"); err != nil {
+		t.Errorf("LinkByName lo through the new handle: %v", err)
+	}
+	if _, err := NewHandle(0); err == nil {
+		t.Error("NewHandle(0): no error, want one: a zero timeout would mean none")
+	}
+}
+
+// BenchmarkSetNetlink is BenchmarkSet against the real kernel: 10,000 owned
+// /32s on an ifb link, "noop" re-applying the same set (one dump of 10,000
+// addresses, no write) and "flip1000" alternating two sets that differ in
+// 1,000 VIPs (1,000 netlink writes per call).
+func BenchmarkSetNetlink(b *testing.B) {
+	const n = 10000
+	_, h := labNS(b)
+	log, _ := logtest.NewNullLogger()
+	a := New(h, iface, log)
+	even := benchOwned(n)
+	if _, err := a.Set(context.Background(), even); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("noop", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.Set(context.Background(), even); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("flip1000", func(b *testing.B) {
+		odd := benchOwned(n)
+		i := 0
+		for p := range odd {
+			if i == 1000 {
+				break
+			}
+			odd[p] = false
+			i++
+		}
+		sets := []map[netip.Prefix]bool{odd, even}
+		calls := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			st, err := a.Set(context.Background(), sets[calls%2])
+			if err != nil {
+				b.Fatal(err)
+			}
+			if want := n - 1000*(1-calls%2); len(st.Present) != want {
+				b.Fatalf("%d VIPs present, want %d", len(st.Present), want)
+			}
+			calls++
+		}
+		if _, err := a.Set(context.Background(), even); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,404 @@
+package vip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+
+	"github.com/sirupsen/logrus"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoInterface is wrapped by the errors of Observe and Set when the
+// interface does not exist. It is worth a retry: the interface may be
+// created later (by systemd-networkd, by the lab), and nothing was changed.
+var ErrNoInterface = errors.New("no such interface")
+
+// maxReads bounds how many times one call reads the interface when netlink
+// keeps reporting that its dump was interrupted by a concurrent change. An
+// interrupted dump may be missing addresses, so it is never taken as the
+// truth: acting on it could delete or re-add a VIP that is in fact there.
+const maxReads = 5
+
+// State is what an interface holds, as far as rhi is concerned.
+type State struct {
+	// Exists is false when the interface is missing; the rest is then empty.
+	Exists bool
+	// Up is the administrative state (IFF_UP). BIRD announces nothing from
+	// a link that is down, though the kernel keeps its addresses.
+	Up bool
+	// LowerUp is the carrier (IFF_LOWER_UP), for reports.
+	LowerUp bool
+	// Present lists, sorted, the VIPs on the interface. From Set: the
+	// owned prefixes that are on it after the changes. From Observe, which
+	// is told nothing about ownership: every host prefix (/32, /128) on it.
+	Present []netip.Prefix
+	// Foreign lists, sorted, the other addresses on the interface with the
+	// prefix length the kernel reports (a 10.0.0.100/24 is foreign even when
+	// 10.0.0.100/32 is a VIP). From Set: everything not owned. From Observe:
+	// every address that is not a host prefix.
+	Foreign []netip.Prefix
+}
+
+// Has reports whether p is in s.Present.
+func (s State) Has(p netip.Prefix) bool {
+	_, ok := slices.BinarySearchFunc(s.Present, p, netip.Prefix.Compare)
+	return ok
+}
+
+// Announcer keeps the VIPs rhi owns on one interface. It remembers only
+// what it needs to log changes once (and to notice addresses changed by
+// someone else); every call re-reads the kernel.
+//
+// An Announcer is not safe for concurrent use: the daemon's loop owns it
+// and calls it from one goroutine.
+type Announcer struct {
+	nl    Netlink
+	iface string
+	log   logrus.FieldLogger
+
+	// reached holds, for every prefix owned by the previous Set, whether it
+	// was on the interface when that Set returned. It lets Set tell a change
+	// made by someone else from one it asked for.
+	reached map[netip.Prefix]bool
+	// present is the sorted Present of the previous Set, reused while the
+	// owned set and what is on the interface stay the same: sorting 10,000
+	// prefixes on every tick would be a fifth of its cost.
+	present []netip.Prefix
+	// addrs is reused by every read, to spare the daemon a 10,000-entry map
+	// of garbage per tick.
+	addrs map[netip.Prefix]struct{}
+	// foreign is the foreign set last logged.
+	foreign []netip.Prefix
+	// linkKnown says whether up holds the link state of a previous Set.
+	linkKnown bool
+	up        bool
+}
+
+// New returns an Announcer for the interface named iface, reached through
+// nl. It does not touch the interface.
+func New(nl Netlink, iface string, log logrus.FieldLogger) *Announcer {
+	return &Announcer{
+		nl:      nl,
+		iface:   iface,
+		log:     log.WithField("iface", iface),
+		reached: map[netip.Prefix]bool{},
+		addrs:   map[netip.Prefix]struct{}{},
+	}
+}
+
+// reading is one consistent read of the interface.
+type reading struct {
+	link    netlink.Link
+	up      bool
+	lowerUp bool
+	addrs   map[netip.Prefix]struct{}
+}
+
+// Observe reads the interface and changes nothing. Its error wraps
+// ErrNoInterface when the interface is missing.
+func (a *Announcer) Observe(ctx context.Context) (State, error) {
+	r, err := a.read(ctx)
+	if err != nil {
+		return State{}, err
+	}
+	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp}
+	for p := range r.addrs {
+		if isHost(p) {
+			st.Present = append(st.Present, p)
+		} else {
+			st.Foreign = append(st.Foreign, p)
+		}
+	}
+	slices.SortFunc(st.Present, netip.Prefix.Compare)
+	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
+	return st, nil
+}
+
+// op is one address change.
+type op struct {
+	p      netip.Prefix
+	add    bool
+	repair bool // the address was changed by someone else since the previous Set
+}
+
+// Set makes the interface hold exactly the wanted ones among owned: owned
+// maps every VIP rhi is responsible for to whether it should be present.
+// Addresses not in owned are never touched. Missing wanted addresses are
+// added before present unwanted ones are deleted, so that a VIP moving
+// between configurations never leaves a gap. A failed address does not stop
+// the others: the error joins one error per failed address, and the
+// returned State says what was reached. Calling Set again with the same
+// owned does no netlink writes.
+//
+// Set is idempotent and may be called on every tick. When the interface is
+// missing it changes nothing and its error wraps ErrNoInterface. A
+// cancelled ctx stops it between two writes. Each netlink call is bounded
+// by the netlink socket's own timeout (see NewHandle).
+func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
+	r, err := a.read(ctx)
+	if err != nil {
+		if errors.Is(err, ErrNoInterface) {
+			a.linkKnown = false
+		}
+		return State{}, err
+	}
+	a.noteLink(r.up)
+
+	// One pass over owned: diff, note what is present in a.reached, and take
+	// every owned address out of r.addrs so that what is left is foreign. At
+	// 10,000 VIPs this pass is most of the cost of a tick that changes nothing.
+	var errs []error
+	var adds, dels []op
+	hosts, present := 0, 0
+	same := true // owned and the interface are as the previous Set left them
+	for p, want := range owned {
+		if !isHost(p) {
+			errs = append(errs, fmt.Errorf("vip %q: not a /32 or /128 host prefix", p))
+			continue
+		}
+		hosts++
+		_, have := r.addrs[p]
+		if have {
+			delete(r.addrs, p)
+			present++
+		}
+		prev, known := a.reached[p]
+		changed := known && prev != have
+		if !known || changed {
+			a.reached[p] = have
+		}
+		same = same && known && !changed
+		switch {
+		case want && !have:
+			adds = append(adds, op{p: p, add: true, repair: changed})
+		case !want && have:
+			dels = append(dels, op{p: p, repair: changed})
+		case changed:
+			a.log.WithField("vip", p.String()).Debug("address changed by someone else, now as wanted")
+		}
+	}
+	if len(a.reached) > hosts { // some prefixes are no longer owned
+		same = false
+		for p := range a.reached {
+			if _, ok := owned[p]; !ok {
+				delete(a.reached, p)
+			}
+		}
+	}
+	byPrefix := func(x, y op) int { return x.p.Compare(y.p) }
+	slices.SortFunc(adds, byPrefix)
+	slices.SortFunc(dels, byPrefix)
+	adds = a.dropTaken(adds, r.addrs, &errs)
+	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), present, len(adds), len(dels))
+
+	same = same && len(adds) == 0 && len(dels) == 0
+	for _, o := range append(adds, dels...) {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("set on %q: %w", a.iface, err))
+			break
+		}
+		if err := a.apply(r.link, o); err != nil {
+			errs = append(errs, fmt.Errorf("vip %q: %s on %q: %w", o.p, actionName(o.add), a.iface, err))
+			continue
+		}
+		a.reached[o.p] = o.add
+	}
+
+	if !same {
+		a.present = a.present[:0] // callers only ever get copies
+		for p, in := range a.reached {
+			if in {
+				a.present = append(a.present, p)
+			}
+		}
+		// Host prefixes of one family have one length, so comparing
+		// addresses orders them as Prefix.Compare would, at a third of the cost.
+		slices.SortFunc(a.present, func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) })
+	}
+	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp}
+	if len(a.present) > 0 {
+		st.Present = slices.Clone(a.present) // the caller may keep and change its State
+	}
+	for p := range r.addrs {
+		st.Foreign = append(st.Foreign, p)
+	}
+	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
+	a.noteForeign(st.Foreign)
+	return st, errors.Join(errs...)
+}
+
+// dropTaken takes out of adds the IPv6 VIPs whose address is already on the
+// interface with another prefix length (2001:db8::1/64 for 2001:db8::1/128),
+// adding an error for each. The kernel holds an IPv6 address once whatever
+// its length, so the add would fail with EEXIST, be taken for success, and
+// BIRD would go on announcing the other prefix: a conflict an operator must
+// hear about on every tick. foreign holds the addresses not owned.
+func (a *Announcer) dropTaken(adds []op, foreign map[netip.Prefix]struct{}, errs *[]error) []op {
+	if !slices.ContainsFunc(adds, func(o op) bool { return o.p.Addr().Is6() }) {
+		return adds
+	}
+	taken := map[netip.Addr]netip.Prefix{}
+	for q := range foreign {
+		if q.Addr().Is6() {
+			taken[q.Addr()] = q
+		}
+	}
+	return slices.DeleteFunc(adds, func(o op) bool {
+		q, ok := taken[o.p.Addr()]
+		if ok {
+			*errs = append(*errs, fmt.Errorf("vip %q: add on %q: the address is already there as %q", o.p, a.iface, q))
+		}
+		return ok
+	})
+}
+
+// apply makes one change and logs it. An add of an address that is already
+// there, or a delete of one that is already gone, has reached its goal.
+func (a *Announcer) apply(link netlink.Link, o op) error {
+	addr := hostAddr(o.p)
+	var err error
+	if o.add {
+		if err = a.nl.AddrAdd(link, addr); errors.Is(err, unix.EEXIST) {
+			err = nil
+		}
+	} else {
+		if err = a.nl.AddrDel(link, addr); isGone(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	e := a.log.WithFields(logrus.Fields{"vip": o.p.String(), "action": actionName(o.add)})
+	if o.repair {
+		e.WithField("reason", "changed by someone else").Warn("repaired address")
+	} else if o.add {
+		e.Info("added address")
+	} else {
+		e.Info("deleted address")
+	}
+	return nil
+}
+
+// noteForeign logs the foreign addresses when they differ from the last
+// ones logged: an operator hears about them once, not on every tick.
+func (a *Announcer) noteForeign(foreign []netip.Prefix) {
+	if slices.Equal(foreign, a.foreign) {
+		return
+	}
+	a.foreign = slices.Clone(foreign) // the caller may keep and change its State
+	if len(foreign) == 0 {
+		a.log.Info("no foreign addresses on interface any more")
+	} else {
+		a.log.Infof("foreign addresses on interface, left alone: %v", foreign)
+	}
+}
+
+// noteLink logs a change of the link's administrative state once.
+func (a *Announcer) noteLink(up bool) {
+	switch {
+	case !up && (!a.linkKnown || a.up):
+		a.log.Warn("interface is down: addresses are kept, but BIRD announces nothing from it")
+	case up && a.linkKnown && !a.up:
+		a.log.Info("interface is up again")
+	}
+	a.linkKnown, a.up = true, up
+}
+
+// read reads the link and its addresses, again while netlink reports that
+// the dump was interrupted, at most maxReads times.
+func (a *Announcer) read(ctx context.Context) (reading, error) {
+	for i := 1; ; i++ {
+		if err := ctx.Err(); err != nil {
+			return reading{}, fmt.Errorf("read %q: %w", a.iface, err)
+		}
+		r, err := a.readOnce()
+		if err == nil || !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return r, err
+		}
+		if i == maxReads {
+			return reading{}, fmt.Errorf("%w (%d reads)", err, i)
+		}
+		a.log.WithField("err", err).Debug("netlink dump interrupted, reading again")
+	}
+}
+
+func (a *Announcer) readOnce() (reading, error) {
+	link, err := a.nl.LinkByName(a.iface)
+	if err != nil {
+		if isLinkNotFound(err) {
+			return reading{}, fmt.Errorf("%w %q: %w", ErrNoInterface, a.iface, err)
+		}
+		return reading{}, fmt.Errorf("read interface %q: %w", a.iface, err)
+	}
+	list, err := a.nl.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return reading{}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
+	}
+	attrs := link.Attrs()
+	clear(a.addrs)
+	r := reading{
+		link:    link,
+		up:      attrs.Flags&net.FlagUp != 0,
+		lowerUp: attrs.RawFlags&unix.IFF_LOWER_UP != 0,
+		addrs:   a.addrs,
+	}
+	for _, ad := range list {
+		if p, ok := toPrefix(ad); ok {
+			r.addrs[p] = struct{}{}
+		}
+	}
+	return r, nil
+}
+
+// toPrefix turns a kernel address into the address and prefix length that
+// `ip addr` shows, e.g. 10.0.0.100/24 (not masked).
+func toPrefix(ad netlink.Addr) (netip.Prefix, bool) {
+	if ad.IPNet == nil {
+		return netip.Prefix{}, false
+	}
+	ip, ok := netip.AddrFromSlice(ad.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, bits := ad.Mask.Size()
+	if bits == 32 {
+		ip = ip.Unmap()
+	}
+	p := netip.PrefixFrom(ip, ones)
+	return p, p.IsValid()
+}
+
+// hostAddr is the netlink form of a VIP: scope global, so that BIRD's
+// direct protocol takes it, and for IPv6 nodad, so that it is usable (and
+// visible to BIRD) at once instead of tentative for a second.
+func hostAddr(p netip.Prefix) *netlink.Addr {
+	ip := p.Addr()
+	n := ip.BitLen()
+	ad := &netlink.Addr{
+		IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(n, n)},
+		Scope: unix.RT_SCOPE_UNIVERSE,
+	}
+	if ip.Is6() {
+		ad.Flags = unix.IFA_F_NODAD
+	}
+	return ad
+}
+
+// isHost reports whether p is a VIP rhi can manage: a /32 or a /128 that is
+// not an IPv4-mapped IPv6 address.
+func isHost(p netip.Prefix) bool {
+	return p.IsValid() && p.Bits() == p.Addr().BitLen() && !p.Addr().Is4In6()
+}
+
+func actionName(add bool) string {
+	if add {
+		return "add"
+	}
+	return "delete"
+}

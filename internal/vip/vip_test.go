@@ -1,0 +1,534 @@
+package vip
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+const iface = "rhi0"
+
+// cmpDiff is cmp.Diff that compares netip values with ==.
+func cmpDiff(x, y any) string {
+	return cmp.Diff(x, y, cmpopts.EquateComparable(netip.Prefix{}))
+}
+
+func newTest(t *testing.T, addrs ...string) (*fakeKernel, *Announcer, *logtest.Hook) {
+	t.Helper()
+	f := newFakeKernel()
+	f.addLink(iface, addrs...)
+	log, hook := logtest.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	return f, New(f, iface, log), hook
+}
+
+// want builds the fake's expected text for an up rhi0 holding lines, each
+// an address optionally followed by flags ("2001:db8::1/128 nodad").
+func want(lines ...string) string {
+	out := []string{iface + " up"}
+	for _, l := range lines {
+		out = append(out, iface+" "+l)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
+}
+
+func prefixes(ss ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range ss {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}
+
+// owned parses "10.0.0.1/32" as wanted and "-10.0.0.1/32" as owned but unwanted.
+func owned(ss ...string) map[netip.Prefix]bool {
+	m := map[netip.Prefix]bool{}
+	for _, s := range ss {
+		wanted := !strings.HasPrefix(s, "-")
+		m[netip.MustParsePrefix(strings.TrimPrefix(s, "-"))] = wanted
+	}
+	return m
+}
+
+// logged returns "LEVEL message vip=… action=… reason=…" for each entry at
+// Info or above, so tests can compare what operators see.
+func logged(hook *logtest.Hook) []string {
+	var out []string
+	for _, e := range hook.AllEntries() {
+		if e.Level > logrus.InfoLevel {
+			continue
+		}
+		line := e.Level.String() + " " + e.Message
+		for _, k := range []string{"vip", "action", "reason"} {
+			if v, ok := e.Data[k]; ok {
+				line += " " + k + "=" + v.(string)
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func TestSetAddsBeforeDeletes(t *testing.T) {
+	f, a, _ := newTest(t, "10.0.0.1/32", "2001:db8::1/128")
+	st, err := a.Set(context.Background(), owned("-10.0.0.1/32", "-2001:db8::1/128", "10.0.0.3/32", "10.0.0.2/32", "2001:db8::2/128"))
+	if err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	wantOps := []string{"add 10.0.0.2/32", "add 10.0.0.3/32", "add 2001:db8::2/128", "del 10.0.0.1/32", "del 2001:db8::1/128"}
+	if diff := cmpDiff(wantOps, f.ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(want("10.0.0.2/32", "10.0.0.3/32", "2001:db8::2/128 nodad"), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
+	wantSt := State{Exists: true, Up: true, LowerUp: true, Present: prefixes("10.0.0.2/32", "10.0.0.3/32", "2001:db8::2/128")}
+	if diff := cmpDiff(wantSt, st); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+}
+
+func TestSetTwiceWritesNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		start []string
+		owned map[netip.Prefix]bool
+	}{
+		{name: "empty", owned: nil},
+		{name: "all wanted", owned: owned("10.0.0.1/32", "10.0.0.2/32", "2001:db8::1/128")},
+		{name: "none wanted", start: []string{"10.0.0.1/32"}, owned: owned("-10.0.0.1/32", "-2001:db8::1/128")},
+		{name: "mixed with foreign", start: []string{"10.0.0.100/24", "fe80::1/64", "10.9.9.9/32"}, owned: owned("10.0.0.100/32", "-10.0.0.1/32", "2001:db8::1/128")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, a, _ := newTest(t, tt.start...)
+			first, err := a.Set(context.Background(), tt.owned)
+			if err != nil {
+				t.Fatalf("first Set: %v", err)
+			}
+			before, writes := f.String(), f.writes
+			second, err := a.Set(context.Background(), tt.owned)
+			if err != nil {
+				t.Fatalf("second Set: %v", err)
+			}
+			if got := f.writes - writes; got != 0 {
+				t.Errorf("second Set made %d writes, want 0: %v", got, f.ops[writes:])
+			}
+			if diff := cmpDiff(before, f.String()); diff != "" {
+				t.Errorf("kernel changed (-before +after):\n%s", diff)
+			}
+			if diff := cmpDiff(first, second); diff != "" {
+				t.Errorf("state changed (-first +second):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSetLeavesForeignAlone(t *testing.T) {
+	// 10.0.0.100/24 contains the VIP 10.0.0.100/32 but is not it; 10.9.9.9/32
+	// is a host prefix rhi does not own.
+	foreign := []string{"10.0.0.100/24", "10.9.9.9/32", "fe80::1/64"}
+	f, a, hook := newTest(t, foreign...)
+	desired := owned("10.0.0.100/32", "-10.0.0.1/32")
+	var st State
+	for range 3 {
+		var err error
+		if st, err = a.Set(context.Background(), desired); err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+	}
+	if diff := cmpDiff(want("10.0.0.100/24", "10.0.0.100/32", "10.9.9.9/32", "fe80::1/64"), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(prefixes(foreign...), st.Foreign); diff != "" {
+		t.Errorf("Foreign (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(prefixes("10.0.0.100/32"), st.Present); diff != "" {
+		t.Errorf("Present (-want +got):\n%s", diff)
+	}
+
+	// Someone removes one foreign address: the new set is reported once.
+	delete(f.links[iface].addrs, netip.MustParsePrefix("10.9.9.9/32"))
+	for range 2 {
+		if _, err := a.Set(context.Background(), desired); err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+	}
+	wantLog := []string{
+		"info added address vip=10.0.0.100/32 action=add",
+		"info foreign addresses on interface, left alone: [10.0.0.100/24 10.9.9.9/32 fe80::1/64]",
+		"info foreign addresses on interface, left alone: [10.0.0.100/24 fe80::1/64]",
+	}
+	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+}
+
+func TestSetPartialFailure(t *testing.T) {
+	f, a, _ := newTest(t, "10.0.0.5/32", "10.0.0.6/32")
+	f.failAdd = map[netip.Prefix]error{netip.MustParsePrefix("10.0.0.2/32"): unix.EPERM}
+	f.failDel = map[netip.Prefix]error{netip.MustParsePrefix("10.0.0.5/32"): unix.EBUSY}
+	desired := owned("10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "-10.0.0.5/32", "-10.0.0.6/32")
+
+	st, err := a.Set(context.Background(), desired)
+	if err == nil {
+		t.Fatal("Set: no error, want the two failures")
+	}
+	wantErr := `vip "10.0.0.2/32": add on "rhi0": operation not permitted` + "\n" +
+		`vip "10.0.0.5/32": delete on "rhi0": device or resource busy`
+	if err.Error() != wantErr {
+		t.Errorf("error:\n%s\nwant:\n%s", err, wantErr)
+	}
+	if !errors.Is(err, unix.EPERM) || !errors.Is(err, unix.EBUSY) {
+		t.Errorf("error %v does not wrap EPERM and EBUSY", err)
+	}
+	if diff := cmpDiff(want("10.0.0.1/32", "10.0.0.3/32", "10.0.0.5/32"), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(prefixes("10.0.0.1/32", "10.0.0.3/32", "10.0.0.5/32"), st.Present); diff != "" {
+		t.Errorf("Present, what was reached (-want +got):\n%s", diff)
+	}
+
+	// The next call retries only what is still wrong.
+	f.failAdd, f.failDel, f.ops = nil, nil, nil
+	if _, err := a.Set(context.Background(), desired); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if diff := cmpDiff([]string{"add 10.0.0.2/32", "del 10.0.0.5/32"}, f.ops); diff != "" {
+		t.Errorf("retry ops (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(want("10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32"), f.String()); diff != "" {
+		t.Errorf("kernel after retry (-want +got):\n%s", diff)
+	}
+}
+
+func TestSetReportsIPv6AddressTakenWithOtherLength(t *testing.T) {
+	// The kernel holds an IPv6 address once, whatever its prefix length.
+	f, a, _ := newTest(t, "2001:db8::1/64")
+	for range 2 { // reported on every call, never written
+		st, err := a.Set(context.Background(), owned("2001:db8::1/128", "10.0.0.1/32"))
+		wantErr := `vip "2001:db8::1/128": add on "rhi0": the address is already there as "2001:db8::1/64"`
+		if err == nil || err.Error() != wantErr {
+			t.Errorf("Set error = %v, want %s", err, wantErr)
+		}
+		if diff := cmpDiff(prefixes("10.0.0.1/32"), st.Present); diff != "" {
+			t.Errorf("Present (-want +got):\n%s", diff)
+		}
+	}
+	if diff := cmpDiff([]string{"add 10.0.0.1/32"}, f.ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+}
+
+func TestSetRejectsNonHostPrefix(t *testing.T) {
+	f, a, _ := newTest(t)
+	st, err := a.Set(context.Background(), owned("10.0.0.0/24", "::ffff:10.0.0.1/128", "10.0.0.1/32"))
+	wantErr := `vip "10.0.0.0/24": not a /32 or /128 host prefix` + "\n" + `vip "::ffff:10.0.0.1/128": not a /32 or /128 host prefix`
+	// Map order is random, so compare the sorted lines.
+	var got []string
+	if err != nil {
+		got = strings.Split(err.Error(), "\n")
+		slices.Sort(got)
+	}
+	if diff := cmpDiff(strings.Split(wantErr, "\n"), got); diff != "" {
+		t.Errorf("error lines (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(want("10.0.0.1/32"), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(prefixes("10.0.0.1/32"), st.Present); diff != "" {
+		t.Errorf("Present (-want +got):\n%s", diff)
+	}
+}
+
+func TestMissingInterface(t *testing.T) {
+	f := newFakeKernel()
+	log, _ := logtest.NewNullLogger()
+	a := New(f, iface, log)
+
+	st, err := a.Set(context.Background(), owned("10.0.0.1/32"))
+	if !errors.Is(err, ErrNoInterface) {
+		t.Errorf("Set error = %v, want ErrNoInterface", err)
+	}
+	if want := `no such interface "rhi0": no such device`; err == nil || err.Error() != want {
+		t.Errorf("Set error = %v, want %q", err, want)
+	}
+	if diff := cmpDiff(State{}, st); diff != "" {
+		t.Errorf("Set state (-want +got):\n%s", diff)
+	}
+	if f.writes != 0 {
+		t.Errorf("Set made %d writes on a missing interface", f.writes)
+	}
+	if _, err := a.Observe(context.Background()); !errors.Is(err, ErrNoInterface) {
+		t.Errorf("Observe error = %v, want ErrNoInterface", err)
+	}
+
+	// The interface appears: the next Set just works.
+	f.addLink(iface)
+	if _, err := a.Set(context.Background(), owned("10.0.0.1/32")); err != nil {
+		t.Fatalf("Set after the interface appeared: %v", err)
+	}
+	if diff := cmpDiff(want("10.0.0.1/32"), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
+}
+
+func TestInterfaceRemovedBetweenReadAndWrite(t *testing.T) {
+	f, a, _ := newTest(t)
+	f.beforeWrite = func(string, netip.Prefix) { delete(f.links, iface) }
+	_, err := a.Set(context.Background(), owned("10.0.0.1/32", "10.0.0.2/32"))
+	// Both adds are tried and both fail; nothing panics.
+	if !errors.Is(err, unix.ENODEV) || len(f.ops) != 2 {
+		t.Errorf("Set error = %v after ops %v, want two ENODEV failures", err, f.ops)
+	}
+}
+
+func TestDumpInterrupted(t *testing.T) {
+	start := []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32"}
+	desired := owned("10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32")
+
+	t.Run("once", func(t *testing.T) {
+		f, a, _ := newTest(t, start...)
+		f.interrupted = 1
+		st, err := a.Set(context.Background(), desired)
+		if err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+		// Trusting the half list would have re-added two addresses.
+		if f.writes != 0 {
+			t.Errorf("Set made writes %v after an interrupted dump", f.ops)
+		}
+		if diff := cmpDiff(prefixes(start...), st.Present); diff != "" {
+			t.Errorf("Present (-want +got):\n%s", diff)
+		}
+
+		f.interrupted = 1
+		obs, err := a.Observe(context.Background())
+		if err != nil {
+			t.Fatalf("Observe: %v", err)
+		}
+		if diff := cmpDiff(prefixes(start...), obs.Present); diff != "" {
+			t.Errorf("Observe Present (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("always", func(t *testing.T) {
+		f, a, _ := newTest(t, start...)
+		f.interrupted = maxReads
+		_, err := a.Set(context.Background(), owned("-10.0.0.1/32"))
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			t.Errorf("Set error = %v, want ErrDumpInterrupted", err)
+		}
+		if f.writes != 0 || f.interrupted != 0 {
+			t.Errorf("Set made writes %v, left %d interruptions; want no writes after %d reads", f.ops, f.interrupted, maxReads)
+		}
+	})
+}
+
+func TestRepairsExternalChanges(t *testing.T) {
+	f, a, hook := newTest(t)
+	desired := owned("10.0.0.1/32", "-10.0.0.2/32", "2001:db8::1/128")
+	if _, err := a.Set(context.Background(), desired); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	// Someone deletes a VIP rhi holds and adds one it withdrew.
+	l := f.links[iface]
+	delete(l.addrs, netip.MustParsePrefix("10.0.0.1/32"))
+	l.addrs[netip.MustParsePrefix("10.0.0.2/32")] = fakeAddr{}
+	hook.Reset()
+	f.ops = nil
+
+	for range 2 { // the second call must neither write nor warn
+		if _, err := a.Set(context.Background(), desired); err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+	}
+	if diff := cmpDiff([]string{"add 10.0.0.1/32", "del 10.0.0.2/32"}, f.ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(want("10.0.0.1/32", "2001:db8::1/128 nodad"), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
+	wantLog := []string{
+		"warning repaired address vip=10.0.0.1/32 action=add reason=changed by someone else",
+		"warning repaired address vip=10.0.0.2/32 action=delete reason=changed by someone else",
+	}
+	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+}
+
+func TestRaceWithSomeoneElseCountsAsReached(t *testing.T) {
+	// Between our read and our write someone else makes the same change:
+	// EEXIST and EADDRNOTAVAIL mean the goal is reached.
+	f, a, _ := newTest(t, "10.0.0.2/32")
+	f.beforeWrite = func(op string, p netip.Prefix) {
+		if op == "add" {
+			f.links[iface].addrs[p] = fakeAddr{}
+		} else {
+			delete(f.links[iface].addrs, p)
+		}
+	}
+	st, err := a.Set(context.Background(), owned("10.0.0.1/32", "-10.0.0.2/32"))
+	if err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if diff := cmpDiff([]string{"add 10.0.0.1/32", "del 10.0.0.2/32"}, f.ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(prefixes("10.0.0.1/32"), st.Present); diff != "" {
+		t.Errorf("Present (-want +got):\n%s", diff)
+	}
+}
+
+func TestAddressFlags(t *testing.T) {
+	f, a, _ := newTest(t)
+	if _, err := a.Set(context.Background(), owned("10.0.0.1/32", "2001:db8::1/128")); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	// The fake prints nodad when IFA_F_NODAD is set and the scope when it is
+	// not global.
+	if diff := cmpDiff(want("10.0.0.1/32", "2001:db8::1/128 nodad"), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
+}
+
+func TestLinkDownIsReportedOncePerChange(t *testing.T) {
+	f, a, hook := newTest(t)
+	l := f.links[iface]
+	l.up = false
+	desired := owned("10.0.0.1/32")
+	for range 2 {
+		st, err := a.Set(context.Background(), desired)
+		if err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+		if st.Up || !st.Has(netip.MustParsePrefix("10.0.0.1/32")) {
+			t.Errorf("state %+v, want down and holding the VIP", st)
+		}
+	}
+	l.up = true
+	if _, err := a.Set(context.Background(), desired); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	l.up = false
+	if _, err := a.Set(context.Background(), desired); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	down := "warning interface is down: addresses are kept, but BIRD announces nothing from it"
+	wantLog := []string{down, "info added address vip=10.0.0.1/32 action=add", "info interface is up again", down}
+	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+}
+
+func TestObserve(t *testing.T) {
+	_, a, _ := newTest(t, "2001:db8::1/128", "10.0.0.100/24", "10.0.0.1/32", "fe80::1/64")
+	st, err := a.Observe(context.Background())
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	wantSt := State{
+		Exists: true, Up: true, LowerUp: true,
+		Present: prefixes("10.0.0.1/32", "2001:db8::1/128"),
+		Foreign: prefixes("10.0.0.100/24", "fe80::1/64"),
+	}
+	if diff := cmpDiff(wantSt, st); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+}
+
+func TestSetStopsWhenCancelled(t *testing.T) {
+	f, a, _ := newTest(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.beforeWrite = func(string, netip.Prefix) { cancel() }
+	st, err := a.Set(ctx, owned("10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32"))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Set error = %v, want context.Canceled", err)
+	}
+	if diff := cmpDiff([]string{"add 10.0.0.1/32"}, f.ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(prefixes("10.0.0.1/32"), st.Present); diff != "" {
+		t.Errorf("Present (-want +got):\n%s", diff)
+	}
+
+	f.ops = nil
+	if _, err := a.Set(ctx, owned("10.0.0.4/32")); !errors.Is(err, context.Canceled) || len(f.ops) != 0 {
+		t.Errorf("Set on a cancelled ctx: error %v, ops %v; want context.Canceled and no ops", err, f.ops)
+	}
+}
+
+// TestSequence replays desired states in order and then shuffled, checking
+// after every step that the kernel holds exactly the wanted VIPs plus the
+// foreign addresses, whatever came before.
+func TestSequence(t *testing.T) {
+	all := []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "2001:db8::1/128", "2001:db8::2/128"}
+	foreign := []string{"10.0.0.0/24", "fe80::1/64"}
+	steps := [][]string{
+		{},
+		{"10.0.0.1/32"},
+		{"10.0.0.1/32", "2001:db8::1/128"},
+		{"10.0.0.2/32", "10.0.0.3/32", "2001:db8::2/128"},
+		all,
+		{"2001:db8::1/128"},
+		{},
+		{"10.0.0.3/32", "2001:db8::1/128", "2001:db8::2/128"},
+	}
+	desired := func(wanted []string) map[netip.Prefix]bool {
+		m := map[netip.Prefix]bool{}
+		for _, p := range all {
+			m[netip.MustParsePrefix(p)] = slices.Contains(wanted, p)
+		}
+		return m
+	}
+	expect := func(wanted []string) string {
+		lines := slices.Clone(foreign)
+		for _, p := range wanted {
+			if netip.MustParsePrefix(p).Addr().Is6() {
+				p += " nodad"
+			}
+			lines = append(lines, p)
+		}
+		return want(lines...)
+	}
+
+	f, a, _ := newTest(t, foreign...)
+	run := func(order []int) {
+		t.Helper()
+		for _, i := range order {
+			st, err := a.Set(context.Background(), desired(steps[i]))
+			if err != nil {
+				t.Fatalf("step %d %v: %v", i, steps[i], err)
+			}
+			if diff := cmpDiff(expect(steps[i]), f.String()); diff != "" {
+				t.Fatalf("step %d %v: kernel (-want +got):\n%s", i, steps[i], diff)
+			}
+			if diff := cmpDiff(prefixes(steps[i]...), st.Present); diff != "" {
+				t.Fatalf("step %d: Present (-want +got):\n%s", i, diff)
+			}
+		}
+	}
+	order := make([]int, len(steps))
+	for i := range order {
+		order[i] = i
+	}
+	run(order)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 50 {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		run(order)
+	}
+}
