@@ -1,0 +1,356 @@
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// DefaultPrefix starts the names of the labs' namespaces and directories.
+const DefaultPrefix = "rhi-"
+
+const (
+	defaultWait = 30 * time.Second // WaitFor's deadline when the caller gives none
+	pollEvery   = 20 * time.Millisecond
+	closeTime   = 30 * time.Second // all of Close's external work
+)
+
+// Options shape a lab. The zero value is a two-ADC lab.
+type Options struct {
+	// Prefix starts every namespace and directory name; [Sweep] takes the same
+	// prefix. Letters, digits, '.', '_' and '-'. Default DefaultPrefix.
+	Prefix string
+	// DCs is the number of ADC hosts, 1 to 200. Default 2.
+	DCs int
+	// Dir is where the lab's directory is made. Default os.TempDir(). BIRD's
+	// socket paths must stay under 108 bytes.
+	Dir string
+	// Log receives the lab's progress. Default: discarded.
+	Log logrus.FieldLogger
+	// Wait is WaitFor's deadline when the caller's context has none, and the
+	// deadline of bring-up likewise. Default 30 s.
+	Wait time.Duration
+}
+
+// Lab is a running netns lab. Its methods are safe for concurrent use.
+type Lab struct {
+	Name string // <prefix><pid>-<random>, the start of every namespace name
+	Dir  string // the lab's files; removed by Close
+	Peer *Router
+	DCs  []*DC
+
+	log  logrus.FieldLogger
+	wait time.Duration
+
+	mu         sync.Mutex
+	closed     bool
+	namespaces []string // created, in order
+	procs      []*Proc
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Available reports why the lab cannot run here, or nil: it needs root, ip
+// and bird.
+func Available() error {
+	if os.Geteuid() != 0 {
+		return errors.New("the netns lab needs root")
+	}
+	for _, tool := range []string{"ip", "bird"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("the netns lab needs %q: %w", tool, err)
+		}
+	}
+	return nil
+}
+
+// New builds a lab and returns once every BGP session is Established. ctx
+// bounds the bring-up only. On failure New removes what it built.
+func New(ctx context.Context, opts Options) (_ *Lab, err error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if !validPrefix(opts.Prefix) {
+		return nil, fmt.Errorf("lab prefix %q: use letters, digits, '.', '_' and '-'", opts.Prefix)
+	}
+	if opts.DCs == 0 {
+		opts.DCs = 2
+	}
+	if opts.DCs < 1 || opts.DCs > maxDCs {
+		return nil, fmt.Errorf("lab with %d ADC hosts: allowed 1 to %d", opts.DCs, maxDCs)
+	}
+	if opts.Dir == "" {
+		opts.Dir = os.TempDir()
+	}
+	if strings.ContainsAny(opts.Dir, "\"\n") {
+		return nil, fmt.Errorf("lab directory %q: no quotes or line breaks (it goes into BIRD's config)", opts.Dir)
+	}
+	if opts.Log == nil {
+		discard := logrus.New()
+		discard.SetOutput(io.Discard)
+		opts.Log = discard
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = defaultWait
+	}
+
+	var random [4]byte
+	if _, err := rand.Read(random[:]); err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%s%d-%s", opts.Prefix, os.Getpid(), hex.EncodeToString(random[:]))
+	l := &Lab{
+		Name: name,
+		Dir:  filepath.Join(opts.Dir, name),
+		log:  opts.Log.WithField("lab", name),
+		wait: opts.Wait,
+	}
+	plan(l, opts.DCs)
+	if n := len(l.DCs[len(l.DCs)-1].BirdSocket); n > 107 {
+		return nil, fmt.Errorf("lab directory %q: BIRD socket path is %d bytes, the limit is 107", opts.Dir, n)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Wait)
+		defer cancel()
+	}
+
+	start := time.Now()
+	l.log.WithField("action", "bring-up").Infof("building lab with %d ADC hosts in %s", opts.DCs, l.Dir)
+	if err := os.MkdirAll(l.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lab %q: %w", name, err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(fmt.Errorf("lab %q: %w", name, err), l.Close())
+		}
+	}()
+	if err := l.buildNetwork(ctx); err != nil {
+		return nil, err
+	}
+	if err := writeConfigs(l); err != nil {
+		return nil, err
+	}
+	// The router first: it only listens, and the ADCs connect a second after
+	// they start.
+	for _, r := range l.routers() {
+		if _, err := r.Start(context.Background(), "bird", "bird", "-f", "-c", r.BirdConfig, "-s", r.BirdSocket, "-P", filepath.Join(r.Dir, "bird.pid")); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range l.routers() {
+		if err := l.WaitFor(ctx, r.established); err != nil {
+			return nil, fmt.Errorf("bgp sessions of %q: %w", r.Name, err)
+		}
+	}
+	l.log.WithField("action", "bring-up").Infof("lab up in %s", time.Since(start).Round(time.Millisecond))
+	return l, nil
+}
+
+// routers lists the peer and then the ADCs.
+func (l *Lab) routers() []*Router {
+	rs := []*Router{l.Peer}
+	for _, d := range l.DCs {
+		rs = append(rs, d.Router)
+	}
+	return rs
+}
+
+// buildNetwork makes the namespaces, links and addresses, with one `ip -batch`
+// per namespace.
+func (l *Lab) buildNetwork(ctx context.Context) error {
+	for _, r := range l.routers() {
+		if err := runIP(ctx, "", "netns", "add", r.NS); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.namespaces = append(l.namespaces, r.NS)
+		l.mu.Unlock()
+	}
+	var peer strings.Builder
+	peer.WriteString("link set lo up\n")
+	for _, d := range l.DCs {
+		fmt.Fprintf(&peer, "link add %s type veth peer name %s netns %s\n", d.PeerIface, d.ADCIface, d.NS)
+		fmt.Fprintf(&peer, "addr add %s/24 dev %s\n", d.PeerAddr4, d.PeerIface)
+		fmt.Fprintf(&peer, "addr add %s/64 dev %s nodad\n", d.PeerAddr6, d.PeerIface)
+		fmt.Fprintf(&peer, "link set %s up\n", d.PeerIface)
+	}
+	if err := runBatch(ctx, l.Peer.NS, peer.String()); err != nil {
+		return err
+	}
+	for _, d := range l.DCs {
+		var b strings.Builder
+		b.WriteString("link set lo up\n")
+		fmt.Fprintf(&b, "addr add %s/24 dev %s\n", d.ADCAddr4, d.ADCIface)
+		fmt.Fprintf(&b, "addr add %s/64 dev %s nodad\n", d.ADCAddr6, d.ADCIface)
+		fmt.Fprintf(&b, "link set %s up\n", d.ADCIface)
+		// ifb: the kernel here has no dummy link type; production uses dummy.
+		fmt.Fprintf(&b, "link add %s type ifb\n", d.Iface)
+		fmt.Fprintf(&b, "link set %s up\n", d.Iface)
+		if err := runBatch(ctx, d.NS, b.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runIP runs ip, inside ns unless ns is empty.
+func runIP(ctx context.Context, ns string, args ...string) error {
+	if ns != "" {
+		args = append([]string{"-n", ns}, args...)
+	}
+	out, err := combined(exec.CommandContext(ctx, "ip", args...))
+	if err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out))
+	}
+	return nil
+}
+
+func runBatch(ctx context.Context, ns, script string) error {
+	cmd := exec.CommandContext(ctx, "ip", "-n", ns, "-batch", "-")
+	cmd.Stdin = strings.NewReader(script)
+	out, err := combined(cmd)
+	if err != nil {
+		return fmt.Errorf("ip -n %s -batch: %w: %s\nscript:\n%s", ns, err, strings.TrimSpace(out), script)
+	}
+	return nil
+}
+
+// startTracked starts p's command and records it for Close, unless the lab is
+// closed.
+func (l *Lab) startTracked(p *Proc) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return errors.New("lab is closed")
+	}
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	l.procs = append(l.procs, p)
+	return nil
+}
+
+// WaitFor calls cond every 20 ms until it returns true. It gives up when ctx
+// is done, or after the lab's Wait (default 30 s) if ctx has no deadline, and
+// then reports cond's last error. cond's errors are not final: the state it
+// looks at may be in flux.
+func (l *Lab) WaitFor(ctx context.Context, cond func(context.Context) (bool, error)) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.wait)
+		defer cancel()
+	}
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	var last error
+	for {
+		ok, err := cond(ctx)
+		if ok && err == nil {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("condition not met: %w (last check: %w)", ctx.Err(), last)
+			}
+			return fmt.Errorf("condition not met: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Close stops every process started in the lab, deletes its namespaces and
+// removes its directory. It is idempotent, safe on a partly built lab and
+// safe to call concurrently; every call returns the first call's result.
+func (l *Lab) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.close() })
+	return l.closeErr
+}
+
+func (l *Lab) close() error {
+	l.mu.Lock()
+	l.closed = true
+	procs, namespaces := l.procs, l.namespaces
+	l.mu.Unlock()
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), closeTime)
+	defer cancel()
+	var errs []error
+	// Processes other than BIRD first (rhi may withdraw through BIRD on its
+	// way out), then BIRD; all at once within each group.
+	var birds, others []*Proc
+	for _, p := range procs {
+		if p.Name == "bird" {
+			birds = append(birds, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	for _, group := range [][]*Proc{others, birds} {
+		errs = append(errs, stopAll(group)...)
+	}
+	for i := len(namespaces) - 1; i >= 0; i-- {
+		if err := deleteNamespace(ctx, namespaces[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(l.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		l.log.WithField("action", "teardown").WithError(err).Warn("lab teardown had errors")
+		return fmt.Errorf("close lab %q: %w", l.Name, err)
+	}
+	l.log.WithField("action", "teardown").Infof("lab removed in %s", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func stopAll(procs []*Proc) []error {
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		select {
+		case <-p.done:
+			// Ended before Close: how is the business of its Wait.
+			continue
+		default:
+		}
+		wg.Go(func() { errs[i] = p.Stop() })
+	}
+	wg.Wait()
+	return errs
+}
+
+// deleteNamespace kills whatever still runs in ns (commands from Exec, say)
+// and deletes it.
+func deleteNamespace(ctx context.Context, ns string) error {
+	out, err := combined(exec.CommandContext(ctx, "ip", "netns", "pids", ns))
+	if err == nil {
+		for _, f := range strings.Fields(out) {
+			if pid, err := parsePid(f); err == nil {
+				_ = syscallKill(pid)
+			}
+		}
+	}
+	return runIP(ctx, "", "netns", "del", ns)
+}
