@@ -2,6 +2,7 @@ package apisix
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -55,8 +56,15 @@ type Ref struct {
 	ID   string
 }
 
-// Path is the control-API path of the resource's health checker.
-func (r Ref) Path() string { return "/v1/healthcheck/" + r.Type + "/" + r.ID }
+// Path is the control-API path of the resource's health checker, with type
+// and id path-escaped. ParseRef only admits ids that need no escaping; the
+// escaping keeps a Ref built by hand from changing the path's shape.
+func (r Ref) Path() string {
+	return "/v1/healthcheck/" + url.PathEscape(r.Type) + "/" + url.PathEscape(r.ID)
+}
+
+// String is the resource as "<type>/<id>", for messages.
+func (r Ref) String() string { return r.Type + "/" + r.ID }
 
 // Types are the resource types that can carry a health checker.
 var Types = []string{"upstreams", "routes", "services", "stream_routes"}

@@ -1,0 +1,649 @@
+package apisixtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+)
+
+// Node statuses as lua-resty-healthcheck reports them. Any other string may
+// be set too; APISIX clients must treat it as not healthy.
+const (
+	Healthy         = "healthy"
+	MostlyHealthy   = "mostly_healthy" // still gets traffic
+	Unhealthy       = "unhealthy"
+	MostlyUnhealthy = "mostly_unhealthy" // still gets none
+)
+
+// Node is one target of a resource's health checker.
+type Node struct {
+	IP     string
+	Port   int
+	Status string
+	// Purging lists the node with purge_time (3.3+ format only): it was
+	// dropped from the upstream and waits for the checker's delayed clear.
+	Purging bool
+}
+
+// Format is the body format a resource is served in.
+type Format int
+
+const (
+	// V3 is the APISIX 3.3+ format: {"name","type","nodes":[{ip,port,
+	// hostname,status,counter}]}.
+	V3 Format = iota
+	// V2 is the APISIX 2.x–3.2 format: {"name":"upstream#…","src_type",
+	// "src_id","nodes","healthy_nodes"}, with "/" escaped as "\/".
+	V2
+)
+
+// String is "v3" or "v2".
+func (f Format) String() string {
+	switch f {
+	case V3:
+		return "v3"
+	case V2:
+		return "v2"
+	}
+	return fmt.Sprintf("format(%d)", int(f))
+}
+
+// SlowInterval is the pause between the bytes of a Slow body.
+const SlowInterval = 50 * time.Millisecond
+
+// OversizeBytes is the least length of an Oversize body: above the
+// client's default 4 MiB limit.
+const OversizeBytes = 5 << 20
+
+// Fault makes the server misbehave, for one resource or for every request.
+type Fault int
+
+const (
+	NoFault      Fault = iota
+	Refuse             // close the connection without a reply (Go's client retries that once on a reused connection: 2 requests)
+	Stall              // block until the request's context ends, Release or Close; after Release, answer normally
+	Status500          // nginx's HTML 500 page
+	Status502          // nginx's HTML 502 page, as a proxy in front would send
+	Status503          // nginx's HTML 503 page
+	Garbage            // 200, application/json, bytes that are not JSON
+	HTMLNotFound       // nginx's HTML 404 page (what an unknown path gets)
+	Truncated          // the normal answer, cut in half: Content-Length promises more and the connection closes
+	Slow               // the normal answer, one byte every SlowInterval
+	Oversize           // 200, a valid JSON body of at least OversizeBytes, chunked
+)
+
+var faultNames = [...]string{
+	NoFault: "none", Refuse: "refuse", Stall: "stall", Status500: "500", Status502: "502",
+	Status503: "503", Garbage: "garbage", HTMLNotFound: "html404", Truncated: "truncated",
+	Slow: "slow", Oversize: "oversize",
+}
+
+// String is the name ParseFault reads.
+func (f Fault) String() string {
+	if f >= 0 && int(f) < len(faultNames) {
+		return faultNames[f]
+	}
+	return fmt.Sprintf("fault(%d)", int(f))
+}
+
+// ParseFault reads a fault name as String writes it ("none", "refuse",
+// "stall", "500", "502", "503", "garbage", "html404", "truncated", "slow",
+// "oversize"), for command lines of fake servers.
+func ParseFault(s string) (Fault, error) {
+	for f, name := range faultNames {
+		if s == name {
+			return Fault(f), nil
+		}
+	}
+	return NoFault, fmt.Errorf("unknown fault %q (allowed: %s)", s, strings.Join(faultNames[:], ", "))
+}
+
+// resource is what the server knows about one APISIX resource.
+type resource struct {
+	nodes   []Node
+	format  Format
+	checker bool // false: the resource exists but has no health checker
+}
+
+// Server is a fake APISIX control API. Create it with New.
+type Server struct {
+	mu       sync.Mutex
+	res      map[apisix.Ref]*resource
+	faults   map[apisix.Ref]Fault
+	global   Fault
+	requests int
+	perRef   map[apisix.Ref]int
+	release  chan struct{} // closed and replaced by Release
+	done     chan struct{} // closed by Close
+	closed   bool
+	ts       *httptest.Server
+}
+
+// New returns a server that knows no resources: every resource is
+// "not found" until SetNodes or NoChecker creates it.
+func New() *Server {
+	return &Server{
+		res:     map[apisix.Ref]*resource{},
+		faults:  map[apisix.Ref]Fault{},
+		perRef:  map[apisix.Ref]int{},
+		release: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+}
+
+// Start serves s on a new loopback httptest.Server. Stop it with s.Close,
+// which also frees stalled requests (httptest.Server.Close alone waits for
+// them).
+func (s *Server) Start() *httptest.Server {
+	ts := httptest.NewServer(s)
+	s.mu.Lock()
+	s.ts = ts
+	s.mu.Unlock()
+	return ts
+}
+
+// Close frees every stalled or trickling request, now and later, and closes
+// the httptest.Server that Start made, if any. It is idempotent.
+func (s *Server) Close() {
+	s.mu.Lock()
+	ts := s.ts
+	s.ts = nil
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
+	s.mu.Unlock()
+	if ts != nil {
+		ts.Close()
+	}
+}
+
+// SetNodes creates or replaces the resource's checker with these nodes, in
+// this order (SetStatus counts from 0). No nodes is a checker that has not
+// run yet: APISIX then sends "nodes": {}. The format is kept if the
+// resource existed, else V3.
+func (s *Server) SetNodes(ref apisix.Ref, nodes ...Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.res[ref]
+	if r == nil {
+		r = &resource{}
+		s.res[ref] = r
+	}
+	r.nodes = slices.Clone(nodes)
+	r.checker = true
+}
+
+// SetStatus sets the status of the resource's i-th node.
+func (s *Server) SetStatus(ref apisix.Ref, i int, status string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.checker(ref)
+	if err != nil {
+		return err
+	}
+	if i < 0 || i >= len(r.nodes) {
+		return fmt.Errorf("apisixtest: %q has %d nodes, no node %d", ref.String(), len(r.nodes), i)
+	}
+	r.nodes[i].Status = status
+	return nil
+}
+
+// SetAllStatus sets the status of every node of the resource.
+func (s *Server) SetAllStatus(ref apisix.Ref, status string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.checker(ref)
+	if err != nil {
+		return err
+	}
+	for i := range r.nodes {
+		r.nodes[i].Status = status
+	}
+	return nil
+}
+
+// SetFormat sets the format the resource is served in.
+func (s *Server) SetFormat(ref apisix.Ref, f Format) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.res[ref]
+	if r == nil {
+		return fmt.Errorf("apisixtest: no resource %q", ref.String())
+	}
+	r.format = f
+	return nil
+}
+
+// Remove deletes the resource: it is then "not found" (HTTP 404
+// "upstreams[api] not found"). Removing a missing resource does nothing.
+func (s *Server) Remove(ref apisix.Ref) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.res, ref)
+}
+
+// NoChecker makes the resource exist without a health checker (HTTP 404
+// "no checker for upstreams[api]"), creating it if needed. Its nodes are
+// dropped; SetNodes brings the checker back.
+func (s *Server) NoChecker(ref apisix.Ref) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.res[ref]
+	if r == nil {
+		r = &resource{}
+		s.res[ref] = r
+	}
+	r.nodes, r.checker = nil, false
+}
+
+// SetFault sets the fault of requests for one resource (NoFault clears it).
+// The resource need not exist. A global fault, when set, wins.
+func (s *Server) SetFault(ref apisix.Ref, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f == NoFault {
+		delete(s.faults, ref)
+		return
+	}
+	s.faults[ref] = f
+}
+
+// SetGlobalFault sets a fault for every request, the list and unknown paths
+// included (NoFault clears it).
+func (s *Server) SetGlobalFault(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.global = f
+}
+
+// Release lets every request stalled so far answer normally. Requests that
+// arrive later stall again while the Stall fault stays set.
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.release)
+	s.release = make(chan struct{})
+}
+
+// Requests is the number of requests received, whatever their path or fault.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
+// RequestsFor is the number of requests received for one resource's checker.
+func (s *Server) RequestsFor(ref apisix.Ref) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.perRef[ref]
+}
+
+func (s *Server) checker(ref apisix.Ref) (*resource, error) {
+	r := s.res[ref]
+	if r == nil || !r.checker {
+		return nil, fmt.Errorf("apisixtest: no checker for %q", ref.String())
+	}
+	return r, nil
+}
+
+// answer is a complete response, built under the lock and written after.
+type answer struct {
+	status      int
+	contentType string
+	body        []byte
+}
+
+// ServeHTTP answers like APISIX's control API does for the health-check
+// paths, and with nginx's HTML 404 for anything else.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ref, isResource := resourceOf(r)
+	s.mu.Lock()
+	s.requests++
+	fault := s.global
+	if isResource {
+		s.perRef[ref]++
+		if fault == NoFault {
+			fault = s.faults[ref]
+		}
+	}
+	release, done := s.release, s.done
+	s.mu.Unlock()
+
+	if fault == Stall {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		case <-done:
+			// Returning would send an empty 200; a closed server
+			// answers nothing.
+			refuse(w)
+			return
+		}
+	}
+	// Built after a stall, so a released request reports the state of now.
+	s.mu.Lock()
+	a := s.answer(r)
+	s.mu.Unlock()
+
+	switch fault {
+	case NoFault, Stall:
+	case Refuse:
+		refuse(w)
+		return
+	case Status500:
+		a = nginxPage(http.StatusInternalServerError)
+	case Status502:
+		a = nginxPage(http.StatusBadGateway)
+	case Status503:
+		a = nginxPage(http.StatusServiceUnavailable)
+	case Garbage:
+		a = answer{http.StatusOK, "application/json", []byte("\x00\xff<<not json>>\n")}
+	case HTMLNotFound:
+		a = nginxPage(http.StatusNotFound)
+	case Truncated:
+		w.Header().Set("Content-Length", fmt.Sprint(len(a.body)))
+		a.body = a.body[:len(a.body)/2]
+	case Slow:
+		trickle(w, r, a, done)
+		return
+	case Oversize:
+		oversize(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", a.contentType)
+	if w.Header().Get("Content-Length") == "" {
+		w.Header().Set("Content-Length", fmt.Sprint(len(a.body)))
+	}
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body)
+}
+
+// resourceOf tells whether the request addresses one resource's checker.
+func resourceOf(r *http.Request) (apisix.Ref, bool) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/healthcheck/")
+	if !ok {
+		return apisix.Ref{}, false
+	}
+	typ, id, _ := strings.Cut(rest, "/")
+	id, _, _ = strings.Cut(id, "/")
+	if id == "" {
+		return apisix.Ref{}, false
+	}
+	return apisix.Ref{Type: typ, ID: id}, true
+}
+
+// answer builds the fault-free response. It runs under s.mu.
+func (s *Server) answer(r *http.Request) answer {
+	if r.Method != http.MethodGet {
+		return nginxPage(http.StatusNotFound)
+	}
+	if r.URL.Path == "/v1/healthcheck" {
+		if acceptsHTML(r) {
+			return htmlList()
+		}
+		return s.list()
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/healthcheck/")
+	if !ok {
+		return nginxPage(http.StatusNotFound)
+	}
+	// As APISIX's get_health_checker: segments after the id are ignored,
+	// and a missing id is checked before the type.
+	segs := strings.Split(rest, "/")
+	if len(segs) < 2 || segs[1] == "" {
+		return errorAnswer(http.StatusNotFound, "missing src id for src type "+segs[0])
+	}
+	ref := apisix.Ref{Type: segs[0], ID: segs[1]}
+	if !slices.Contains(apisix.Types, ref.Type) {
+		return errorAnswer(http.StatusBadRequest, "invalid src type "+ref.Type)
+	}
+	res := s.res[ref]
+	switch {
+	case res == nil:
+		return errorAnswer(http.StatusNotFound, ref.Type+"["+ref.ID+"] not found")
+	case !res.checker:
+		return errorAnswer(http.StatusNotFound, "no checker for "+ref.Type+"["+ref.ID+"]")
+	case acceptsHTML(r):
+		return htmlList()
+	}
+	return jsonAnswer(res.format, entry(ref, res))
+}
+
+// list is GET /v1/healthcheck: every resource with a checker, routes first,
+// then stream routes, services and upstreams, as APISIX orders them. An
+// empty list is {}, as cjson encodes an empty Lua table.
+func (s *Server) list() answer {
+	refs := make([]apisix.Ref, 0, len(s.res))
+	for ref, res := range s.res {
+		if res.checker {
+			refs = append(refs, ref)
+		}
+	}
+	if len(refs) == 0 {
+		return answer{http.StatusOK, "application/json", []byte("{}\n")}
+	}
+	order := map[string]int{"routes": 0, "stream_routes": 1, "services": 2, "upstreams": 3}
+	slices.SortFunc(refs, func(a, b apisix.Ref) int {
+		if d := order[a.Type] - order[b.Type]; d != 0 {
+			return d
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	entries := make([]json.RawMessage, len(refs))
+	for i, ref := range refs {
+		res := s.res[ref]
+		b, err := json.Marshal(entry(ref, res))
+		if err != nil {
+			panic(err) // only strings, ints and floats: cannot fail
+		}
+		if res.format == V2 {
+			b = escapeSlashes(b)
+		}
+		entries[i] = b
+	}
+	return jsonAnswer(V3, entries)
+}
+
+// JSON shapes. Field sets follow testdata/README.md; encoding/json writes
+// them in struct order, which is alphabetical like the fixtures.
+type (
+	v3Entry struct {
+		Name  string `json:"name"`
+		Nodes any    `json:"nodes"` // []v3Node, or emptyTable
+		Type  string `json:"type"`
+	}
+	v3Node struct {
+		Counter   counter  `json:"counter"`
+		Hostname  string   `json:"hostname"`
+		IP        string   `json:"ip"`
+		Port      int      `json:"port"`
+		PurgeTime *float64 `json:"purge_time,omitempty"`
+		Status    string   `json:"status"`
+	}
+	counter struct {
+		HTTPFailure    int `json:"http_failure"`
+		Success        int `json:"success"`
+		TCPFailure     int `json:"tcp_failure"`
+		TimeoutFailure int `json:"timeout_failure"`
+	}
+	v2Entry struct {
+		HealthyNodes any    `json:"healthy_nodes"` // []v2Node, or emptyTable
+		Name         string `json:"name"`
+		Nodes        any    `json:"nodes"`
+		SrcID        string `json:"src_id"`
+		SrcType      string `json:"src_type"`
+	}
+	v2Node struct {
+		Host     string `json:"host"`
+		Port     int    `json:"port"`
+		Priority int    `json:"priority"`
+		Weight   int    `json:"weight"`
+	}
+	// emptyTable encodes as {}: cjson's encoding of an empty Lua table,
+	// which every released APISIX sends for an empty list.
+	emptyTable struct{}
+)
+
+// entry is the resource's body as a value to marshal.
+func entry(ref apisix.Ref, res *resource) any {
+	name := "/apisix/" + ref.Type + "/" + ref.ID
+	if res.format == V2 {
+		var nodes, healthy []v2Node
+		for _, n := range res.nodes {
+			v := v2Node{Host: n.IP, Port: n.Port, Weight: 1}
+			nodes = append(nodes, v)
+			if n.Status == Healthy || n.Status == MostlyHealthy {
+				healthy = append(healthy, v)
+			}
+		}
+		return v2Entry{HealthyNodes: listOrTable(healthy), Name: "upstream#" + name,
+			Nodes: listOrTable(nodes), SrcID: ref.ID, SrcType: ref.Type}
+	}
+	typ := "http"
+	if ref.Type == "stream_routes" {
+		typ = "tcp"
+	}
+	nodes := make([]v3Node, len(res.nodes))
+	for i, n := range res.nodes {
+		nodes[i] = v3Node{Counter: counterFor(n.Status), Hostname: n.IP, IP: n.IP, Port: n.Port, Status: n.Status}
+		if n.Purging {
+			// Epoch seconds as a float, when the delayed clear will drop it.
+			t := float64(time.Now().Add(10*time.Second).UnixMilli()) / 1000
+			nodes[i].PurgeTime = &t
+		}
+	}
+	return v3Entry{Name: name, Nodes: listOrTable(nodes), Type: typ}
+}
+
+// counterFor gives the counters lua-resty-healthcheck shows with a status
+// reached by TCP checks: failures count up to the threshold (2) while
+// healthy, successes while unhealthy, and a change of state resets them.
+func counterFor(status string) counter {
+	switch status {
+	case MostlyHealthy:
+		return counter{TCPFailure: 1}
+	case Unhealthy:
+		return counter{TCPFailure: 2}
+	case MostlyUnhealthy:
+		return counter{Success: 1}
+	}
+	return counter{}
+}
+
+func listOrTable[T any](l []T) any {
+	if len(l) == 0 {
+		return emptyTable{}
+	}
+	return l
+}
+
+func jsonAnswer(f Format, v any) answer {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only strings, ints and floats: cannot fail
+	}
+	if f == V2 {
+		b = escapeSlashes(b)
+	}
+	// core.response.exit ends a JSON body with a newline.
+	return answer{http.StatusOK, "application/json", append(b, '\n')}
+}
+
+// escapeSlashes writes "/" as "\/", as cjson does up to APISIX 3.1. In JSON
+// text a "/" can only occur inside a string, where "\/" means the same.
+func escapeSlashes(b []byte) []byte { return bytes.ReplaceAll(b, []byte("/"), []byte(`\/`)) }
+
+func errorAnswer(status int, msg string) answer {
+	a := jsonAnswer(V3, map[string]string{"error_msg": msg})
+	a.status = status
+	return a
+}
+
+func acceptsHTML(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// htmlList stands for the HTML page APISIX 3.3+ renders for browsers.
+func htmlList() answer {
+	return answer{http.StatusOK, "text/html; charset=utf-8",
+		[]byte("<!DOCTYPE html>\n<html><head><title>APISIX upstream check list</title></head><body></body></html>\n")}
+}
+
+// nginxPage is nginx's built-in error page, as openresty sends it.
+func nginxPage(code int) answer {
+	title := fmt.Sprintf("%d %s", code, http.StatusText(code))
+	body := "<html>\r\n<head><title>" + title + "</title></head>\r\n<body>\r\n<center><h1>" + title +
+		"</h1></center>\r\n<hr><center>openresty</center>\r\n</body>\r\n</html>\r\n"
+	return answer{code, "text/html", []byte(body)}
+}
+
+// refuse closes the connection without a reply.
+func refuse(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	// Not hijackable (HTTP/2): aborting the handler resets the stream.
+	panic(http.ErrAbortHandler)
+}
+
+// trickle sends a's body one byte at a time, until done or the client goes away.
+func trickle(w http.ResponseWriter, r *http.Request, a answer, done <-chan struct{}) {
+	w.Header().Set("Content-Type", a.contentType)
+	w.Header().Set("Content-Length", fmt.Sprint(len(a.body)))
+	w.WriteHeader(a.status)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	t := time.NewTicker(SlowInterval)
+	defer t.Stop()
+	for i := range a.body {
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		case <-done:
+			return
+		}
+		if _, err := w.Write(a.body[i : i+1]); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// oversize streams a valid 3.3+ body of at least OversizeBytes without a
+// Content-Length, so a client finds out only by reading.
+func oversize(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	head := `{"name":"/apisix/upstreams/oversize","type":"http","nodes":[`
+	node := `{"counter":{"http_failure":0,"success":0,"tcp_failure":0,"timeout_failure":0},"hostname":"10.0.0.1","ip":"10.0.0.1","port":80,"status":"healthy"}`
+	chunk := []byte(strings.Repeat(node+",", 64))
+	n, _ := w.Write([]byte(head))
+	for n < OversizeBytes {
+		if r.Context().Err() != nil {
+			return
+		}
+		m, err := w.Write(chunk)
+		if err != nil {
+			return
+		}
+		n += m
+	}
+	_, _ = w.Write([]byte(node + "]}"))
+}

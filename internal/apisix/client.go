@@ -1,0 +1,234 @@
+package apisix
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultTimeout      = 5 * time.Second // SPEC §2 apisix_timeout
+	DefaultMaxBodyBytes = 4 << 20
+	DefaultMaxInFlight  = 64
+)
+
+// dialTimeout bounds connection set-up on its own, so a black-holed control
+// API fails fast even when the poll deadline is long. The poll's context
+// deadline still applies on top.
+const dialTimeout = 2 * time.Second
+
+// Options configures a Client. Zero fields take the defaults above.
+type Options struct {
+	// Timeout is the deadline of one Poll's HTTP work, all requests
+	// together (apisix_timeout).
+	Timeout time.Duration
+	// MaxBodyBytes bounds each response body; a longer body is Failed.
+	MaxBodyBytes int64
+	// MaxInFlight bounds the requests one Poll runs at the same time.
+	MaxInFlight int
+	// HTTPClient replaces the client NewClient builds. It is used as given:
+	// its transport decides proxies, keep-alive and redirects.
+	HTTPClient *http.Client
+}
+
+// Client polls the APISIX control API. It is safe for concurrent use.
+type Client struct {
+	base        string // scheme://host[:port][/path], no trailing slash
+	timeout     time.Duration
+	maxBody     int64
+	maxInFlight int
+	hc          *http.Client
+}
+
+// NewClient returns a client for the control API at baseURL, e.g.
+// "http://127.0.0.1:9090".
+func NewClient(baseURL string, opts Options) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("control url %q: %w", baseURL, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("control url %q: scheme must be http or https", baseURL)
+	case u.Host == "":
+		return nil, fmt.Errorf("control url %q: no host", baseURL)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return nil, fmt.Errorf("control url %q: must not have user info, query or fragment", baseURL)
+	case opts.Timeout < 0 || opts.MaxBodyBytes < 0 || opts.MaxInFlight < 0:
+		return nil, errors.New("timeout, max body bytes and max in flight must not be negative")
+	}
+	c := &Client{
+		base:        strings.TrimSuffix(u.String(), "/"),
+		timeout:     cmp.Or(opts.Timeout, DefaultTimeout),
+		maxBody:     cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes),
+		maxInFlight: cmp.Or(opts.MaxInFlight, DefaultMaxInFlight),
+		hc:          opts.HTTPClient,
+	}
+	if c.hc == nil {
+		c.hc = newHTTPClient(c.maxInFlight)
+	}
+	return c, nil
+}
+
+func newHTTPClient(maxInFlight int) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			// The control API listens on loopback; an http_proxy meant
+			// for the outside world must not capture it.
+			Proxy:       nil,
+			DialContext: (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			// Enough idle connections that every request of the next poll
+			// finds one, so a steady poll dials nothing.
+			MaxIdleConns:        maxInFlight,
+			MaxIdleConnsPerHost: maxInFlight,
+			// Below the 60 s keepalive_timeout of APISIX's nginx, so we
+			// drop an idle connection before the server does.
+			IdleConnTimeout:        50 * time.Second,
+			TLSHandshakeTimeout:    dialTimeout,
+			MaxResponseHeaderBytes: 64 << 10,
+		},
+		// The control API never redirects; following one would leave
+		// the host we were told to trust.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Poll reads the health of every key and returns one Result per distinct
+// key. Keys naming the same resource (repeated, or with different etcd
+// prefixes) are fetched once. All requests share one deadline: the client's
+// timeout, or ctx's if that comes first. A key that ParseRef rejects is
+// Failed without a request.
+func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	snap := make(Snapshot, len(keys))
+	type job struct {
+		ref Ref
+		res Result
+	}
+	var jobs []job
+	jobOf := make(map[Ref]int, len(keys))
+	keyJob := make([]int, len(keys)) // index into jobs, -1 when the key is invalid
+	for i, k := range keys {
+		ref, err := ParseRef(k)
+		if err == nil && (ref.ID == "." || ref.ID == "..") {
+			// A server normalises these path segments away, which
+			// would fetch another resource or the list.
+			err = fmt.Errorf("id %q cannot be addressed in a URL path", ref.ID)
+		}
+		if err != nil {
+			keyJob[i] = -1
+			snap[k] = Result{Verdict: Failed, Err: fmt.Errorf("key %q: %w", k, err)}
+			continue
+		}
+		j, ok := jobOf[ref]
+		if !ok {
+			j = len(jobs)
+			jobOf[ref] = j
+			jobs = append(jobs, job{ref: ref})
+		}
+		keyJob[i] = j
+	}
+
+	// A fixed set of workers pulling indices keeps at most maxInFlight
+	// requests (and so connections) open, however many keys there are.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(c.maxInFlight, len(jobs)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) {
+					return
+				}
+				jobs[i].res = c.fetch(ctx, jobs[i].ref)
+			}
+		})
+	}
+	wg.Wait()
+
+	for i, k := range keys {
+		if j := keyJob[i]; j >= 0 {
+			snap[k] = jobs[j].res
+		}
+	}
+	return snap
+}
+
+// fetch reads one resource's health checker.
+func (c *Client) fetch(ctx context.Context, ref Ref) Result {
+	path := ref.Path()
+	r := c.get(ctx, path)
+	if r.Err != nil {
+		r.Err = fmt.Errorf("GET %s: %w", path, r.Err)
+	}
+	return r
+}
+
+func (c *Client) get(ctx context.Context, path string) Result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return failed(err)
+	}
+	// APISIX 3.3+ answers HTML to clients that accept it.
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		// *url.Error repeats the method and the full URL; keep the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return failed(err)
+	}
+	// Reading the body to its end (below) is what lets the transport reuse
+	// the connection; Close without that drops it.
+	defer resp.Body.Close()
+	body, err := readBounded(resp.Body, resp.ContentLength, c.maxBody)
+	if err != nil {
+		return failed(err)
+	}
+	return classify(resp.StatusCode, resp.Header.Get("Content-Type"), body)
+}
+
+// readBounded reads a whole body of at most limit bytes. A declared length
+// over the limit fails before reading anything.
+func readBounded(r io.Reader, declared, limit int64) ([]byte, error) {
+	if declared > limit {
+		return nil, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", declared, limit)
+	}
+	if declared >= 0 {
+		buf := make([]byte, declared)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, fmt.Errorf("read body: %w", noEOF(err))
+		}
+		return buf, nil
+	}
+	buf, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	if int64(len(buf)) > limit {
+		return nil, fmt.Errorf("body exceeds the %d-byte limit", limit)
+	}
+	return buf, nil
+}
+
+// noEOF reports a body that ends early as unexpected: io.ReadFull says EOF
+// when not a single byte came.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

@@ -1,0 +1,240 @@
+package apisix
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// got is what the decode tests compare: the verdict, the counts, and
+// whether an error was reported.
+type got struct {
+	Verdict        Verdict
+	Healthy, Total int
+	Err            bool
+}
+
+func summary(r Result) got {
+	return got{Verdict: r.Verdict, Healthy: r.Healthy, Total: r.Total, Err: r.Err != nil}
+}
+
+const jsonCT = "application/json"
+
+// Bodies crafted around the edges of SPEC §3. The captured fixtures are
+// tested through a server in client_test.go.
+func TestClassify(t *testing.T) {
+	v3 := func(nodes string) string {
+		return `{"name":"/apisix/upstreams/api","type":"http","nodes":` + nodes + `}`
+	}
+	n := func(status string) string { return `{"ip":"10.0.0.1","port":80,"status":"` + status + `"}` }
+	tests := []struct {
+		name   string
+		status int
+		ct     string
+		body   string
+		want   got
+	}{
+		// Empty lists, every spelling.
+		{"v3 nodes {}", 200, jsonCT, v3(`{}`), got{NoChecker, 0, 0, true}},
+		{"v3 nodes { } with space", 200, jsonCT, v3("{ \n}"), got{NoChecker, 0, 0, true}},
+		{"v3 nodes []", 200, jsonCT, v3(`[]`), got{NoChecker, 0, 0, true}},
+		{"v3 nodes null", 200, jsonCT, v3(`null`), got{NoChecker, 0, 0, true}},
+		{"v3 nodes missing", 200, jsonCT, `{"name":"/upstreams/api","type":"http"}`, got{NoChecker, 0, 0, true}},
+		// Statuses.
+		{"healthy", 200, jsonCT, v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},
+		{"mostly_healthy counts", 200, jsonCT, v3(`[` + n("mostly_healthy") + `]`), got{Up, 1, 1, false}},
+		{"mostly_unhealthy does not", 200, jsonCT, v3(`[` + n("mostly_unhealthy") + `]`), got{Down, 0, 1, false}},
+		{"unknown statuses are not healthy", 200, jsonCT,
+			v3(`[` + n("HEALTHY") + `,` + n("") + `,` + n("up") + `,{"ip":"10.0.0.2","port":80}]`), got{Down, 0, 4, false}},
+		{"escaped status still healthy", 200, jsonCT, v3(`[{"status":"health\u0079"}]`), got{Up, 1, 1, false}},
+		// Purging nodes.
+		{"purging node ignored", 200, jsonCT,
+			v3(`[{"status":"unhealthy"},{"status":"healthy","purge_time":1767225610.532}]`), got{Down, 0, 1, false}},
+		{"only purging nodes", 200, jsonCT, v3(`[{"status":"healthy","purge_time":1}]`), got{NoChecker, 0, 0, true}},
+		{"purge_time null is not purging", 200, jsonCT, v3(`[{"status":"healthy","purge_time":null}]`), got{Up, 1, 1, false}},
+		// 2.x format.
+		{"v2 healthy_nodes []", 200, jsonCT,
+			`{"name":"upstream#/upstreams/1","src_type":"upstreams","src_id":"1","nodes":[{"host":"a"}],"healthy_nodes":[]}`, got{Down, 0, 1, false}},
+		{"v2 both empty", 200, jsonCT,
+			`{"name":"upstream#/upstreams/1","src_type":"upstreams","src_id":"1","nodes":{},"healthy_nodes":{}}`, got{NoChecker, 0, 0, true}},
+		{"v2 detected by src_type alone", 200, jsonCT,
+			`{"name":"upstream#/upstreams/1","src_type":"upstreams","nodes":[{"host":"a"},{"host":"b"}]}`, got{Down, 0, 2, false}},
+		{"v2 detected by healthy_nodes alone", 200, jsonCT,
+			`{"name":"x","nodes":[{"host":"a"},{"host":"b"}],"healthy_nodes":[{"host":"b"}]}`, got{Up, 1, 2, false}},
+		{"v2 healthy_nodes a string", 200, jsonCT, `{"name":"x","src_type":"upstreams","nodes":[{}],"healthy_nodes":"a"}`, got{Failed, 0, 0, true}},
+		{"v2 node a number", 200, jsonCT, `{"name":"x","src_type":"upstreams","nodes":[1],"healthy_nodes":{}}`, got{Failed, 0, 0, true}},
+		// Wrong shapes and broken JSON.
+		{"nodes a string", 200, jsonCT, v3(`"10.0.0.1"`), got{Failed, 0, 0, true}},
+		{"nodes a number", 200, jsonCT, v3(`3`), got{Failed, 0, 0, true}},
+		{"nodes a non-empty object", 200, jsonCT, v3(`{"10.0.0.1:80":"healthy"}`), got{Failed, 0, 0, true}},
+		{"node a number", 200, jsonCT, v3(`[1]`), got{Failed, 0, 0, true}},
+		{"status a number", 200, jsonCT, v3(`[{"status":1}]`), got{Failed, 0, 0, true}},
+		{"top-level array", 200, jsonCT, `[` + v3(`[]`) + `]`, got{Failed, 0, 0, true}},
+		{"top-level number", 200, jsonCT, `42`, got{Failed, 0, 0, true}},
+		{"top-level null", 200, jsonCT, `null`, got{Failed, 0, 0, true}},
+		{"top-level string", 200, jsonCT, `"ok"`, got{Failed, 0, 0, true}},
+		{"empty object has no name", 200, jsonCT, `{}`, got{Failed, 0, 0, true}},
+		{"name not a string", 200, jsonCT, `{"name":1,"nodes":[]}`, got{Failed, 0, 0, true}},
+		{"empty body", 200, jsonCT, ``, got{Failed, 0, 0, true}},
+		{"truncated", 200, jsonCT, v3(`[` + n("healthy"))[:40], got{Failed, 0, 0, true}},
+		{"trailing garbage", 200, jsonCT, v3(`[]`) + `}`, got{Failed, 0, 0, true}},
+		{"garbage", 200, jsonCT, "\x00\xffnot json", got{Failed, 0, 0, true}},
+		// Content types.
+		{"json with charset", 200, "application/json; charset=utf-8", v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},
+		{"no content type", 200, "", v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},
+		{"nginx default text/plain", 200, "text/plain", v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},
+		{"html with a json body", 200, "text/html; charset=utf-8", v3(`[` + n("healthy") + `]`), got{Failed, 0, 0, true}},
+		// Statuses other than 200.
+		{"404 no checker", 404, jsonCT, `{"error_msg":"no checker for upstreams[api]"}`, got{NoChecker, 0, 0, true}},
+		{"404 not found", 404, jsonCT, `{"error_msg":"upstreams[api] not found"}`, got{NotFound, 0, 0, true}},
+		{"404 missing src id", 404, jsonCT, `{"error_msg":"missing src id for src type upstreams"}`, got{Failed, 0, 0, true}},
+		{"404 error_msg not a string", 404, jsonCT, `{"error_msg":1}`, got{Failed, 0, 0, true}},
+		{"404 html", 404, "text/html", "<html><head><title>404 Not Found</title></head></html>", got{Failed, 0, 0, true}},
+		{"404 plain text", 404, "text/plain", "not found", got{Failed, 0, 0, true}},
+		{"404 html page with a json-looking body", 404, "text/html", `{"error_msg":"upstreams[api] not found"}`, got{Failed, 0, 0, true}},
+		{"400", 400, jsonCT, `{"error_msg":"invalid src type upstream"}`, got{Failed, 0, 0, true}},
+		{"500", 500, "text/html", "<html></html>", got{Failed, 0, 0, true}},
+		{"503 with a healthy-looking body", 503, jsonCT, v3(`[` + n("healthy") + `]`), got{Failed, 0, 0, true}},
+		{"302", 302, "", "", got{Failed, 0, 0, true}},
+		{"204", 204, "", "", got{Failed, 0, 0, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := classify(tt.status, tt.ct, []byte(tt.body))
+			if diff := cmp.Diff(tt.want, summary(r)); diff != "" {
+				t.Errorf("classify(%d, %q, %q) mismatch (-want +got):\n%s\nerr: %v", tt.status, tt.ct, tt.body, diff, r.Err)
+			}
+		})
+	}
+}
+
+// The reasons are what an operator reads in the error log.
+func TestClassifyMessages(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		ct     string
+		body   string
+		want   string
+	}{
+		{"500", 500, "text/html", "<html></html>", "HTTP 500"},
+		{"503 with error_msg", 503, jsonCT, `{"error_msg":"HTML template rendering: boom"}`, `HTTP 503: "HTML template rendering: boom"`},
+		{"400", 400, jsonCT, `{"error_msg":"invalid src type upstream"}`, `HTTP 400: "invalid src type upstream"`},
+		{"no checker", 404, jsonCT, `{"error_msg":"no checker for upstreams[api]"}`, `HTTP 404: "no checker for upstreams[api]"`},
+		{"not found", 404, jsonCT, `{"error_msg":"upstreams[api] not found"}`, `HTTP 404: "upstreams[api] not found"`},
+		{"html 404", 404, "text/html", "<html>", `HTTP 404 without an APISIX error body (content type "text/html")`},
+		{"html 200", 200, "text/html", "<html>", `HTTP 200 with content type "text/html"`},
+		{"truncated", 200, jsonCT, `{"name":"x","nodes":[`, "decode: unexpected end of JSON input"},
+		{"top-level array", 200, jsonCT, `[]`, "decode: body is an array, not an object"},
+		{"nodes a string", 200, jsonCT, `{"name":"x","nodes":"a"}`, `decode: "nodes" is a string, not a list`},
+		{"empty nodes", 200, jsonCT, `{"name":"x","nodes":{}}`, "empty node list"},
+		{"long message cut", 500, jsonCT, `{"error_msg":"` + strings.Repeat("x", 300) + `"}`, `HTTP 500: "` + strings.Repeat("x", 200) + `…"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := classify(tt.status, tt.ct, []byte(tt.body))
+			if r.Err == nil || r.Err.Error() != tt.want {
+				t.Errorf("classify(%d, %q, %q).Err = %v, want %q", tt.status, tt.ct, tt.body, r.Err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRefPathEscapes(t *testing.T) {
+	tests := []struct {
+		ref  Ref
+		want string
+	}{
+		{Ref{"upstreams", "api"}, "/v1/healthcheck/upstreams/api"},
+		{Ref{"stream_routes", "a.B-9_z"}, "/v1/healthcheck/stream_routes/a.B-9_z"},
+		{Ref{"upstreams", "a b/c?d#e"}, "/v1/healthcheck/upstreams/a%20b%2Fc%3Fd%23e"},
+	}
+	for _, tt := range tests {
+		if got := tt.ref.Path(); got != tt.want {
+			t.Errorf("%#v.Path() = %q, want %q", tt.ref, got, tt.want)
+		}
+	}
+}
+
+// fixtures returns every captured body in testdata, by file name.
+func fixtures(tb testing.TB) map[string][]byte {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no fixtures in testdata: %v", err)
+	}
+	m := make(map[string][]byte, len(files))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m[filepath.Base(f)] = b
+	}
+	return m
+}
+
+// FuzzDecode feeds arbitrary bodies to the classifier as a 200 and as a 404:
+// it must not panic, and its Result must be self-consistent.
+func FuzzDecode(f *testing.F) {
+	for _, b := range fixtures(f) {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"name":"x","nodes":[{"status":"healthy","purge_time":null}],"healthy_nodes":{}}`))
+	f.Add([]byte(`{"name":"x","nodes":{ }}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, status := range []int{200, 404} {
+			r := classify(status, jsonCT, body)
+			checkResult(t, r)
+			if r.Verdict != Failed && !json.Valid(body) {
+				t.Errorf("HTTP %d %q: verdict %v for invalid JSON", status, body, r.Verdict)
+			}
+			if status == 404 && (r.Verdict == Up || r.Verdict == Down) {
+				t.Errorf("HTTP 404 %q: verdict %v", body, r.Verdict)
+			}
+		}
+	})
+}
+
+func checkResult(t *testing.T, r Result) {
+	t.Helper()
+	switch r.Verdict {
+	case Up:
+		if r.Healthy < 1 || r.Healthy > r.Total || r.Err != nil {
+			t.Errorf("up with %d/%d healthy, err %v", r.Healthy, r.Total, r.Err)
+		}
+	case Down:
+		if r.Healthy != 0 || r.Total < 1 || r.Err != nil {
+			t.Errorf("down with %d/%d healthy, err %v", r.Healthy, r.Total, r.Err)
+		}
+	case NoChecker, NotFound, Failed:
+		if r.Healthy != 0 || r.Total != 0 || r.Err == nil {
+			t.Errorf("%v with %d/%d healthy, err %v", r.Verdict, r.Healthy, r.Total, r.Err)
+		}
+	default:
+		t.Errorf("unknown verdict %d", int(r.Verdict))
+	}
+}
+
+// BenchmarkDecode measures the classification of each single-resource
+// fixture as a 200 body.
+func BenchmarkDecode(b *testing.B) {
+	for name, body := range fixtures(b) {
+		if strings.HasPrefix(name, "error-") || strings.Contains(name, "list") || strings.Contains(name, "-only") || strings.Contains(name, "TEST5") || strings.Contains(name, "TEST6") {
+			continue
+		}
+		b.Run(strings.TrimSuffix(name, ".json"), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if r := classify(200, jsonCT, body); r.Verdict == Failed {
+					b.Fatal(r.Err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,14 @@
+// Package apisix reads upstream health from the APISIX control API
+// (GET /v1/healthcheck/<type>/<id>) and turns each answer into a Verdict.
+//
+// One Poll fetches every distinct resource once, concurrently, over
+// kept-alive connections and under one deadline, and returns a Snapshot keyed
+// by the upstream keys of the config. Both response formats are understood:
+// APISIX 3.3+ ({"name","type","nodes":[{…,"status"}]}) and 2.x–3.2
+// ({"name","src_type","src_id","nodes","healthy_nodes"}); see SPEC §3 for
+// the rules and testdata/README.md for where each captured body comes from.
+//
+// The client never returns an error for a poll as a whole: every key gets a
+// Result, and a key that could not be read is Failed with the reason in
+// Result.Err. Deciding what a Failed upstream means is the caller's job.
+package apisix
