@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 # Packages that hold root-only tests (build tag `integration`).
 INTEGRATION_PKGS = $(shell grep -rl --include='*_test.go' '^//go:build integration' . | xargs -r -n1 dirname | sort -u)
 
-.PHONY: build test unit integration lint bench fuzz demo bench-lab clean
+.PHONY: build test unit integration lint check-deploy bench fuzz demo bench-lab clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/rhi
@@ -34,6 +34,12 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# Static checks of what we ship besides the binary.
+check-deploy: build
+	@t=$$(mktemp -d); sed "s#/usr/bin/rhi#$(CURDIR)/$(BIN)#g" deploy/systemd/rhi.service > $$t/rhi.service; \
+		systemd-analyze verify $$t/rhi.service && echo "systemd-analyze verify: rhi.service ok"; rc=$$?; rm -rf $$t; exit $$rc
+	./$(BIN) check-config --config deploy/rhi.yaml >/dev/null && echo "deploy/rhi.yaml ok"
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

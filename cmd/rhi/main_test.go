@@ -26,6 +26,14 @@ func TestCheckConfigSeed(t *testing.T) {
 	}
 }
 
+// TestShippedExampleIsValid keeps the packaged example config loadable.
+func TestShippedExampleIsValid(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"check-config", "--config", "../../deploy/rhi.yaml"}, &out, &errb); code != exitOK {
+		t.Fatalf("deploy/rhi.yaml: exit %d: %s", code, errb.String())
+	}
+}
+
 func TestCheckConfigInvalid(t *testing.T) {
 	files, _ := filepath.Glob("../../internal/config/testdata/invalid/*.yaml")
 	if len(files) == 0 {
