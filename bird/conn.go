@@ -88,13 +88,16 @@ func (c *Conn) Close() error {
 // (ErrFraming), one over the bounds (ErrTooLarge), a connection closed in the
 // middle (io.ErrUnexpectedEOF) or a timeout (context.DeadlineExceeded)
 // returns an error and leaves the Conn unusable.
+//
+// Errors do not repeat cmd (an *Error cannot, it is BIRD's own message):
+// callers that report them name the command.
 func (c *Conn) Exec(ctx context.Context, cmd string) (Reply, error) {
 	if cmd == "" || strings.ContainsAny(cmd, "\r\n") {
 		return Reply{}, fmt.Errorf("bird: command %q: must be one non-empty line", cmd)
 	}
 	r, err := c.roundTrip(ctx, cmd, true)
 	if err != nil {
-		return r, fmt.Errorf("bird: %q: %w", cmd, err)
+		return r, fmt.Errorf("bird: %w", err)
 	}
 	if err := replyError(r); err != nil {
 		return r, err
@@ -189,7 +192,8 @@ func ioError(ctx context.Context, op string, err error) error {
 			// context's own timer may fire a moment later.
 			cerr = context.DeadlineExceeded
 		}
-		return fmt.Errorf("%s: %w (%w)", op, cerr, err)
+		// The net error repeats the socket path the caller already has.
+		return fmt.Errorf("%s: %w (%w)", op, cerr, os.ErrDeadlineExceeded)
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%s: connection closed by bird: %w", op, io.ErrUnexpectedEOF)
 	}

@@ -1,0 +1,45 @@
+package birdtest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rhi-daemon/rhi/bird"
+	"github.com/rhi-daemon/rhi/bird/birdtest"
+)
+
+func TestServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := birdtest.NewServer(t, map[string]string{"show status": "1000-BIRD 2.0.12\n0013 Daemon is up and running\n"})
+	c, err := bird.Dial(ctx, s.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	if r, err := c.Exec(ctx, "show status"); err != nil || r.Code != 13 {
+		t.Fatalf("show status = %+v, %v", r, err)
+	}
+	var be *bird.Error
+	if _, err := c.Exec(ctx, "show nothing"); !errors.As(err, &be) || be.Code != 9001 {
+		t.Fatalf("unknown command: err = %v, want 9001", err)
+	}
+	s.Set("show nothing", "0000 \n")
+	if _, err := c.Exec(ctx, "show nothing"); err != nil {
+		t.Fatalf("after Set: %v", err)
+	}
+	s.Stall("show status")
+	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancelShort()
+	if _, err := c.Exec(short, "show status"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stalled command: err = %v, want a deadline error", err)
+	}
+	want := []string{"restrict", "show status", "show nothing", "show nothing", "show status"}
+	if diff := cmp.Diff(want, s.Commands()); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
+	}
+}
