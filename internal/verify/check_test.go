@@ -1,0 +1,421 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/rhi-daemon/rhi/bird"
+	"github.com/rhi-daemon/rhi/bird/birdtest"
+)
+
+var (
+	vip4 = netip.MustParsePrefix("10.255.0.10/32")
+	vip6 = netip.MustParsePrefix("fd00:255::10/128")
+	agg  = netip.MustParsePrefix("10.255.0.0/24") // lab_static's blackhole: in master4, never exported
+)
+
+const (
+	showProtocols = "show protocols all"
+	route4        = "show route 10.255.0.10/32 all"
+	route6        = "show route fd00:255::10/128 all"
+	export4       = "show route export peer_b.ipv4 10.255.0.10/32"
+	export6       = "show route export peer_b6.ipv6 fd00:255::10/128"
+	routeAgg      = "show route 10.255.0.0/24 all"
+	exportAgg     = "show route export peer_b.ipv4 10.255.0.0/24"
+)
+
+func testdata(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// lab returns the replies of the lab speaker in one situation (see
+// testdata/README.md): up-vip, up-novip, peerdown-vip, disabled-vip.
+func lab(t testing.TB, situation string) map[string]string {
+	routes := situation
+	if situation == "disabled-vip" {
+		routes = "peerdown-vip" // the table is the same; only the session changed
+	}
+	exports := map[string]string{
+		"up-vip":       "up-vip",
+		"up-novip":     "up-novip",
+		"peerdown-vip": "peerdown-vip",
+		"disabled-vip": "peerdown-vip",
+	}[situation]
+	m := map[string]string{
+		showProtocols: testdata(t, "lab-show-protocols-all."+situation+".txt"),
+		route4:        testdata(t, "bird2.0.12-show-route-vip-all."+routes+".txt"),
+		route6:        testdata(t, "bird2.0.12-show-route-for-vip6."+routes+".txt"),
+		routeAgg:      testdata(t, "bird2.0.12-show-route-for-vip.up-novip.txt"), // exactly the /24
+		exportAgg:     testdata(t, "bird2.0.12-show-route-export-peer_b-aggregate.up-vip.txt"),
+	}
+	if exports == "peerdown-vip" {
+		// Never asked while the sessions are down; answer as BIRD would.
+		m[export4] = testdata(t, "bird2.0.12-show-route-export-peer_b.ipv4-vip.peerdown-vip.txt")
+		m[export6] = testdata(t, "bird2.0.12-show-route-export-peer_b.ipv4-vip.peerdown-vip.txt")
+	} else {
+		m[export4] = testdata(t, "bird2.0.12-show-route-export-peer_b-vip."+exports+".txt")
+		m[export6] = testdata(t, "bird2.0.12-show-route-export-peer_b6-vip6."+exports+".txt")
+	}
+	return m
+}
+
+func present(p netip.Prefix) VIP { return VIP{Prefix: p, Expected: Present, OnInterface: true} }
+func absent(p netip.Prefix) VIP  { return VIP{Prefix: p, Expected: Absent, OnInterface: false} }
+
+var (
+	peerBUp   = ProtocolState{Name: "peer_b", State: "up", BGPState: "Established", Established: true}
+	peerB6Up  = ProtocolState{Name: "peer_b6", State: "up", BGPState: "Established", Established: true}
+	peerBDown = ProtocolState{Name: "peer_b", State: "start", BGPState: "Active", Info: "Socket: Connection refused", Problem: "not Established"}
+	peerB6Dn  = ProtocolState{Name: "peer_b6", State: "start", BGPState: "Active", Info: "Socket: Connection refused", Problem: "not Established"}
+)
+
+type checkCase struct {
+	name      string
+	situation string
+	replies   map[string]string // overrides of the situation's replies
+	stall     string            // a command never answered
+	in        Input
+	want      Report // Err compared by wantErr
+	wantErr   string // substring of Report.Err
+	wantCmds  []string
+	wantExit  int
+}
+
+func checkCases() []checkCase {
+	return []checkCase{
+		{
+			name:      "S1 announced, consistent",
+			situation: "up-vip",
+			in:        Input{VIPs: []VIP{present(vip4), present(vip6)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{
+					{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
+				},
+			},
+			// Each session is asked only about its own family.
+			wantCmds: []string{"restrict", showProtocols, route4, export4, route6, export6},
+			wantExit: ExitConsistent,
+		},
+		{
+			name:      "S2 withdrawn, consistent",
+			situation: "up-novip",
+			in:        Input{VIPs: []VIP{absent(vip4), absent(vip6)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{
+					{Prefix: vip4, Expected: Absent, Exported: map[string]bool{"peer_b": false}, Agrees: true},
+					{Prefix: vip6, Expected: Absent, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
+				},
+			},
+			wantExit: ExitConsistent,
+		},
+		{
+			name:      "withdrawn but BIRD still announces (missed netlink removal)",
+			situation: "up-vip",
+			in:        Input{VIPs: []VIP{absent(vip4), present(vip6)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{
+					{Prefix: vip4, Expected: Absent, InTable: true, Exported: map[string]bool{"peer_b": true},
+						Problem: "still in BIRD's table; still exported to peer_b"},
+					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
+				},
+			},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "announced but BIRD has not seen it (missed netlink add)",
+			situation: "up-novip",
+			in:        Input{VIPs: []VIP{present(vip4)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+					Problem: "not in BIRD's table from a direct protocol; not exported to peer_b"}},
+			},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "address removed from the interface by someone else",
+			situation: "up-vip",
+			in:        Input{VIPs: []VIP{{Prefix: vip4, Expected: Present}}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, InTable: true, Exported: map[string]bool{"peer_b": true},
+					Problem: "not on the interface"}},
+			},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "withdrawn but still on the interface",
+			situation: "up-novip",
+			in:        Input{VIPs: []VIP{{Prefix: vip4, Expected: Absent, OnInterface: true}}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Absent, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+					Problem: "still on the interface"}},
+			},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "S3 peer down: sessions not asked, reported",
+			situation: "peerdown-vip",
+			in:        Input{VIPs: []VIP{present(vip4), present(vip6)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBDown, peerB6Dn},
+				VIPs: []VIPReport{
+					{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
+					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
+				},
+			},
+			wantCmds: []string{"restrict", showProtocols, route4, route6},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "S4 peer_b disabled, peer_b6 still asked",
+			situation: "disabled-vip",
+			in:        Input{VIPs: []VIP{present(vip4)}},
+			want: Report{
+				Protocols: []ProtocolState{
+					{Name: "peer_b", State: "down", BGPState: "Down", Problem: "not Established"},
+					peerB6Dn,
+				},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true}},
+			},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "selected protocols only",
+			situation: "up-vip",
+			in:        Input{VIPs: []VIP{present(vip4), present(vip6)}, Protocols: []string{"peer_b", "peer_b"}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp},
+				VIPs: []VIPReport{
+					{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
+				},
+			},
+			wantCmds: []string{"restrict", showProtocols, route4, export4, route6},
+			wantExit: ExitConsistent,
+		},
+		{
+			name:      "selected names that are missing or not BGP",
+			situation: "up-vip",
+			in:        Input{VIPs: []VIP{present(vip6)}, Protocols: []string{"nosuch", "peer_b6", "rhi_direct"}},
+			want: Report{
+				Protocols: []ProtocolState{
+					{Name: "nosuch", Problem: "no such protocol in BIRD"},
+					peerB6Up,
+					{Name: "rhi_direct", State: "up", Problem: "not a BGP protocol (Direct)"},
+				},
+				VIPs: []VIPReport{{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true}},
+			},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "no BGP protocol at all",
+			situation: "up-vip",
+			replies: map[string]string{showProtocols: "2002-Name       Proto      Table      State  Since         Info\n" +
+				"1002-device1    Device     ---        up     14:07:33.693  \n1006-\n" +
+				"1002-rhi_direct Direct     ---        up     14:07:33.693  \n1006-  Channel ipv4\n     State:          UP\n \n0000 \n"},
+			in: Input{VIPs: []VIP{present(vip4)}},
+			want: Report{
+				VIPs:     []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true}},
+				Problems: []string{"no BGP protocol in BIRD: nothing can announce the VIPs"},
+			},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "a static route is not a direct one",
+			situation: "up-vip",
+			in:        Input{VIPs: []VIP{present(agg)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{{Prefix: agg, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+					Problem: "not in BIRD's table from a direct protocol; not exported to peer_b"}},
+			},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "export answers an error: not taken for withdrawn",
+			situation: "up-vip",
+			replies:   map[string]string{export4: "9001 No valid tables\n"},
+			in:        Input{VIPs: []VIP{absent(vip4)}},
+			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			wantErr:   `vip "10.255.0.10/32": "show route export peer_b.ipv4 10.255.0.10/32": bird error 9001: No valid tables`,
+			wantExit:  ExitUnchecked,
+		},
+		{
+			name:      "route query answers an error",
+			situation: "up-vip",
+			replies:   map[string]string{route4: "9001 syntax error, unexpected CF_SYM_UNDEFINED\n"},
+			in:        Input{VIPs: []VIP{present(vip4)}},
+			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			wantErr:   `vip "10.255.0.10/32": "show route 10.255.0.10/32 all": bird error 9001`,
+			wantExit:  ExitUnchecked,
+		},
+		{
+			name:      "route reply for another prefix",
+			situation: "up-novip",
+			replies:   map[string]string{route4: testdataNoT("bird2.0.12-show-route-for-vip.up-novip.txt")},
+			in:        Input{VIPs: []VIP{absent(vip4)}},
+			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			wantErr:   `"show route 10.255.0.10/32 all": reply lists "10.255.0.0/24"`,
+			wantExit:  ExitUnchecked,
+		},
+		{
+			name:      "export reply for another prefix",
+			situation: "up-vip",
+			replies:   map[string]string{export4: testdataNoT("bird2.0.12-show-route-for-vip.up-novip.txt")},
+			in:        Input{VIPs: []VIP{present(vip4)}},
+			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			wantErr:   `"show route export peer_b.ipv4 10.255.0.10/32": reply lists "10.255.0.0/24"`,
+			wantExit:  ExitUnchecked,
+		},
+		{
+			name:      "show protocols does not parse",
+			situation: "up-vip",
+			replies:   map[string]string{showProtocols: "0000 \n"},
+			in:        Input{VIPs: []VIP{present(vip4)}},
+			wantErr:   `"show protocols all": show protocols: no header line`,
+			wantExit:  ExitUnchecked,
+		},
+		{
+			name:      "BIRD stalls: each exchange has its own deadline",
+			situation: "up-vip",
+			stall:     export4,
+			in:        Input{VIPs: []VIP{present(vip4)}, ExchangeTimeout: 50 * time.Millisecond},
+			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			wantErr:   `vip "10.255.0.10/32": "show route export peer_b.ipv4 10.255.0.10/32": bird: read reply: context deadline exceeded`,
+			wantExit:  ExitUnchecked,
+		},
+		{
+			name:      "unknown expectation",
+			situation: "up-vip",
+			in:        Input{VIPs: []VIP{{Prefix: vip4, Expected: "maybe"}}},
+			wantErr:   `vip "10.255.0.10/32": unknown expectation "maybe"`,
+			wantCmds:  []string{"restrict"},
+			wantExit:  ExitUnchecked,
+		},
+	}
+}
+
+// testdataNoT reads a file for a table built before t exists.
+func testdataNoT(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// runCase runs Check against a fake BIRD socket playing the case's
+// situation.
+func runCase(t *testing.T, tc checkCase) (Report, *birdtest.Server) {
+	t.Helper()
+	replies := lab(t, tc.situation)
+	for cmd, r := range tc.replies {
+		replies[cmd] = r
+	}
+	srv := birdtest.NewServer(t, replies)
+	if tc.stall != "" {
+		srv.Stall(tc.stall)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := bird.Dial(ctx, srv.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return Check(ctx, c, tc.in), srv
+}
+
+func TestCheck(t *testing.T) {
+	for _, tc := range checkCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			got, srv := runCase(t, tc)
+			switch {
+			case tc.wantErr == "" && got.Err != nil:
+				t.Fatalf("Err = %v", got.Err)
+			case tc.wantErr != "" && (got.Err == nil || !strings.Contains(got.Err.Error(), tc.wantErr)):
+				t.Fatalf("Err = %v, want it to contain %q", got.Err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Report{}, "Err"), cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+			if code := got.ExitCode(); code != tc.wantExit {
+				t.Errorf("ExitCode() = %d, want %d", code, tc.wantExit)
+			}
+			if tc.wantCmds != nil {
+				if diff := cmp.Diff(tc.wantCmds, srv.Commands()); diff != "" {
+					t.Errorf("commands (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// errBird fails every exchange, as a connection that broke would.
+type errBird struct{ err error }
+
+func (e errBird) Exec(context.Context, string) (bird.Reply, error) { return bird.Reply{}, e.err }
+
+func TestCheckBirdGone(t *testing.T) {
+	broken := errors.New("read reply: connection reset by peer")
+	got := Check(context.Background(), errBird{broken}, Input{VIPs: []VIP{present(vip4)}})
+	if !errors.Is(got.Err, broken) || got.ExitCode() != ExitUnchecked || got.VIPs != nil {
+		t.Errorf("Check = %+v, want Err wrapping %v, exit 2, no VIPs", got, broken)
+	}
+}
+
+func TestCheckCancelled(t *testing.T) {
+	srv := birdtest.NewServer(t, lab(t, "up-vip"))
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := bird.Dial(ctx, srv.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cancel()
+	got := Check(ctx, c, Input{VIPs: []VIP{present(vip4)}})
+	if !errors.Is(got.Err, context.Canceled) {
+		t.Errorf("Err = %v, want context.Canceled", got.Err)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		r    Report
+		want int
+	}{
+		{"empty", Report{}, ExitConsistent},
+		{"error wins", Report{Err: errors.New("x"), Problems: []string{"y"}}, ExitUnchecked},
+		{"report problem", Report{Problems: []string{"y"}}, ExitMismatch},
+		{"protocol problem", Report{Protocols: []ProtocolState{{Name: "p", Problem: "not Established"}}}, ExitMismatch},
+		{"vip disagrees", Report{VIPs: []VIPReport{{Agrees: true}, {Agrees: false}}}, ExitMismatch},
+		{"all agree", Report{Protocols: []ProtocolState{peerBUp}, VIPs: []VIPReport{{Agrees: true}}}, ExitConsistent},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.r.ExitCode(); got != tc.want {
+				t.Errorf("ExitCode() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
