@@ -422,6 +422,9 @@ func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
 		tickStart: start,
 		pollTook:  polled.Sub(start),
 		failedRun: d.failed,
+		polls:     d.polls,
+		failedAll: d.failedAll,
+		flips:     maps.Clone(d.flips),
 		orphans:   len(d.orphans),
 		ticked:    true,
 	}

@@ -276,7 +276,8 @@ func TestUpstreamLogsOncePerChange(t *testing.T) {
 	if n := r.count(logrus.ErrorLevel, "failure policy keeps"); n != 3 {
 		t.Errorf("policy logged %d times, want once per VIP (3)", n)
 	}
-	if st := r.d.Status(); st.ControlAPI.ConsecutiveFailedPolls != 10 || st.ControlAPI.Unreadable != 5 {
+	if st := r.d.Status(); st.ControlAPI.ConsecutiveFailedPolls != 10 || st.ControlAPI.Unreadable != 5 ||
+		st.ControlAPI.Polls != 11 || st.ControlAPI.FailedPolls != 10 || st.VIPs[0].Transitions != 1 {
 		t.Errorf("control api status = %+v", st.ControlAPI)
 	}
 }

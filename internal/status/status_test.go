@@ -35,7 +35,7 @@ func sample() daemon.Status {
 				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up", Healthy: 1, Nodes: 2}}},
 			{Address: "10.0.0.101/32", Condition: "any", Verdict: decide.Unknown, Reason: decide.ReasonPolicyWithdraw,
 				FailedPolls: 4,
-				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}, {Key: "/apisix/upstreams/gone", Verdict: "not_found"}}},
+				Upstreams:   []daemon.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}, {Key: "/apisix/upstreams/gone", Verdict: "not_found"}}},
 		},
 	}
 }

@@ -349,7 +349,9 @@ func (a *Announcer) readOnce() (reading, error) {
 		addrs:   a.addrs,
 	}
 	for _, ad := range list {
-		if p, ok := toPrefix(ad); ok {
+		// Link-local addresses come with every link (the kernel's fe80::/64
+		// on an ifb or a dummy); they are never VIPs and not worth reporting.
+		if p, ok := toPrefix(ad); ok && !p.Addr().IsLinkLocalUnicast() {
 			r.addrs[p] = struct{}{}
 		}
 	}
