@@ -326,6 +326,11 @@ func TestRunReloadPollsAtOnce(t *testing.T) {
 	next.VIPs = next.VIPs[:1]
 	r.d.Reload(next)
 	<-r.health.polled
+	// The reload's tick goes on to apply after its poll; wait for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for r.link.text() != "10.0.0.100" && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run returned %v, want nil on cancel", err)
