@@ -52,5 +52,14 @@ fuzz:
 			echo "fuzz $$d $$fn"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$d || exit 1; \
 		done; done
 
+# The newcomer's first command: the design note's failover, narrated.
+demo:
+	@[ "$$(id -u)" = 0 ] || { echo "make demo builds network namespaces: run it as root (sudo make demo)"; exit 1; }
+	@if ! command -v bird >/dev/null || ! command -v ip >/dev/null; then \
+		echo "installing bird2 and iproute2"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bird2 iproute2; fi
+	$(GO) run ./integration/demo
+
 clean:
 	rm -rf bin dist

@@ -1,0 +1,62 @@
+package vip
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/decide"
+)
+
+// BenchmarkDecideAndSet is one tick's work after the poll, at SPEC §8's
+// scale: decide over 10,000 VIPs of 10,000 upstreams, then Set the result
+// on the (fake) kernel. "steady" changes nothing; "flip1000" turns 1,000
+// VIPs' upstreams down and up on alternate ticks.
+func BenchmarkDecideAndSet(b *testing.B) {
+	const n = 10000
+	cfg := &config.Config{FailurePolicy: config.FailurePolicy{ControlAPIUnreachable: config.Withdraw, MaxFailedPolls: 3, NoChecker: "healthy"}}
+	up, down := apisix.Snapshot{}, apisix.Snapshot{}
+	for i := range n {
+		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
+		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: []string{key}, Condition: config.All, Rise: 1, Fall: 1})
+		up[key] = apisix.Result{Verdict: apisix.Up, Healthy: 1, Total: 2}
+		down[key] = up[key]
+		if i < 1000 {
+			down[key] = apisix.Result{Verdict: apisix.Down, Total: 2}
+		}
+	}
+	run := func(b *testing.B, snaps ...apisix.Snapshot) {
+		f := newFakeKernel()
+		f.addLink(iface)
+		log, _ := logtest.NewNullLogger()
+		log.SetLevel(logrus.InfoLevel)
+		a := New(f, iface, log)
+		states := map[netip.Prefix]decide.State{}
+		owned := make(map[netip.Prefix]bool, n)
+		tick := func(snap apisix.Snapshot) {
+			decide.Tick(cfg, snap, states)
+			for i := range cfg.VIPs {
+				owned[cfg.VIPs[i].Address] = states[cfg.VIPs[i].Address].Announced
+			}
+			if _, err := a.Set(context.Background(), owned); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tick(up)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			tick(snaps[i%len(snaps)])
+			i++
+		}
+	}
+	b.Run("steady", func(b *testing.B) { run(b, up) })
+	b.Run("flip1000", func(b *testing.B) { run(b, down, up) })
+}
