@@ -419,3 +419,10 @@ func TestExitCode(t *testing.T) {
 		})
 	}
 }
+
+func TestSocketUnreachable(t *testing.T) {
+	rep := Socket{Path: filepath.Join(t.TempDir(), "missing.ctl")}.Check(context.Background(), Input{ExchangeTimeout: time.Second})
+	if rep.Err == nil || rep.ExitCode() != ExitUnchecked || !strings.Contains(rep.Err.Error(), "missing.ctl") {
+		t.Fatalf("report = %+v, want could-not-check naming the socket", rep)
+	}
+}
