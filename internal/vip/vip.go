@@ -404,3 +404,40 @@ func actionName(add bool) string {
 	}
 	return "delete"
 }
+
+// Renew makes the kernel tell its listeners about p again, for a router
+// (BIRD) that missed the notification: a present address is deleted and
+// added back, an absent one added and deleted. The address ends as present
+// says. Renewing is harmless to routing exactly when it is needed: BIRD's
+// table disagrees with the interface, so the brief opposite state matches
+// what BIRD already believes.
+func (a *Announcer) Renew(ctx context.Context, p netip.Prefix, present bool) error {
+	if !isHost(p) {
+		return fmt.Errorf("vip %q: not a /32 or /128 host prefix", p)
+	}
+	r, err := a.read(ctx)
+	if err != nil {
+		return err
+	}
+	_, have := r.addrs[p]
+	if have != present {
+		return fmt.Errorf("vip %q: renew on %q: the address is %s, not %s", p, a.iface, presence(have), presence(present))
+	}
+	for _, add := range []bool{!present, present} {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("vip %q: renew on %q: %w", p, a.iface, err)
+		}
+		if err := a.apply(r.link, op{p: p, add: add}); err != nil {
+			return fmt.Errorf("vip %q: renew (%s) on %q: %w", p, actionName(add), a.iface, err)
+		}
+	}
+	a.reached[p] = present
+	return nil
+}
+
+func presence(b bool) string {
+	if b {
+		return "present"
+	}
+	return "absent"
+}
