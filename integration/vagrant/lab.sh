@@ -1,0 +1,242 @@
+# shellcheck shell=bash
+# The LAB_* variables are for the scripts that source this file.
+# shellcheck disable=SC2034
+# lab.sh: the Vagrant lab's topology and the configuration files it renders.
+#
+# Sourced (bash 4 or later) by the provisioning scripts inside the VMs, from
+# /vagrant, by router.sh on the router, and by check.sh in CI, so that CI
+# checks exactly the files the VMs get. Sourcing reads and checks the sources
+# of truth and exits on a problem; every render_* function then writes one
+# file to stdout and does nothing else.
+#
+# Sources of truth, all in the repository:
+#   integration/vagrant/topology   hosts, roles, addresses, ASNs
+#   deploy/rhi.yaml                the VIPs and their upstreams (the ADCs run it as it is)
+#   deploy/bird/adc.conf           BIRD on the ADCs (the host file adds identity and session)
+
+LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LAB_REPO=$(cd "$LAB_DIR/../.." && pwd)
+LAB_TOPOLOGY=$LAB_DIR/topology
+LAB_RHI_CONFIG=$LAB_REPO/deploy/rhi.yaml
+LAB_BIRD_SHARED=$LAB_REPO/deploy/bird/adc.conf
+
+# Backends per upstream. Two, because APISIX up to 3.12 creates no health
+# checker for an upstream with a single node, and because "every node down"
+# is what takes a data centre's VIP away.
+LAB_NODES=2
+# APISIX's proxy port (its default) and the backends' health-check path.
+LAB_APISIX_PORT=9080
+LAB_HEALTH_PATH=/healthz
+
+lab_die() {
+	echo "lab: $*" >&2
+	exit 1
+}
+
+# The topology: LAB_HOSTS in file order; role, address and ASN by host;
+# LAB_ROUTER and LAB_ADCS (dc1 first: it is the preferred one).
+LAB_HOSTS=()
+LAB_ADCS=()
+LAB_ROUTER=""
+declare -A LAB_ROLE=() LAB_ADDR=() LAB_ASN=()
+
+lab_read_topology() {
+	local host role addr asn extra
+	while read -r host role addr asn extra; do
+		[[ -z $host || $host == \#* ]] && continue
+		[[ -n $asn && -z $extra ]] ||
+			lab_die "$LAB_TOPOLOGY: want \"host role address asn\", got \"$host $role $addr $asn $extra\""
+		[[ $addr =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || lab_die "$LAB_TOPOLOGY: $host: address \"$addr\" is not IPv4"
+		[[ $asn =~ ^[0-9]+$ ]] || lab_die "$LAB_TOPOLOGY: $host: ASN \"$asn\" is not a number"
+		[[ -z ${LAB_ROLE[$host]:-} ]] || lab_die "$LAB_TOPOLOGY: host \"$host\" twice"
+		case $role in
+		router)
+			[[ -z $LAB_ROUTER ]] || lab_die "$LAB_TOPOLOGY: more than one router"
+			LAB_ROUTER=$host
+			;;
+		adc) LAB_ADCS+=("$host") ;;
+		*) lab_die "$LAB_TOPOLOGY: $host: unknown role \"$role\" (allowed: router, adc)" ;;
+		esac
+		LAB_HOSTS+=("$host")
+		LAB_ROLE[$host]=$role
+		LAB_ADDR[$host]=$addr
+		LAB_ASN[$host]=$asn
+	done <"$LAB_TOPOLOGY"
+	[[ -n $LAB_ROUTER ]] || lab_die "$LAB_TOPOLOGY: no router"
+	((${#LAB_ADCS[@]} >= 2)) || lab_die "$LAB_TOPOLOGY: want at least two ADCs"
+}
+
+# The VIPs of deploy/rhi.yaml and their upstreams: LAB_VIPS and LAB_UPSTREAMS
+# in file order, each once; LAB_VIP_UPSTREAM the first upstream of each VIP.
+# The lab builds APISIX upstreams from the upstream keys, so it accepts only
+# keys of type "upstreams", and only IPv4 VIPs: its BGP sessions are IPv4.
+LAB_VIPS=()
+LAB_UPSTREAMS=()
+declare -A LAB_VIP_UPSTREAM=()
+
+lab_read_rhi_config() {
+	local line vip="" key id
+	local re_vip='^[[:space:]]*-?[[:space:]]*address:[[:space:]]*"?([^"/[:space:]]+)(/[0-9]+)?"?[[:space:]]*$'
+	local re_key='^[[:space:]]*-[[:space:]]+"?(/[^"[:space:]]+)"?[[:space:]]*$'
+	declare -A seen=()
+	while IFS= read -r line; do
+		if [[ $line =~ $re_vip ]]; then
+			vip=${BASH_REMATCH[1]}
+			[[ $vip =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+				lab_die "$LAB_RHI_CONFIG: VIP \"$vip\": the lab carries IPv4 only"
+			LAB_VIPS+=("$vip")
+		elif [[ $line =~ $re_key ]]; then
+			key=${BASH_REMATCH[1]}
+			[[ -n $vip ]] || lab_die "$LAB_RHI_CONFIG: upstream \"$key\" before any VIP"
+			[[ $key =~ /upstreams/([A-Za-z0-9._-]{1,64})$ ]] ||
+				lab_die "$LAB_RHI_CONFIG: upstream \"$key\": the lab builds only /…/upstreams/<id> keys"
+			id=${BASH_REMATCH[1]}
+			[[ -n ${LAB_VIP_UPSTREAM[$vip]:-} ]] || LAB_VIP_UPSTREAM[$vip]=$id
+			[[ -n ${seen[$id]:-} ]] || LAB_UPSTREAMS+=("$id")
+			seen[$id]=1
+		fi
+	done <"$LAB_RHI_CONFIG"
+	((${#LAB_VIPS[@]} > 0)) || lab_die "$LAB_RHI_CONFIG: no VIPs found"
+	for vip in "${LAB_VIPS[@]}"; do
+		[[ -n ${LAB_VIP_UPSTREAM[$vip]:-} ]] || lab_die "$LAB_RHI_CONFIG: VIP \"$vip\" has no upstreams"
+	done
+}
+
+lab_read_topology
+lab_read_rhi_config
+
+# lab_ports UPSTREAM: the backend ports of one upstream, 80<i><n> for the
+# i-th upstream (from 1) and its n-th node: 8011 8012, 8021 8022, …
+lab_ports() {
+	local i n
+	for i in "${!LAB_UPSTREAMS[@]}"; do
+		[[ ${LAB_UPSTREAMS[$i]} == "$1" ]] || continue
+		for ((n = 1; n <= LAB_NODES; n++)); do
+			printf '%d\n' $((8000 + 10 * (i + 1) + n))
+		done
+		return 0
+	done
+	lab_die "no upstream \"$1\" in $LAB_RHI_CONFIG"
+}
+
+# render_adc_bird HOST: /etc/bird/bird.conf of an ADC, the shape of
+# deploy/bird/examples/adc.conf. The include is relative to this file, so
+# the same text works in /etc/bird (next to rhi/adc.conf) and in check.sh's
+# scratch directory.
+render_adc_bird() {
+	local host=$1 router=$LAB_ROUTER
+	[[ ${LAB_ROLE[$host]:-} == adc ]] || lab_die "\"$host\" is not an ADC in $LAB_TOPOLOGY"
+	cat <<EOF
+# bird.conf of $host in the Vagrant lab. Rendered by integration/vagrant/lab.sh
+# from integration/vagrant/topology; do not edit in place. Everything shared
+# is in rhi/adc.conf, a copy of deploy/bird/adc.conf.
+
+log syslog all;
+router id ${LAB_ADDR[$host]};
+
+include "rhi/adc.conf";
+
+# The session to $router (FRR). The lab carries IPv4 only.
+protocol bgp peer_4 from rhi_peer4 {
+  local ${LAB_ADDR[$host]} as ${LAB_ASN[$host]};
+  neighbor ${LAB_ADDR[$router]} as ${LAB_ASN[$router]};
+}
+EOF
+}
+
+# render_router_frr: /etc/frr/frr.conf of the router, with the policy of
+# deploy/bird/peer.conf: listen only (the ADCs connect), take the host routes
+# the ADCs announce, send nothing back. Among equal paths the lowest router id
+# wins, so the VIPs go to dc1 while it announces them (FRR's default for eBGP
+# would keep whichever path is older).
+render_router_frr() {
+	local r=$LAB_ROUTER h
+	cat <<EOF
+! frr.conf of $r in the Vagrant lab. Rendered by integration/vagrant/lab.sh
+! from integration/vagrant/topology; do not edit in place.
+frr defaults traditional
+hostname $r
+log syslog informational
+service integrated-vtysh-config
+!
+ip prefix-list rhi-vips seq 10 permit 0.0.0.0/0 ge 32
+!
+route-map rhi-adc-in permit 10
+ match ip address prefix-list rhi-vips
+exit
+!
+route-map rhi-adc-out deny 10
+exit
+!
+router bgp ${LAB_ASN[$r]}
+ bgp router-id ${LAB_ADDR[$r]}
+ bgp bestpath compare-routerid
+ no bgp default ipv4-unicast
+ neighbor adc peer-group
+ neighbor adc passive
+EOF
+	for h in "${LAB_ADCS[@]}"; do
+		printf ' neighbor %s remote-as %s\n neighbor %s peer-group adc\n neighbor %s description %s\n' \
+			"${LAB_ADDR[$h]}" "${LAB_ASN[$h]}" "${LAB_ADDR[$h]}" "${LAB_ADDR[$h]}" "$h"
+	done
+	cat <<EOF
+ !
+ address-family ipv4 unicast
+  neighbor adc activate
+  neighbor adc route-map rhi-adc-in in
+  neighbor adc route-map rhi-adc-out out
+ exit-address-family
+exit
+!
+EOF
+}
+
+# render_apisix_yaml: the ADCs' /usr/local/apisix/conf/apisix.yaml: one
+# upstream per upstream key of deploy/rhi.yaml (id = the key's last segment,
+# which is what rhi matches on), LAB_NODES backends each, active health
+# checks, and one route per upstream at /<id>/*.
+render_apisix_yaml() {
+	local id port
+	cat <<EOF
+# apisix.yaml of the Vagrant lab's ADCs (standalone mode). Rendered by
+# integration/vagrant/lab.sh from deploy/rhi.yaml; do not edit in place.
+# APISIX re-reads this file every second and loads it only if it ends in #END.
+# A backend is down after 2 failed checks 1 s apart, up after 1 good one.
+upstreams:
+EOF
+	for id in "${LAB_UPSTREAMS[@]}"; do
+		printf '  - id: %s\n    type: roundrobin\n    nodes:\n' "$id"
+		for port in $(lab_ports "$id"); do
+			printf '      "127.0.0.1:%d": 1\n' "$port"
+		done
+		cat <<EOF
+    checks:
+      active:
+        type: http
+        http_path: $LAB_HEALTH_PATH
+        timeout: 1
+        healthy:
+          interval: 1
+          successes: 1
+        unhealthy:
+          interval: 1
+          http_failures: 2
+          tcp_failures: 2
+          timeouts: 2
+EOF
+	done
+	echo "routes:"
+	for id in "${LAB_UPSTREAMS[@]}"; do
+		printf '  - id: %s\n    uri: /%s/*\n    upstream_id: %s\n' "$id" "$id" "$id"
+	done
+	echo "#END"
+}
+
+# render_warmup_urls: one URL per route, for warmup.sh.
+render_warmup_urls() {
+	local id
+	echo "# One request through each APISIX route. Rendered by integration/vagrant/lab.sh."
+	for id in "${LAB_UPSTREAMS[@]}"; do
+		printf 'http://127.0.0.1:%d/%s/\n' "$LAB_APISIX_PORT" "$id"
+	done
+}
