@@ -63,3 +63,28 @@ demo:
 
 clean:
 	rm -rf bin dist
+
+# The Vagrant lab (integration/vagrant/README.md): FRR router, two ADCs with
+# APISIX, BIRD and rhi. CI never starts VMs; it runs check-vagrant.
+VAGRANT        ?= vagrant
+VAGRANT_GOARCH ?= amd64
+.PHONY: vagrant-up vagrant-failover vagrant-verify vagrant-down check-vagrant
+vagrant-up:
+	GOOS=linux GOARCH=$(VAGRANT_GOARCH) CGO_ENABLED=0 $(MAKE) --no-print-directory build BIN=bin/vagrant/rhi
+	$(VAGRANT) up --provision
+vagrant-failover:
+	VAGRANT=$(VAGRANT) integration/vagrant/failover.sh
+vagrant-verify:
+	VAGRANT=$(VAGRANT) integration/vagrant/verify.sh
+vagrant-down:
+	$(VAGRANT) destroy -f
+check-vagrant:
+	integration/vagrant/check.sh
+
+# The Debian package (packaging/): nfpm runs through `go run`, pinned in
+# packaging/build-deb.sh, so it stays out of go.mod and in Go's build cache.
+.PHONY: deb check-deb
+deb:
+	@GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh
+check-deb:
+	@deb=$$(GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh) && GO=$(GO) packaging/check-deb.sh "$$deb"
