@@ -17,6 +17,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/logfile"
 	"github.com/rhi-daemon/rhi/internal/status"
+	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -69,6 +70,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		Health:    health,
 		Announcer: vip.New(nl, cfg.Interface, log),
 		Log:       log,
+		Confirmer: verify.Socket{Path: cfg.Bird.Socket},
 		NewHealth: func(c *config.Config) daemon.HealthSource {
 			h, err := newHealth(c)
 			if err != nil { // validated config: cannot happen; keep the old source
@@ -145,7 +147,7 @@ func handleSignals(ctx context.Context, path string, started *config.Config, d *
 
 // restartOnly lists the keys that differ between old and next but are bound
 // at start-up (the interface the netlink side manages, the log files, the
-// status listener). A reload that changes them is rejected as a whole rather
+// status listener, BIRD's socket). A reload that changes them is rejected as a whole rather
 // than applied in part.
 func restartOnly(old, next *config.Config) []string {
 	var keys []string
@@ -160,6 +162,9 @@ func restartOnly(old, next *config.Config) []string {
 	}
 	if old.StatusListen != next.StatusListen {
 		keys = append(keys, "status_listen")
+	}
+	if old.Bird.Socket != next.Bird.Socket {
+		keys = append(keys, "bird.socket")
 	}
 	return keys
 }

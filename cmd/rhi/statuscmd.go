@@ -94,12 +94,13 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 	api := s.ControlAPI
 	fmt.Fprintf(w, "apisix     %s  last poll %s ago, took %s, %d/%d upstreams unreadable, %d failed polls in a row\n",
 		api.URL, ago(now, api.LastPoll), api.PollDuration.Round(time.Millisecond), api.Unreadable, api.Upstreams, api.ConsecutiveFailedPolls)
+	fmt.Fprintf(w, "bird       %s\n", birdLine(s.Bird, now))
 	if len(s.Interface.Foreign) > 0 {
 		fmt.Fprintf(w, "foreign    %s (not rhi's, left alone)\n", strings.Join(s.Interface.Foreign, " "))
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "VIP\tWANT\tIFACE\tVERDICT\tREASON\tSINCE\tUPSTREAMS")
+	fmt.Fprintln(tw, "VIP\tWANT\tIFACE\tBIRD\tVERDICT\tREASON\tSINCE\tUPSTREAMS")
 	for _, v := range s.VIPs {
 		want := "withdraw"
 		if v.Desired {
@@ -116,9 +117,45 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 		for _, u := range v.Upstreams {
 			ups = append(ups, fmt.Sprintf("%s=%s", shortKey(u.Key), u.Verdict))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Address, want, onIface, v.Verdict, v.Reason, ago(now, v.Since), strings.Join(ups, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Address, want, onIface, birdCell(v.Bird), v.Verdict, v.Reason, ago(now, v.Since), strings.Join(ups, " "))
 	}
 	tw.Flush()
+}
+
+// birdLine sums up BIRD's side: reachable, and which sessions are up.
+func birdLine(b daemon.BirdStatus, now time.Time) string {
+	switch {
+	case !b.Enabled:
+		return "confirmation off"
+	case b.LastCheck.IsZero():
+		return b.Socket + "  not checked yet"
+	case b.Error != "":
+		return fmt.Sprintf("%s  UNREACHABLE (%s ago): %s", b.Socket, ago(now, b.LastCheck), b.Error)
+	}
+	var sessions []string
+	for _, p := range b.Protocols {
+		state := p.BGPState
+		if state == "" {
+			state = p.State
+		}
+		sessions = append(sessions, p.Name+"="+state)
+	}
+	return fmt.Sprintf("%s  checked %s ago: %d VIPs agree, %d disagree; sessions %s",
+		b.Socket, ago(now, b.LastCheck), b.Agree, b.Disagree, strings.Join(sessions, " "))
+}
+
+// birdCell is one VIP's BIRD column: "ok", "ok 25ms" (time to agree after
+// the last change) or "NO" when BIRD disagrees.
+func birdCell(c *daemon.VIPConfirm) string {
+	switch {
+	case c == nil:
+		return "-"
+	case !c.Agrees:
+		return "NO"
+	case c.Latency > 0:
+		return "ok " + c.Latency.Round(time.Millisecond).String()
+	}
+	return "ok"
 }
 
 // shortKey drops the etcd prefix: "/apisix/upstreams/api" → "upstreams/api".

@@ -18,6 +18,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -33,6 +34,9 @@ type HealthSource interface {
 type Announcer interface {
 	Observe(ctx context.Context) (vip.State, error)
 	Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error)
+	// Renew makes the kernel notify BIRD about p again, leaving p as
+	// present says; it fails if the interface does not hold p that way.
+	Renew(ctx context.Context, p netip.Prefix, present bool) error
 }
 
 // Deps are the daemon's outside parts.
@@ -40,6 +44,9 @@ type Deps struct {
 	Health    HealthSource
 	Announcer Announcer
 	Log       logrus.FieldLogger
+	// Confirmer, if set, is asked after every change and every
+	// confirmEvery whether BIRD agrees (SPEC §5).
+	Confirmer Confirmer
 	Now       func() time.Time // nil: time.Now
 	// Ready is called once, after the first tick (systemd readiness).
 	Ready func()
@@ -65,7 +72,9 @@ type Daemon struct {
 	newHS  func(*config.Config) HealthSource
 	onPoll func(time.Duration, int)
 
-	reloads chan *config.Config
+	reloads  chan *config.Config
+	conf     *confirmer                 // nil without a Confirmer
+	renewals chan map[netip.Prefix]bool // from the confirmer to the loop
 
 	// Owned by the loop goroutine.
 	cfg       *config.Config
@@ -78,7 +87,9 @@ type Daemon struct {
 	iface     vip.State
 	ifaceErr  string
 	started   bool
-	failed    int // consecutive polls with at least one unreadable upstream
+	changed   bool // this tick changed what is wanted or what is on the interface
+	confirmed bool // a confirmation has been requested at least once
+	failed    int  // consecutive polls with at least one unreadable upstream
 	polls     uint64
 	failedAll uint64                  // polls with at least one unreadable upstream, ever
 	flips     map[netip.Prefix]uint64 // changes of Announced, per VIP
@@ -98,6 +109,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		newHS:     deps.NewHealth,
 		onPoll:    deps.OnPoll,
 		reloads:   make(chan *config.Config, 1),
+		renewals:  make(chan map[netip.Prefix]bool, 1),
 		states:    map[netip.Prefix]decide.State{},
 		since:     map[netip.Prefix]time.Time{},
 		orphans:   map[netip.Prefix]bool{},
@@ -113,8 +125,28 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		l.Out = discard{}
 		d.log = l
 	}
+	if deps.Confirmer != nil {
+		d.conf = newConfirmer(deps.Confirmer, cfg.Bird.Socket, d.log, d.now, d.queueRenew)
+	}
 	d.setConfig(cfg)
 	return d
+}
+
+// queueRenew hands the loop addresses to renew, merged with any not yet
+// taken; it never blocks the confirmer.
+func (d *Daemon) queueRenew(m map[netip.Prefix]bool) {
+	for {
+		select {
+		case d.renewals <- m:
+			return
+		case old := <-d.renewals:
+			for p, present := range old {
+				if _, ok := m[p]; !ok {
+					m[p] = present
+				}
+			}
+		}
+	}
 }
 
 type discard struct{}
@@ -140,6 +172,16 @@ func (d *Daemon) Reload(cfg *config.Config) {
 // Run turns the loop until ctx is cancelled, then applies on_shutdown.
 // A cancelled ctx is a normal stop, not an error.
 func (d *Daemon) Run(ctx context.Context) error {
+	var confirmC <-chan time.Time
+	if d.conf != nil {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { d.conf.run(cctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		ct := time.NewTicker(confirmEvery)
+		defer ct.Stop()
+		confirmC = ct.C
+	}
 	d.tick(ctx)
 	if d.ready != nil {
 		d.ready()
@@ -158,6 +200,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.tick(ctx)
 		case <-t.C:
 			d.tick(ctx)
+		case <-confirmC:
+			d.requestConfirm()
+		case m := <-d.renewals:
+			d.renew(ctx, m)
 		}
 	}
 }
@@ -234,6 +280,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	}
 
 	changes := decide.Tick(d.cfg, snap, d.states)
+	d.changed = len(changes) > 0 || !d.confirmed
 	for _, c := range changes {
 		d.logChange(c)
 		if c.From.Announced != c.To.Announced {
@@ -242,6 +289,9 @@ func (d *Daemon) tick(ctx context.Context) {
 		}
 	}
 	d.apply(ctx)
+	if d.changed {
+		d.requestConfirm()
+	}
 	d.publish(snap, start, polled)
 }
 
@@ -301,8 +351,11 @@ func (d *Daemon) apply(ctx context.Context) {
 	}
 	now := d.now()
 	for p, want := range d.owned {
-		if st.Has(p) != d.iface.Has(p) && !d.orphans[p] {
-			d.since[p] = now
+		if st.Has(p) != d.iface.Has(p) {
+			d.changed = true
+			if !d.orphans[p] {
+				d.since[p] = now
+			}
 		}
 		if d.orphans[p] && !st.Has(p) && !want {
 			delete(d.orphans, p)
@@ -407,7 +460,56 @@ func (d *Daemon) shutdown() error {
 		return err
 	}
 	d.log.WithFields(logrus.Fields{"on_shutdown": "withdraw", "vips": len(d.owned)}).Info("stopping; VIPs withdrawn")
+	d.waitWithdrawn()
 	return nil
+}
+
+// shutdownConfirm bounds how long a withdrawing shutdown waits for BIRD.
+const shutdownConfirm = 10 * time.Second
+
+// waitWithdrawn waits, bounded, until BIRD confirms that no owned VIP is in
+// its table or exported, so that a host being taken down has really left
+// the anycast group before rhi exits.
+func (d *Daemon) waitWithdrawn() {
+	if d.conf == nil {
+		return
+	}
+	job := d.confirmJob()
+	for i := range job.in.VIPs {
+		job.in.VIPs[i].Expected = verify.Absent
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownConfirm)
+	defer cancel()
+	start := d.now()
+	var last verify.Report
+	for {
+		last = d.conf.check.Check(ctx, job.in)
+		if last.Err == nil && allAgree(last) {
+			d.log.WithField("after", d.now().Sub(start).Round(time.Millisecond)).Info("BIRD confirms every VIP withdrawn")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			e := d.log.WithField("waited", shutdownConfirm)
+			if last.Err != nil {
+				e = e.WithError(last.Err)
+			} else {
+				e = e.WithField("summary", last.Summary())
+			}
+			e.Error("BIRD did not confirm the withdrawal before the deadline; exiting anyway")
+			return
+		case <-time.After(confirmRetry):
+		}
+	}
+}
+
+func allAgree(r verify.Report) bool {
+	for _, v := range r.VIPs {
+		if !v.Agrees {
+			return false
+		}
+	}
+	return true
 }
 
 // publish makes this tick's results visible to Status.
@@ -431,4 +533,58 @@ func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
 	d.mu.Lock()
 	d.view = v
 	d.mu.Unlock()
+}
+
+// requestConfirm asks the confirmer to check the current expected state.
+func (d *Daemon) requestConfirm() {
+	if d.conf == nil {
+		return
+	}
+	d.confirmed = true
+	d.conf.submit(d.confirmJob())
+}
+
+// confirmJob describes every owned VIP: configured ones as decided, dropped
+// ones still being withdrawn as absent.
+func (d *Daemon) confirmJob() confirmJob {
+	in := verify.Input{
+		VIPs:            make([]verify.VIP, 0, len(d.cfg.VIPs)+len(d.orphans)),
+		Protocols:       d.cfg.Bird.Protocols,
+		ExchangeTimeout: d.cfg.Bird.Timeout,
+	}
+	for i := range d.cfg.VIPs {
+		p := d.cfg.VIPs[i].Address
+		exp := verify.Absent
+		if d.desired(p) {
+			exp = verify.Present
+		}
+		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.iface.Has(p)})
+	}
+	for p := range d.orphans {
+		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.iface.Has(p)})
+	}
+	return confirmJob{in: in, changed: maps.Clone(d.since)}
+}
+
+// renew re-notifies BIRD about addresses it missed, if rhi still wants them
+// as the confirmer saw them.
+func (d *Daemon) renew(ctx context.Context, m map[netip.Prefix]bool) {
+	n := 0
+	for p, present := range m {
+		if d.desired(p) != present || d.iface.Has(p) != present {
+			continue // changed since: the next confirmation judges afresh
+		}
+		rctx, cancel := context.WithTimeout(ctx, applyTimeout)
+		err := d.ann.Renew(rctx, p, present)
+		cancel()
+		if err != nil {
+			d.log.WithField("vip", p.String()).WithError(err).Warn("renewing address failed")
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		d.log.WithField("vips", n).Info("addresses renewed for BIRD")
+		d.requestConfirm()
+	}
 }

@@ -48,6 +48,7 @@ type rig struct {
 	link   *fakeLink
 	clock  *clock
 	logs   *logtest.Hook
+	job    confirmJob // the last confirmation job taken, as the confirmer holds it
 }
 
 func newRig(t *testing.T, cfg *config.Config, link *fakeLink) *rig {

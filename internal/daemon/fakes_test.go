@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -71,6 +72,8 @@ type fakeLink struct {
 	exists  bool
 	addrs   map[netip.Prefix]bool
 	writes  int
+	renewed []string
+	onRenew func(netip.Prefix)
 	failAdd map[netip.Prefix]bool
 }
 
@@ -187,4 +190,63 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+func (l *fakeLink) Renew(ctx context.Context, p netip.Prefix, present bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.addrs[p] != present {
+		return fmt.Errorf("vip %q: renew: the address is not as believed", p)
+	}
+	l.writes += 2
+	l.renewed = append(l.renewed, p.String())
+	if l.onRenew != nil {
+		l.onRenew(p)
+	}
+	return nil
+}
+
+// fakeBird answers confirmations like BIRD watching the fake link: its
+// table holds what the link holds, except for prefixes it missed, for which
+// it keeps a stale belief until the address is renewed.
+type fakeBird struct {
+	mu     sync.Mutex
+	missed map[netip.Prefix]bool // BIRD's stale belief: in its table or not
+	err    error
+	checks int
+}
+
+func newFakeBird(l *fakeLink) *fakeBird {
+	b := &fakeBird{missed: map[netip.Prefix]bool{}}
+	l.onRenew = func(p netip.Prefix) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.missed, p)
+	}
+	return b
+}
+
+func (b *fakeBird) Check(ctx context.Context, in verify.Input) verify.Report {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.checks++
+	if b.err != nil {
+		return verify.Report{Err: b.err}
+	}
+	rep := verify.Report{Protocols: []verify.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}}}
+	for _, v := range in.VIPs {
+		inTable := v.OnInterface
+		if stale, ok := b.missed[v.Prefix]; ok {
+			inTable = stale
+		}
+		want := v.Expected == verify.Present
+		r := verify.VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, InTable: inTable,
+			Exported: map[string]bool{"peer_4": inTable}}
+		r.Agrees = v.OnInterface == want && inTable == want
+		if !r.Agrees {
+			r.Problem = fmt.Sprintf("interface %v, bird table %v", v.OnInterface, inTable)
+		}
+		rep.VIPs = append(rep.VIPs, r)
+	}
+	return rep
 }

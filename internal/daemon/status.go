@@ -34,6 +34,7 @@ type Status struct {
 	Ready      bool            `json:"ready"`
 	Interface  InterfaceStatus `json:"interface"`
 	ControlAPI APIStatus       `json:"control_api"`
+	Bird       BirdStatus      `json:"bird"`
 	VIPs       []VIPStatus     `json:"vips"`
 }
 
@@ -76,6 +77,9 @@ type VIPStatus struct {
 	Streak      int                 `json:"streak,omitempty"` // polls towards rise/fall
 	Transitions uint64              `json:"transitions"`      // changes of Desired since start
 	Upstreams   []UpstreamStatus    `json:"upstreams"`
+	// Bird is BIRD's view of the VIP in the last confirmation; nil when
+	// confirmation is off or has not run yet.
+	Bird *VIPConfirm `json:"bird,omitempty"`
 }
 
 // UpstreamStatus is one upstream's verdict in the last poll.
@@ -109,6 +113,10 @@ func (d *Daemon) Status() Status {
 			Polls: v.polls, FailedPolls: v.failedAll,
 		},
 	}
+	var confirms map[netip.Prefix]VIPConfirm
+	if d.conf != nil {
+		s.Bird, confirms = d.conf.snapshot()
+	}
 	for _, p := range v.iface.Foreign {
 		s.Interface.Foreign = append(s.Interface.Foreign, p.String())
 	}
@@ -126,6 +134,9 @@ func (d *Daemon) Status() Status {
 			Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced,
 			OnInterface: v.iface.Has(c.Address), Since: v.since[c.Address],
 			FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: v.flips[c.Address],
+		}
+		if vc, ok := confirms[c.Address]; ok {
+			vs.Bird = &vc
 		}
 		for _, k := range c.Upstreams {
 			r := v.snap[k]

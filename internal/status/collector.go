@@ -29,6 +29,16 @@ var (
 		"1 if the VIP interface exists and is administratively up.", []string{"iface"}, nil)
 	descReady = prometheus.NewDesc("rhi_ready",
 		"1 once the first tick has run.", nil, nil)
+	descBirdUp = prometheus.NewDesc("rhi_bird_up",
+		"1 if the last confirmation could talk to BIRD.", nil, nil)
+	descBirdAgrees = prometheus.NewDesc("rhi_vip_bird_agrees",
+		"1 if BIRD's table and exports matched the VIP's desired state in the last confirmation.", []string{"vip"}, nil)
+	descBirdLatency = prometheus.NewDesc("rhi_vip_bird_confirm_seconds",
+		"How long after the VIP's last change BIRD was first seen to agree.", []string{"vip"}, nil)
+	descBirdRenewed = prometheus.NewDesc("rhi_vip_bird_renewals_total",
+		"Address renewals done because BIRD missed a change.", []string{"vip"}, nil)
+	descBGP = prometheus.NewDesc("rhi_bgp_established",
+		"1 if the selected BGP protocol is Established.", []string{"protocol"}, nil)
 )
 
 var verdicts = []string{"up", "down", "no_checker", "not_found", "failed"}
@@ -38,7 +48,8 @@ type collector struct{ src Source }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descVIPDesired, descVIPOnIface, descVIPPolicy, descVIPFailed,
-		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady} {
+		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
+		descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP} {
 		ch <- d
 	}
 }
@@ -56,8 +67,19 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descFailedPolls, prometheus.CounterValue, float64(s.ControlAPI.FailedPolls))
 	gauge(descConsecutive, float64(s.ControlAPI.ConsecutiveFailedPolls))
 	gauge(descIfaceUp, b2f(s.Interface.Exists && s.Interface.Up), s.Interface.Name)
+	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
+		gauge(descBirdUp, b2f(s.Bird.Error == ""))
+		for _, p := range s.Bird.Protocols {
+			gauge(descBGP, b2f(p.Established), p.Name)
+		}
+	}
 	seen := map[string]bool{}
 	for _, v := range s.VIPs {
+		if b := v.Bird; b != nil {
+			gauge(descBirdAgrees, b2f(b.Agrees), v.Address)
+			gauge(descBirdLatency, b.Latency.Seconds(), v.Address)
+			ch <- prometheus.MustNewConstMetric(descBirdRenewed, prometheus.CounterValue, float64(b.Renewed), v.Address)
+		}
 		gauge(descVIPDesired, b2f(v.Desired), v.Address)
 		gauge(descVIPOnIface, b2f(v.OnInterface), v.Address)
 		gauge(descVIPPolicy, b2f(v.Reason == decide.ReasonPolicyWithdraw || v.Reason == decide.ReasonPolicyAnnounce), v.Address)

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 type fixed struct{ s daemon.Status }
@@ -25,6 +27,8 @@ func sample() daemon.Status {
 	return daemon.Status{
 		Ready:     true,
 		Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true},
+		Bird: daemon.BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: t0, Agree: 1, Disagree: 1,
+			Protocols: []verify.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
 		ControlAPI: daemon.APIStatus{
 			URL: "http://127.0.0.1:9090", PollInterval: 3 * time.Second, Timeout: 5 * time.Second,
 			LastPoll: t0, Polls: 42, FailedPolls: 2, ConsecutiveFailedPolls: 1,
@@ -32,6 +36,7 @@ func sample() daemon.Status {
 		VIPs: []daemon.VIPStatus{
 			{Address: "10.0.0.100/32", Condition: "all", Verdict: decide.Available, Reason: decide.ReasonHealthy,
 				Desired: true, OnInterface: true, Transitions: 3,
+				Bird:      &daemon.VIPConfirm{Agrees: true, InTable: true, Latency: 25 * time.Millisecond, CheckedAt: t0, Exported: map[string]bool{"peer_4": true}},
 				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up", Healthy: 1, Nodes: 2}}},
 			{Address: "10.0.0.101/32", Condition: "any", Verdict: decide.Unknown, Reason: decide.ReasonPolicyWithdraw,
 				FailedPolls: 4,
@@ -77,6 +82,11 @@ func TestMetrics(t *testing.T) {
 		`rhi_config_last_reload_successful 0`,
 		`rhi_build_info{goversion="`,
 		`rhi_ready 1`,
+		`rhi_bird_up 1`,
+		`rhi_bgp_established{protocol="peer_4"} 1`,
+		`rhi_bgp_established{protocol="peer_6"} 0`,
+		`rhi_vip_bird_agrees{vip="10.0.0.100/32"} 1`,
+		`rhi_vip_bird_confirm_seconds{vip="10.0.0.100/32"} 0.025`,
 	} {
 		if !strings.Contains(body, line) {
 			t.Errorf("/metrics lacks %s", line)
@@ -97,7 +107,7 @@ func TestStatusJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("decode: %v\n%s", err, body)
 	}
-	if diff := cmp.Diff(sample(), got); diff != "" {
+	if diff := cmp.Diff(sample(), got, cmpopts.IgnoreUnexported(daemon.VIPConfirm{})); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(body, `"reason": "policy_withdraw"`) || !strings.Contains(body, `"verdict": "unknown"`) {

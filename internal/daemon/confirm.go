@@ -1,0 +1,284 @@
+package daemon
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/rhi-daemon/rhi/internal/verify"
+)
+
+// Confirmer asks BIRD whether it agrees with what rhi wants announced;
+// verify.Socket satisfies it. Check returns within ctx and reports an
+// unreachable BIRD in Report.Err.
+type Confirmer interface {
+	Check(ctx context.Context, in verify.Input) verify.Report
+}
+
+// Confirmation timing. A change is confirmed at once and, while BIRD does
+// not agree yet, again after confirmRetry, doubling up to confirmEvery; the
+// slow timer confirms everything every confirmEvery regardless.
+const (
+	confirmEvery = 30 * time.Second
+	confirmRetry = 200 * time.Millisecond
+	// confirmGrace is how long BIRD may take to agree after a change
+	// before rhi warns: it sees an address within milliseconds, the peer
+	// gets the update within BGP's own pacing.
+	confirmGrace = 5 * time.Second
+	// renewAfter is how long a VIP may show a missed netlink notification
+	// (on the interface but not in BIRD's table, or the reverse) before rhi
+	// renews its address so that the kernel notifies BIRD again.
+	renewAfter = 2 * time.Second
+	// checkBudget bounds one whole confirmation.
+	checkBudget = time.Minute
+)
+
+// confirmJob is what the loop hands the confirmer: the expected state of
+// every owned VIP and when it last changed.
+type confirmJob struct {
+	in      verify.Input
+	changed map[netip.Prefix]time.Time
+}
+
+// BirdStatus is BIRD's side of the status.
+type BirdStatus struct {
+	Enabled   bool                   `json:"enabled"`
+	Socket    string                 `json:"socket,omitempty"`
+	LastCheck time.Time              `json:"last_check,omitempty"`
+	Error     string                 `json:"error,omitempty"` // could not check
+	Protocols []verify.ProtocolState `json:"protocols,omitempty"`
+	Problems  []string               `json:"problems,omitempty"`
+	Agree     int                    `json:"vips_agreeing"`
+	Disagree  int                    `json:"vips_disagreeing"`
+}
+
+// VIPConfirm is what BIRD said about one VIP in the last check.
+type VIPConfirm struct {
+	Agrees    bool            `json:"agrees"`
+	Problem   string          `json:"problem,omitempty"`
+	InTable   bool            `json:"in_bird_table"`
+	Exported  map[string]bool `json:"exported,omitempty"`
+	CheckedAt time.Time       `json:"checked_at"`
+	// Latency is how long after the VIP's last change BIRD was first seen
+	// to agree; zero until then.
+	Latency time.Duration `json:"confirm_latency_ns,omitempty"`
+	// DisagreeingSince is when the current disagreement was first seen.
+	DisagreeingSince time.Time `json:"disagreeing_since,omitempty"`
+	// Renewed counts address renewals done to make BIRD see a change it
+	// missed.
+	Renewed int `json:"renewed,omitempty"`
+
+	changedAt time.Time // the change this record is about
+	warned    bool
+}
+
+// missedNetlink reports the signature of a change BIRD did not hear about
+// from the kernel: the address is where rhi wants it, BIRD's table is not.
+func missedNetlink(r verify.VIPReport) bool {
+	switch r.Expected {
+	case verify.Present:
+		return r.OnInterface && !r.InTable
+	case verify.Absent:
+		return !r.OnInterface && r.InTable
+	}
+	return false
+}
+
+// confirmer runs checks on its own goroutine so a slow or stalled BIRD never
+// delays the poll loop.
+type confirmer struct {
+	check  Confirmer
+	socket string
+	log    logrus.FieldLogger
+	now    func() time.Time
+	renew  func(map[netip.Prefix]bool) // asks the loop to renew addresses
+
+	jobs chan confirmJob
+
+	mu     sync.Mutex
+	status BirdStatus
+	vips   map[netip.Prefix]VIPConfirm
+	lastEr string
+	estab  map[string]bool
+}
+
+func newConfirmer(c Confirmer, socket string, log logrus.FieldLogger, now func() time.Time, renew func(map[netip.Prefix]bool)) *confirmer {
+	return &confirmer{
+		check: c, socket: socket, log: log, now: now, renew: renew,
+		jobs:   make(chan confirmJob, 1),
+		status: BirdStatus{Enabled: true, Socket: socket},
+		vips:   map[netip.Prefix]VIPConfirm{},
+		estab:  map[string]bool{},
+	}
+}
+
+// submit hands over a job without blocking; a job not yet taken is replaced
+// by the newer one, which holds the same VIPs in a newer state.
+func (c *confirmer) submit(j confirmJob) {
+	for {
+		select {
+		case c.jobs <- j:
+			return
+		default:
+		}
+		select {
+		case <-c.jobs:
+		default:
+		}
+	}
+}
+
+func (c *confirmer) run(ctx context.Context) {
+	var job confirmJob
+	var have bool
+	var retry *time.Timer
+	var retryC <-chan time.Time
+	backoff := confirmRetry
+	for {
+		select {
+		case <-ctx.Done():
+			if retry != nil {
+				retry.Stop()
+			}
+			return
+		case job = <-c.jobs:
+			have = true
+			backoff = confirmRetry
+		case <-retryC:
+		}
+		retryC = nil
+		if !have {
+			continue
+		}
+		if c.once(ctx, job) {
+			continue // BIRD agrees on everything: wait for a change or the slow timer
+		}
+		if retry == nil {
+			retry = time.NewTimer(backoff)
+		} else {
+			retry.Reset(backoff)
+		}
+		retryC = retry.C
+		backoff = min(2*backoff, confirmEvery)
+	}
+}
+
+// once runs one check and records it; it reports whether all is well.
+func (c *confirmer) once(ctx context.Context, job confirmJob) bool {
+	cctx, cancel := context.WithTimeout(ctx, checkBudget)
+	rep := c.check.Check(cctx, job.in)
+	cancel()
+	if ctx.Err() != nil {
+		return true
+	}
+	return c.record(job, rep)
+}
+
+func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status.LastCheck = now
+	if rep.Err != nil {
+		msg := rep.Err.Error()
+		if msg != c.lastEr {
+			c.log.WithField("socket", c.socket).WithError(rep.Err).Warn("cannot confirm through BIRD; the interface is still managed")
+			c.lastEr = msg
+		}
+		c.status.Error = msg
+		return false
+	}
+	if c.lastEr != "" {
+		c.log.WithField("socket", c.socket).Info("BIRD reachable again")
+		c.lastEr = ""
+	}
+	c.status.Error = ""
+	c.status.Protocols = rep.Protocols
+	c.status.Problems = rep.Problems
+	for _, p := range rep.Protocols {
+		if was, seen := c.estab[p.Name]; !seen || was != p.Established {
+			e := c.log.WithFields(logrus.Fields{"protocol": p.Name, "bgp_state": p.BGPState, "state": p.State})
+			if p.Established {
+				e.Info("BGP session established")
+			} else {
+				e.WithField("info", p.Info).Warn("BGP session not established: VIPs are not announced through it")
+			}
+			c.estab[p.Name] = p.Established
+		}
+	}
+	ok := rep.ExitCode() == verify.ExitConsistent
+	c.status.Agree, c.status.Disagree = 0, 0
+	renew := map[netip.Prefix]bool{}
+	seen := make(map[netip.Prefix]bool, len(rep.VIPs))
+	for _, r := range rep.VIPs {
+		seen[r.Prefix] = true
+		changed := job.changed[r.Prefix]
+		prev, had := c.vips[r.Prefix]
+		vc := VIPConfirm{
+			Agrees: r.Agrees, Problem: r.Problem, InTable: r.InTable, Exported: r.Exported,
+			CheckedAt: now, changedAt: changed, Renewed: prev.Renewed,
+		}
+		sameChange := had && prev.changedAt.Equal(changed)
+		if sameChange {
+			vc.Latency = prev.Latency
+			vc.warned = prev.warned
+			vc.DisagreeingSince = prev.DisagreeingSince
+		}
+		e := c.log.WithFields(logrus.Fields{"vip": r.Prefix.String(), "expected": string(r.Expected)})
+		if r.Agrees {
+			c.status.Agree++
+			vc.DisagreeingSince = time.Time{}
+			if vc.Latency == 0 && !changed.IsZero() {
+				vc.Latency = now.Sub(changed)
+			}
+			if vc.warned {
+				e.WithField("after", now.Sub(changed).Round(time.Millisecond)).Warn("BIRD agrees now")
+			}
+			vc.warned = false
+		} else {
+			c.status.Disagree++
+			vc.Latency = 0
+			if vc.DisagreeingSince.IsZero() {
+				vc.DisagreeingSince = now
+			}
+			since := changed
+			if since.IsZero() || vc.DisagreeingSince.After(since) {
+				since = vc.DisagreeingSince
+			}
+			if !vc.warned && now.Sub(since) >= confirmGrace {
+				e.WithFields(logrus.Fields{"problem": r.Problem, "for": now.Sub(since).Round(time.Millisecond)}).Error("BIRD disagrees with the interface")
+				vc.warned = true
+			}
+			if missedNetlink(r) && now.Sub(vc.DisagreeingSince) >= renewAfter {
+				renew[r.Prefix] = r.Expected == verify.Present
+				vc.Renewed++
+				vc.DisagreeingSince = now // give the renewal its own grace
+			}
+		}
+		c.vips[r.Prefix] = vc
+	}
+	for p := range c.vips {
+		if !seen[p] {
+			delete(c.vips, p)
+		}
+	}
+	if len(renew) > 0 {
+		c.log.WithField("vips", len(renew)).Warn("BIRD missed address changes (netlink overflow?); renewing those addresses so the kernel tells it again")
+		c.renew(renew)
+	}
+	return ok
+}
+
+// snapshot returns BIRD's status and a copy of the per-VIP results.
+func (c *confirmer) snapshot() (BirdStatus, map[netip.Prefix]VIPConfirm) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	vips := make(map[netip.Prefix]VIPConfirm, len(c.vips))
+	for p, v := range c.vips {
+		vips[p] = v
+	}
+	return c.status, vips
+}
