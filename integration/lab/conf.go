@@ -104,7 +104,11 @@ func writeConfigs(l *Lab) error {
 	if err := os.MkdirAll(shared, 0o755); err != nil {
 		return err
 	}
-	for name, text := range map[string]string{"adc.conf": birdconf.ADC(), "peer.conf": birdconf.Peer()} {
+	adc := birdconf.ADC()
+	if l.adc != "" {
+		adc = l.adc
+	}
+	for name, text := range map[string]string{"adc.conf": adc, "peer.conf": birdconf.Peer()} {
 		if err := os.WriteFile(filepath.Join(shared, name), []byte(text), 0o644); err != nil {
 			return err
 		}

@@ -41,6 +41,9 @@ type Options struct {
 	// Wait is WaitFor's deadline when the caller's context has none, and the
 	// deadline of bring-up likewise. Default 30 s.
 	Wait time.Duration
+	// ADCConfig, if set, replaces the shipped deploy/bird/adc.conf on every
+	// ADC host: for tests of a BIRD without rhi's tuning.
+	ADCConfig string
 }
 
 // Lab is a running netns lab. Its methods are safe for concurrent use.
@@ -52,6 +55,7 @@ type Lab struct {
 
 	log  logrus.FieldLogger
 	wait time.Duration
+	adc  string // the ADCs' shared BIRD file; "" = the shipped one
 
 	mu         sync.Mutex
 	closed     bool
@@ -119,6 +123,7 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		Dir:  filepath.Join(opts.Dir, name),
 		log:  opts.Log.WithField("lab", name),
 		wait: opts.Wait,
+		adc:  opts.ADCConfig,
 	}
 	plan(l, opts.DCs)
 	if n := len(l.DCs[len(l.DCs)-1].BirdSocket); n > 107 {
