@@ -249,3 +249,14 @@ func knownType(t string) bool {
 	}
 	return false
 }
+
+// checkFilePath accepts any non-empty path without NUL bytes.
+func checkFilePath(s string) issue {
+	switch {
+	case s == "":
+		return errEmpty
+	case strings.ContainsRune(s, 0):
+		return issue{msg: "contains a NUL byte"}
+	}
+	return issue{}
+}

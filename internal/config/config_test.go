@@ -42,6 +42,7 @@ func TestSeedExample(t *testing.T) {
 		Fall:         1,
 		OnShutdown:   "keep",
 		StatusListen: "127.0.0.1:9711",
+		DrainFile:    "/var/lib/rhi/drain",
 		VIPs: []VIP{
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
@@ -80,6 +81,7 @@ func TestDefault(t *testing.T) {
 		Fall:          1,
 		OnShutdown:    "keep",
 		StatusListen:  "127.0.0.1:9711",
+		DrainFile:     "/var/lib/rhi/drain",
 	}
 	if diff := cmp.Diff(want, Default(), cmpConfig); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)

@@ -36,7 +36,10 @@ type Config struct {
 	Fall          int           `yaml:"fall"`
 	OnShutdown    string        `yaml:"on_shutdown"` // "keep" or "withdraw"
 	StatusListen  string        `yaml:"status_listen"`
-	VIPs          []VIP         `yaml:"vips"`
+	// DrainFile holds the VIPs drained by `rhi drain`, one per line (or
+	// "all"); it survives restarts. A missing file drains nothing.
+	DrainFile string `yaml:"drain_file"`
+	VIPs      []VIP  `yaml:"vips"`
 }
 
 // FailurePolicy is the failure_policy section.

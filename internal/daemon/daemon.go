@@ -18,6 +18,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -88,6 +89,12 @@ type Daemon struct {
 	ifaceErr  string
 	started   bool
 	changed   bool // this tick changed what is wanted or what is on the interface
+	drained   drain.Set
+	drainSeen drainStamp // what the drain file looked like when last read
+	drainErr  string
+	lastSnap  apisix.Snapshot
+	lastStart time.Time
+	lastPoll  time.Time
 	confirmed bool // a confirmation has been requested at least once
 	failed    int  // consecutive polls with at least one unreadable upstream
 	polls     uint64
@@ -190,6 +197,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// delays the next one, polls never queue up or overlap.
 	t := time.NewTicker(d.cfg.PollInterval)
 	defer t.Stop()
+	drainT := time.NewTicker(drainEvery)
+	defer drainT.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -204,6 +213,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.requestConfirm()
 		case m := <-d.renewals:
 			d.renew(ctx, m)
+		case <-drainT.C:
+			d.drainCheck(ctx)
 		}
 	}
 }
@@ -281,6 +292,9 @@ func (d *Daemon) tick(ctx context.Context) {
 
 	changes := decide.Tick(d.cfg, snap, d.states)
 	d.changed = len(changes) > 0 || !d.confirmed
+	if d.loadDrain() {
+		d.changed = true
+	}
 	for _, c := range changes {
 		d.logChange(c)
 		if c.From.Announced != c.To.Announced {
@@ -292,7 +306,20 @@ func (d *Daemon) tick(ctx context.Context) {
 	if d.changed {
 		d.requestConfirm()
 	}
+	d.lastSnap, d.lastStart, d.lastPoll = snap, start, polled
 	d.publish(snap, start, polled)
+}
+
+// drainCheck applies a changed drain file at once, without waiting for the
+// next poll: a drain is an operator waiting at a prompt.
+func (d *Daemon) drainCheck(ctx context.Context) {
+	if !d.started || !d.loadDrain() {
+		return
+	}
+	d.changed = true
+	d.apply(ctx)
+	d.requestConfirm()
+	d.publish(d.lastSnap, d.lastStart, d.lastPoll)
 }
 
 // start takes each VIP's initial state from the interface, so that a restart
@@ -319,9 +346,10 @@ func (d *Daemon) start(ctx context.Context) {
 	d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "vips": len(d.cfg.VIPs), "present": present}).Info("started; initial VIP state taken from the interface")
 }
 
-// desired reports whether a VIP should be on the interface now.
+// desired reports whether a VIP should be on the interface now: announced
+// by health, and not drained by an operator.
 func (d *Daemon) desired(p netip.Prefix) bool {
-	return d.states[p].Announced
+	return d.states[p].Announced && !d.drained.Has(p)
 }
 
 // apply sets the interface to the desired state. Failures are logged once per
@@ -528,6 +556,8 @@ func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
 		failedAll: d.failedAll,
 		flips:     maps.Clone(d.flips),
 		orphans:   len(d.orphans),
+		drained:   d.drained,
+		drainErr:  d.drainErr,
 		ticked:    true,
 	}
 	d.mu.Lock()

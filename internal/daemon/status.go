@@ -7,6 +7,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -25,6 +26,8 @@ type view struct {
 	failedAll uint64
 	flips     map[netip.Prefix]uint64
 	orphans   int
+	drained   drain.Set // replaced, never mutated, by the loop
+	drainErr  string
 	ticked    bool
 }
 
@@ -35,6 +38,7 @@ type Status struct {
 	Interface  InterfaceStatus `json:"interface"`
 	ControlAPI APIStatus       `json:"control_api"`
 	Bird       BirdStatus      `json:"bird"`
+	Drain      DrainStatus     `json:"drain"`
 	VIPs       []VIPStatus     `json:"vips"`
 }
 
@@ -47,6 +51,14 @@ type InterfaceStatus struct {
 	Foreign []string `json:"foreign,omitempty"` // addresses rhi does not own
 	// Withdrawing counts VIPs dropped by a reload that are still present.
 	Withdrawing int `json:"withdrawing,omitempty"`
+}
+
+// DrainStatus is the operator's drain file as the daemon last read it.
+type DrainStatus struct {
+	File  string `json:"file"`
+	All   bool   `json:"all,omitempty"`
+	Count int    `json:"drained"` // configured VIPs drained
+	Error string `json:"error,omitempty"`
 }
 
 // APIStatus is the health of the APISIX control API as the last poll saw it.
@@ -71,6 +83,7 @@ type VIPStatus struct {
 	Verdict     decide.Availability `json:"verdict"`
 	Reason      decide.Reason       `json:"reason"`
 	Desired     bool                `json:"desired"`      // should be on the interface
+	Drained     bool                `json:"drained"`      // withdrawn by the operator
 	OnInterface bool                `json:"on_interface"` // is on the interface
 	Since       time.Time           `json:"since"`        // last change of either
 	FailedPolls int                 `json:"failed_polls"`
@@ -113,6 +126,7 @@ func (d *Daemon) Status() Status {
 			Polls: v.polls, FailedPolls: v.failedAll,
 		},
 	}
+	s.Drain = DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
 	var confirms map[netip.Prefix]VIPConfirm
 	if d.conf != nil {
 		s.Bird, confirms = d.conf.snapshot()
@@ -131,7 +145,8 @@ func (d *Daemon) Status() Status {
 		st := v.states[c.Address]
 		vs := VIPStatus{
 			Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
-			Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced,
+			Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced && !v.drained.Has(c.Address),
+			Drained:     v.drained.Has(c.Address),
 			OnInterface: v.iface.Has(c.Address), Since: v.since[c.Address],
 			FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: v.flips[c.Address],
 		}
@@ -145,6 +160,9 @@ func (d *Daemon) Status() Status {
 				us.Error = r.Err.Error()
 			}
 			vs.Upstreams = append(vs.Upstreams, us)
+		}
+		if vs.Drained {
+			s.Drain.Count++
 		}
 		s.VIPs = append(s.VIPs, vs)
 	}

@@ -1,0 +1,13 @@
+package daemon
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+func inode(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}

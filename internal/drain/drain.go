@@ -1,0 +1,159 @@
+// Package drain keeps the set of VIPs an operator has drained: withdrawn
+// whatever their health, until undrained. The set lives in a small text
+// file (drain_file) so that it survives restarts of rhi and of the host;
+// `rhi drain` writes it, the daemon reads it.
+//
+// The format is one VIP per line (as in the config: "10.0.0.100" or
+// "10.0.0.100/32") or the word "all"; blank lines and "#" comments are
+// ignored. Writes replace the file atomically, so a reader never sees half
+// of one.
+package drain
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// maxSize bounds what Read accepts: a line per VIP.
+const maxSize = 4 << 20
+
+// Set is a drain set.
+type Set struct {
+	All  bool
+	VIPs map[netip.Prefix]bool
+}
+
+// Has reports whether p is drained.
+func (s Set) Has(p netip.Prefix) bool { return s.All || s.VIPs[p] }
+
+// Empty reports whether nothing is drained.
+func (s Set) Empty() bool { return !s.All && len(s.VIPs) == 0 }
+
+// ParsePrefix reads a VIP as the config writes it: an address, or a host
+// prefix (/32, /128).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		if p.Bits() != p.Addr().BitLen() {
+			return netip.Prefix{}, fmt.Errorf("%q is not a host prefix", s)
+		}
+		return p, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// Read reads the drain file. A missing file is an empty set, not an error.
+func Read(path string) (Set, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Set{VIPs: map[netip.Prefix]bool{}}, nil
+	}
+	if err != nil {
+		return Set{}, fmt.Errorf("drain file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
+	if err != nil {
+		return Set{}, fmt.Errorf("drain file %q: %w", path, err)
+	}
+	if len(data) > maxSize {
+		return Set{}, fmt.Errorf("drain file %q: larger than %d MiB", path, maxSize>>20)
+	}
+	return Parse(path, data)
+}
+
+// Parse reads a drain set from data; name is used in errors.
+func Parse(name string, data []byte) (Set, error) {
+	s := Set{VIPs: map[netip.Prefix]bool{}}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), maxSize)
+	line := 0
+	for sc.Scan() {
+		line++
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		text = strings.TrimSpace(text)
+		switch text {
+		case "":
+			continue
+		case "all":
+			s.All = true
+			continue
+		}
+		p, err := ParsePrefix(text)
+		if err != nil {
+			return Set{}, fmt.Errorf("%s:%d: not a VIP or \"all\" (got %q)", name, line, text)
+		}
+		s.VIPs[p] = true
+	}
+	if err := sc.Err(); err != nil {
+		return Set{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Format writes s in the file format, sorted, with a header.
+func Format(s Set) []byte {
+	var b bytes.Buffer
+	b.WriteString("# VIPs drained by `rhi drain`: withdrawn whatever their health. Undrain with `rhi undrain`.\n")
+	if s.All {
+		b.WriteString("all\n")
+	}
+	ps := make([]netip.Prefix, 0, len(s.VIPs))
+	for p, on := range s.VIPs {
+		if on {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, netip.Prefix.Compare)
+	for _, p := range ps {
+		b.WriteString(p.String())
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// Write replaces the drain file with s atomically (a temporary file in the
+// same directory, synced, then renamed over it).
+func Write(path string, s Set) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".drain-*")
+	if err != nil {
+		return fmt.Errorf("write drain file: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
+	if _, err := tmp.Write(Format(s)); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write drain file %q: %w", path, err)
+	}
+	if err := tmp.Chmod(0o640); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write drain file %q: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write drain file %q: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write drain file %q: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write drain file %q: %w", path, err)
+	}
+	return nil
+}
