@@ -28,12 +28,15 @@ const usage = `rhi — Route Health Injection for APISIX and BIRD
 Usage:
   rhi run          [--config PATH] [--debug]        run the daemon
   rhi status       [--config PATH] [--json]         ask the running daemon what it is doing
+  rhi verify       [--config PATH] [--bird-socket PATH] [--json]
+                                                    check that BIRD announces what rhi wants
   rhi check-config [--config PATH]                  validate, print the effective config
   rhi version                                       print the version
 
 --config defaults to ` + defaultConfig + `.
 
-Exit codes: 0 ok; 1 failure; 2 bad usage or invalid config.
+Exit codes: 0 ok; 1 failure (verify: a mismatch); 2 bad usage or invalid config
+(verify: could not check). "rhi COMMAND -h" tells more.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -51,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(rest, stdout, stderr)
 	case "status":
 		return cmdStatus(rest, stdout, stderr)
+	case "verify":
+		return cmdVerify(rest, stdout, stderr)
 	case "check-config":
 		return cmdCheckConfig(rest, stdout, stderr)
 	case "version", "--version":

@@ -1,0 +1,217 @@
+//go:build integration
+
+package anycast
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// verifyDeadline bounds each wait for `rhi verify` to reach an exit code:
+// BGP sessions come back after the ADC's connect retry (5 s) and a hold
+// exchange, so this is generous on purpose.
+const verifyDeadline = 90 * time.Second
+
+// verifyRun is one `rhi verify --json` run inside a site's namespace.
+type verifyRun struct {
+	code   int
+	stdout string
+	stderr string
+	doc    verifyDoc // the parsed stdout; zero when it did not parse
+}
+
+// verifyDoc is the part of `rhi verify --json` these tests read.
+type verifyDoc struct {
+	ExitCode    int `json:"exit_code"`
+	Expectation struct {
+		Source string `json:"source"`
+	} `json:"expectation"`
+	Check struct {
+		Protocols []struct {
+			Name        string `json:"name"`
+			Established bool   `json:"established"`
+		} `json:"protocols"`
+		VIPs []struct {
+			VIP      string `json:"vip"`
+			Expected string `json:"expected"`
+			Agrees   bool   `json:"agrees"`
+		} `json:"vips"`
+	} `json:"check"`
+}
+
+func (r verifyRun) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// runVerify runs the built rhi's `verify --json --config <site config>`
+// inside the site's namespace, where status_listen and rhi0 are.
+func runVerify(ctx context.Context, s *Site, args ...string) (verifyRun, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := s.DC.Exec(ctx, bins.RHI, append([]string{"verify", "--json", "--config", s.Config}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return verifyRun{}, err
+	}
+	r := verifyRun{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	if err := json.Unmarshal(out.Bytes(), &r.doc); err != nil {
+		return r, fmt.Errorf("stdout is not JSON: %w\n%s", err, r)
+	}
+	if r.doc.ExitCode != r.code {
+		return r, fmt.Errorf("JSON exit_code %d, process exit %d", r.doc.ExitCode, r.code)
+	}
+	return r, nil
+}
+
+// verifyExits waits until `rhi verify` on s exits with code, and returns
+// that run.
+func (w *world) verifyExits(t *testing.T, s *Site, code int, args ...string) verifyRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), verifyDeadline)
+	defer cancel()
+	var last verifyRun
+	runs := 0
+	err := w.lab.WaitFor(ctx, func(ctx context.Context) (bool, error) {
+		r, err := runVerify(ctx, s, args...)
+		last = r
+		runs++
+		if err != nil {
+			return false, err
+		}
+		return r.code == code, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: rhi verify %s never exited %d: %v\nlast run: %s", s.DC.Name, strings.Join(args, " "), code, err, last)
+	}
+	t.Logf("%s: rhi verify exited %d (run %d): %s", s.DC.Name, code, runs, summary(last.stdout))
+	return last
+}
+
+// wantVIPs checks that every VIP of the run is expected as want and agrees.
+func wantVIPs(t *testing.T, r verifyRun, source, want string, n int) {
+	t.Helper()
+	if r.doc.Expectation.Source != source {
+		t.Errorf("expectation from %q, want %q\n%s", r.doc.Expectation.Source, source, r)
+	}
+	if len(r.doc.Check.VIPs) != n {
+		t.Fatalf("%d VIPs checked, want %d\n%s", len(r.doc.Check.VIPs), n, r)
+	}
+	for _, v := range r.doc.Check.VIPs {
+		if v.Expected != want || !v.Agrees {
+			t.Errorf("%s: expected %q, agrees %v; want %q and agreeing\n%s", v.VIP, v.Expected, v.Agrees, want, r)
+		}
+	}
+}
+
+// TestVerifyPeerSession: with rhi announcing, verify confirms every VIP
+// (exit 0); when the router drops the IPv4 session, verify reports the
+// session (exit 1); when it returns, exit 0 again. A socket that does not
+// exist cannot be checked (exit 2).
+func TestVerifyPeerSession(t *testing.T) {
+	w := newWorld(t, Config{VIPs: Seed})
+	s := w.sites[0]
+	ctx := context.Background()
+	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
+
+	r := w.verifyExits(t, s, 0)
+	wantVIPs(t, r, "daemon", "present", len(Seed))
+
+	peerSession := s.DC.PeerProtos[0] // the router's IPv4 session to dc1
+	if _, err := w.lab.Peer.Birdc(ctx, "disable "+peerSession); err != nil {
+		t.Fatal(err)
+	}
+	r = w.verifyExits(t, s, 1)
+	down := 0
+	for _, p := range r.doc.Check.Protocols {
+		if !p.Established {
+			down++
+			if p.Name != s.DC.Protocols[0] {
+				t.Errorf("protocol %q not Established; only %q should be\n%s", p.Name, s.DC.Protocols[0], r)
+			}
+		}
+	}
+	if down == 0 {
+		t.Errorf("exit 1 without a protocol that is not Established\n%s", r)
+	}
+
+	if _, err := w.lab.Peer.Birdc(ctx, "enable "+peerSession); err != nil {
+		t.Fatal(err)
+	}
+	r = w.verifyExits(t, s, 0)
+	wantVIPs(t, r, "daemon", "present", len(Seed))
+
+	r, err := runVerify(ctx, s, "--bird-socket", "/nonexistent/bird.ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.code != 2 || !strings.Contains(r.stderr, `"/nonexistent/bird.ctl"`) {
+		t.Errorf("bogus socket: want exit 2 naming it on stderr\n%s", r)
+	}
+}
+
+// TestVerifyWithdrawn: when dc1's backends die and rhi withdraws, absent is
+// expected and absent everywhere (exit 0), while dc2 still announces. With
+// rhi stopped, verify judges from a fresh poll of the control API; backends
+// that recover while nobody puts the VIPs back are a mismatch until rhi
+// runs again.
+func TestVerifyWithdrawn(t *testing.T) {
+	w := newWorld(t, Config{VIPs: Seed}, Config{VIPs: Seed})
+	dc1, dc2 := w.sites[0], w.sites[1]
+	vips := seedAddrs()
+	w.peerSees(t, "via dc1 (paths from dc1, dc2)", vips...)
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(Seed))
+
+	if err := dc1.SetAll("unhealthy", Keys(Seed)...); err != nil {
+		t.Fatal(err)
+	}
+	dc1.holds(t, "")
+	w.peerSees(t, "via dc2 (paths from dc2)", vips...)
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "absent", len(Seed))
+	wantVIPs(t, w.verifyExits(t, dc2, 0), "daemon", "present", len(Seed))
+
+	if err := dc1.StopRHI(); err != nil {
+		t.Fatal(err)
+	}
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "poll", "absent", len(Seed))
+
+	if err := dc1.SetAll("healthy", Keys(Seed)...); err != nil {
+		t.Fatal(err)
+	}
+	r := w.verifyExits(t, dc1, 1)
+	if r.doc.Expectation.Source != "poll" {
+		t.Errorf("expectation from %q, want the fresh poll\n%s", r.doc.Expectation.Source, r)
+	}
+	for _, v := range r.doc.Check.VIPs {
+		if v.Expected != "present" || v.Agrees {
+			t.Errorf("%s: expected %q, agrees %v; want present and disagreeing (not on the interface)\n%s", v.VIP, v.Expected, v.Agrees, r)
+		}
+	}
+
+	if err := dc1.StartRHI(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.peerSees(t, "via dc1 (paths from dc1, dc2)", vips...)
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(Seed))
+}
+
+// summary picks the report's one-line summary out of the JSON.
+func summary(stdout string) string {
+	var doc struct {
+		Check struct {
+			Summary string `json:"summary"`
+		} `json:"check"`
+	}
+	_ = json.Unmarshal([]byte(stdout), &doc)
+	return doc.Check.Summary
+}
