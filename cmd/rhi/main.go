@@ -4,7 +4,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,17 +25,21 @@ const (
 const usage = `rhi — Route Health Injection for APISIX and BIRD
 
 Usage:
-  rhi run          [--config PATH] [--debug]        run the daemon
+  rhi run          [--config PATH] [--debug] [--dry-run]
+                                                    run the daemon (--dry-run: change nothing)
   rhi status       [--config PATH] [--json]         ask the running daemon what it is doing
   rhi verify       [--config PATH] [--bird-socket PATH] [--json]
                                                     check that BIRD announces what rhi wants
+  rhi drain        [--config PATH] (--all | VIP...)  withdraw VIPs whatever their health, until undrained;
+                                                    waits for the daemon and BIRD to confirm
+  rhi undrain      [--config PATH] (--all | VIP...)  let health decide again
   rhi check-config [--config PATH]                  validate, print the effective config
   rhi version                                       print the version
 
 --config defaults to ` + defaultConfig + `.
 
-Exit codes: 0 ok; 1 failure (verify: a mismatch); 2 bad usage or invalid config
-(verify: could not check). "rhi COMMAND -h" tells more.
+Exit codes: 0 ok; 1 failure (verify: a mismatch; drain: not confirmed); 2 bad
+usage or invalid config (verify: could not check). "rhi COMMAND -h" tells more.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -56,6 +59,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdStatus(rest, stdout, stderr)
 	case "verify":
 		return cmdVerify(rest, stdout, stderr)
+	case "drain":
+		return cmdDrain("drain", true, rest, stdout, stderr)
+	case "undrain":
+		return cmdDrain("undrain", false, rest, stdout, stderr)
 	case "check-config":
 		return cmdCheckConfig(rest, stdout, stderr)
 	case "version", "--version":
@@ -81,18 +88,33 @@ func flags(name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
 }
 
 // parse parses args and maps -h to exit 0 and bad flags to exit 2; ok is
-// false when the caller should return code.
+// false when the caller should return code. Positional arguments are
+// refused.
 func parse(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code, ok
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "rhi: unexpected argument %q\n", fs.Arg(0))
+		return exitBadInput, false
+	}
+	return 0, true
+}
+
+// parseFlags is parse that leaves positional arguments to the caller. Help
+// goes to stdout once; a bad flag's error and the usage go to stderr.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok bool) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
 			fs.SetOutput(stdout)
 			fs.Usage()
 			return exitOK, false
 		}
-		return exitBadInput, false
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "rhi: unexpected argument %q\n", fs.Arg(0))
+	if err := fs.Parse(args); err != nil {
 		return exitBadInput, false
 	}
 	return 0, true

@@ -25,9 +25,10 @@ import (
 const netlinkTimeout = 2 * time.Second
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := flags("run", "[--config PATH] [--debug]", stdout, stderr)
+	fs := flags("run", "[--config PATH] [--debug] [--dry-run]", stdout, stderr)
 	path := fs.String("config", defaultConfig, "configuration file")
 	debug := fs.Bool("debug", false, "log per-tick detail")
+	dryRun := fs.Bool("dry-run", false, "poll, decide, confirm and log, but never change the interface")
 	if code, ok := parse(fs, args, stdout); !ok {
 		return code
 	}
@@ -64,11 +65,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			metrics.ObservePoll(took, unreadable)
 		}
 	}
+	var ann daemon.Announcer = vip.New(nl, cfg.Interface, log)
+	if *dryRun {
+		ann = vip.NewDryRun(nl, cfg.Interface, log)
+		log.Warn("dry run: rhi will not change the interface")
+	}
 	d := daemon.New(cfg, daemon.Deps{
 		OnPoll:    onPoll,
 		Ready:     func() { notifyReady(log) },
 		Health:    health,
-		Announcer: vip.New(nl, cfg.Interface, log),
+		Announcer: ann,
 		Log:       log,
 		Confirmer: verify.Socket{Path: cfg.Bird.Socket},
 		NewHealth: func(c *config.Config) daemon.HealthSource {

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/daemon"
+)
+
+// drainConfig writes a config with the seed's VIPs whose drain file and
+// status listener are the test's.
+func drainConfig(t *testing.T, statusAddr string) (cfg, drainFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	drainFile = filepath.Join(dir, "state", "drain")
+	cfg = filepath.Join(dir, "rhi.yaml")
+	text := `status_listen: "` + statusAddr + `"
+drain_file: ` + drainFile + `
+vips:
+  - address: 10.0.0.100
+    upstreams: ["/apisix/upstreams/api"]
+  - address: 10.0.0.101
+    upstreams: ["/apisix/upstreams/auth"]
+  - address: fd00::1
+    upstreams: ["/apisix/upstreams/api"]
+`
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, drainFile
+}
+
+func TestDrainRecords(t *testing.T) {
+	cfg, file := drainConfig(t, "")
+	steps := []struct {
+		args []string
+		code int
+		file string // the drain file's lines after the header, "" if unchanged
+		err  string
+	}{
+		{[]string{"drain", "--no-wait", "10.0.0.101"}, exitOK, "10.0.0.101/32", ""},
+		{[]string{"drain", "--no-wait", "fd00::1/128"}, exitOK, "10.0.0.101/32 fd00::1/128", ""},
+		{[]string{"undrain", "--no-wait", "10.0.0.101/32"}, exitOK, "fd00::1/128", ""},
+		{[]string{"drain", "--no-wait", "--all"}, exitOK, "all fd00::1/128", ""},
+		// Undraining one VIP out of "all" keeps the others drained.
+		{[]string{"undrain", "--no-wait", "10.0.0.100"}, exitOK, "10.0.0.101/32 fd00::1/128", ""},
+		{[]string{"undrain", "--no-wait", "--all"}, exitOK, "", ""},
+		{[]string{"drain", "--no-wait", "10.9.9.9"}, exitBadInput, "", `"10.9.9.9" is not a VIP of`},
+		{[]string{"drain", "--no-wait"}, exitBadInput, "", "name VIPs or give --all"},
+		{[]string{"drain", "--no-wait", "--all", "10.0.0.100"}, exitBadInput, "", "name VIPs or give --all"},
+	}
+	for _, s := range steps {
+		var out, errb bytes.Buffer
+		args := append([]string{s.args[0], "--config", cfg}, s.args[1:]...)
+		if code := run(args, &out, &errb); code != s.code {
+			t.Fatalf("%v: exit %d, want %d (%s)", s.args, code, s.code, errb.String())
+		}
+		if !strings.Contains(errb.String(), s.err) {
+			t.Errorf("%v: stderr %q lacks %q", s.args, errb.String(), s.err)
+		}
+		if s.code != exitOK {
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")[1:]
+		if got := strings.Join(lines, " "); got != s.file {
+			t.Errorf("%v: drain file holds %q, want %q", s.args, got, s.file)
+		}
+	}
+}
+
+// fakeDaemon serves /status from a function of the request count.
+func fakeDaemon(t *testing.T, status func(n int) daemon.Status) string {
+	t.Helper()
+	n := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		json.NewEncoder(w).Encode(status(n))
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return ln.Addr().String()
+}
+
+func TestDrainWaitsForDaemonAndBird(t *testing.T) {
+	// The daemon reads the drain file on the second status, BIRD confirms
+	// on the third.
+	addr := fakeDaemon(t, func(n int) daemon.Status {
+		v := daemon.VIPStatus{Address: "10.0.0.101/32", OnInterface: true}
+		if n >= 2 {
+			v.Drained, v.OnInterface = true, false
+		}
+		if n >= 3 {
+			v.Bird = &daemon.VIPConfirm{Agrees: true, CheckedAt: time.Now()}
+		}
+		return daemon.Status{Ready: true, Bird: daemon.BirdStatus{Enabled: true}, VIPs: []daemon.VIPStatus{v}}
+	})
+	cfg, _ := drainConfig(t, addr)
+	var out, errb bytes.Buffer
+	if code := run([]string{"drain", "--config", cfg, "--timeout", "20s", "10.0.0.101"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "10.0.0.101/32        drained    withdrawn  BIRD agrees") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+func TestDrainNotConfirmed(t *testing.T) {
+	addr := fakeDaemon(t, func(int) daemon.Status {
+		return daemon.Status{Ready: true, Bird: daemon.BirdStatus{Enabled: true, Error: "dial unix: no such file"},
+			VIPs: []daemon.VIPStatus{{Address: "10.0.0.101/32", Drained: true}}}
+	})
+	cfg, _ := drainConfig(t, addr)
+	var out, errb bytes.Buffer
+	if code := run([]string{"drain", "--config", cfg, "--timeout", "500ms", "10.0.0.101"}, &out, &errb); code != exitFailure {
+		t.Fatalf("exit %d, want %d", code, exitFailure)
+	}
+	if !strings.Contains(errb.String(), "BIRD unreachable") {
+		t.Errorf("stderr: %s", errb.String())
+	}
+}
+
+func TestDrainDaemonDown(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg, file := drainConfig(t, addr)
+	var out, errb bytes.Buffer
+	if code := run([]string{"drain", "--config", cfg, "--timeout", "300ms", "10.0.0.100"}, &out, &errb); code != exitFailure {
+		t.Fatalf("exit %d, want %d", code, exitFailure)
+	}
+	if !strings.Contains(errb.String(), "NOT confirmed as applied") {
+		t.Errorf("stderr: %s", errb.String())
+	}
+	if b, _ := os.ReadFile(file); !strings.Contains(string(b), "10.0.0.100/32") {
+		t.Error("the drain was not recorded")
+	}
+}
