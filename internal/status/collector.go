@@ -9,6 +9,10 @@ import (
 var (
 	descVIPDesired = prometheus.NewDesc("rhi_vip_desired",
 		"1 if rhi wants the VIP announced (health, hysteresis and policy).", []string{"vip"}, nil)
+	descVIPDrained = prometheus.NewDesc("rhi_vip_drained",
+		"1 if the operator drained the VIP (rhi drain).", []string{"vip"}, nil)
+	descDrainError = prometheus.NewDesc("rhi_drain_file_error",
+		"1 if the drain file could not be read (the drains already in force are kept).", nil, nil)
 	descVIPOnIface = prometheus.NewDesc("rhi_vip_on_interface",
 		"1 if the VIP is on the interface.", []string{"vip"}, nil)
 	descVIPPolicy = prometheus.NewDesc("rhi_vip_failure_policy_active",
@@ -49,7 +53,7 @@ type collector struct{ src Source }
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descVIPDesired, descVIPOnIface, descVIPPolicy, descVIPFailed,
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
-		descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP} {
+		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP} {
 		ch <- d
 	}
 }
@@ -67,6 +71,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descFailedPolls, prometheus.CounterValue, float64(s.ControlAPI.FailedPolls))
 	gauge(descConsecutive, float64(s.ControlAPI.ConsecutiveFailedPolls))
 	gauge(descIfaceUp, b2f(s.Interface.Exists && s.Interface.Up), s.Interface.Name)
+	gauge(descDrainError, b2f(s.Drain.Error != ""))
 	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
 		gauge(descBirdUp, b2f(s.Bird.Error == ""))
 		for _, p := range s.Bird.Protocols {
@@ -82,6 +87,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descVIPDesired, b2f(v.Desired), v.Address)
 		gauge(descVIPOnIface, b2f(v.OnInterface), v.Address)
+		gauge(descVIPDrained, b2f(v.Drained), v.Address)
 		gauge(descVIPPolicy, b2f(v.Reason == decide.ReasonPolicyWithdraw || v.Reason == decide.ReasonPolicyAnnounce), v.Address)
 		gauge(descVIPFailed, float64(v.FailedPolls), v.Address)
 		ch <- prometheus.MustNewConstMetric(descVIPTransitions, prometheus.CounterValue, float64(v.Transitions), v.Address)
