@@ -87,6 +87,7 @@ bird:
   protocols: [{{.Protocols}}]
 on_shutdown: {{.C.OnShutdown}}
 status_listen: {{.StatusAddr}}
+drain_file: {{.Dir}}/drain
 vips:
 {{- range .C.VIPs}}
   - address: {{.Address}}
@@ -186,13 +187,15 @@ func (s *Site) WriteConfig(cfg Config) error {
 	return os.WriteFile(s.Config, buf.Bytes(), 0o644)
 }
 
-// StartRHI runs `rhi run` on the site and waits until it has ticked once.
-func (s *Site) StartRHI(ctx context.Context) error {
+// StartRHI runs `rhi run` (with extra arguments, e.g. --dry-run) on the
+// site and waits until it has ticked once.
+func (s *Site) StartRHI(ctx context.Context, extra ...string) error {
 	if s.rhi != nil {
 		return fmt.Errorf("%s: rhi already running", s.DC.Name)
 	}
 	s.starts++
-	p, err := s.DC.Start(ctx, fmt.Sprintf("rhi-%d", s.starts), s.bins.RHI, "run", "--config", s.Config)
+	argv := append([]string{s.bins.RHI, "run", "--config", s.Config}, extra...)
+	p, err := s.DC.Start(ctx, fmt.Sprintf("rhi-%d", s.starts), argv...)
 	if err != nil {
 		return err
 	}
@@ -219,6 +222,22 @@ func (s *Site) StopRHI() error {
 	err := s.rhi.Stop()
 	s.rhi = nil
 	return err
+}
+
+// RHICommand runs another rhi subcommand (drain, verify, …) on the site
+// with the site's config and returns its output and exit code.
+func (s *Site) RHICommand(ctx context.Context, args ...string) (string, int, error) {
+	argv := append([]string{args[0], "--config", s.Config}, args[1:]...)
+	cmd := s.DC.Exec(ctx, s.bins.RHI, argv...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode(), nil
+	}
+	if err != nil {
+		return string(out), -1, err
+	}
+	return string(out), 0, nil
 }
 
 // Reload sends SIGHUP to rhi.
