@@ -127,19 +127,7 @@ func handleSignals(ctx context.Context, path string, started *config.Config, d *
 		case s := <-ch:
 			switch s {
 			case syscall.SIGHUP:
-				cfg, err := config.Load(path)
-				if err != nil {
-					log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
-					reloaded(false)
-					continue
-				}
-				if keys := restartOnly(started, cfg); len(keys) > 0 {
-					log.WithFields(logrus.Fields{"config": path, "keys": strings.Join(keys, ", ")}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
-					reloaded(false)
-					continue
-				}
-				d.Reload(cfg)
-				reloaded(true)
+				reloaded(reload(path, started, d, log))
 			case syscall.SIGUSR1:
 				if err := logs.Reopen(); err != nil {
 					log.WithError(err).Error("reopening log files")
@@ -149,6 +137,23 @@ func handleSignals(ctx context.Context, path string, started *config.Config, d *
 			}
 		}
 	}
+}
+
+// reload loads the config at path and hands it to d. A file that does not
+// load, or that changes a key bound at start-up, is logged with every
+// problem and rejected: the old configuration keeps running.
+func reload(path string, started *config.Config, d interface{ Reload(*config.Config) }, log logrus.FieldLogger) bool {
+	cfg, err := config.Load(path)
+	if err != nil {
+		log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
+		return false
+	}
+	if keys := restartOnly(started, cfg); len(keys) > 0 {
+		log.WithFields(logrus.Fields{"config": path, "keys": strings.Join(keys, ", ")}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
+		return false
+	}
+	d.Reload(cfg)
+	return true
 }
 
 // restartOnly lists the keys that differ between old and next but are bound
