@@ -99,7 +99,7 @@ func maxDur(a, b time.Duration) time.Duration {
 func flip1000(t *testing.T, w *world) (renewals int) {
 	const n = 1000
 	s := w.sites[0]
-	st := settle(t, w, s, n, true, n)
+	settle(t, w, s, n, true, n)
 	for i := 0; i < 4; i++ {
 		status := map[bool]string{true: "healthy", false: "unhealthy"}
 		up := i%2 == 1
@@ -110,7 +110,7 @@ func flip1000(t *testing.T, w *world) (renewals int) {
 		if up {
 			peer = n
 		}
-		st = settle(t, w, s, n, up, peer)
+		st := settle(t, w, s, n, up, peer)
 		lat, ren := maxLatency(st)
 		t.Logf("flip %d (%s): BIRD agreed on all %d VIPs, slowest %s after the change; %d renewals so far", i+1, status[up], n, lat.Round(time.Millisecond), ren)
 		renewals = ren
