@@ -13,9 +13,8 @@ func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parse(fs, args, stdout); !ok {
 		return code
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return exitBadInput
 	}
 	out, err := config.Format(cfg)

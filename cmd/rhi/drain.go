@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/drain"
 )
@@ -31,9 +30,8 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "rhi %s: name VIPs or give --all (not both)\n", name)
 		return exitBadInput
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return exitBadInput
 	}
 	configured := map[netip.Prefix]bool{}

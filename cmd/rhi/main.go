@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/rhi-daemon/rhi/internal/config"
 )
 
 // version is set at build time: -ldflags "-X main.version=…".
@@ -118,4 +120,15 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok
 		return exitBadInput, false
 	}
 	return 0, true
+}
+
+// loadConfig loads the config at path; on failure it prints every problem
+// to stderr and ok is false (the caller exits 2).
+func loadConfig(path string, stderr io.Writer) (cfg *config.Config, ok bool) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return nil, false
+	}
+	return cfg, true
 }

@@ -32,9 +32,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parse(fs, args, stdout); !ok {
 		return code
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return exitBadInput
 	}
 	logs, err := logfile.New(cfg.MainLog, cfg.ErrorLog, *debug, stderr)

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 )
 
@@ -24,9 +23,8 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parse(fs, args, stdout); !ok {
 		return code
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return exitBadInput
 	}
 	if cfg.StatusListen == "" {

@@ -150,9 +150,8 @@ func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceRead
 	if code, ok := parse(fs, args, stdout); !ok {
 		return code
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return exitBadInput
 	}
 	out := verifyJSON{ExitCode: exitBadInput}
