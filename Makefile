@@ -90,3 +90,16 @@ deb:
 	@GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh
 check-deb:
 	@deb=$$(GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh) && GO=$(GO) packaging/check-deb.sh "$$deb"
+
+# Lab figures of SPEC §8 (BENCHMARKS.md): reaction to 1 and 1,000 flips at
+# the interface and the peer router, idle RSS/CPU, polls of 1,000 and 10,000
+# upstreams. Root; a few minutes. `make soak` runs 1,000 flapping VIPs for
+# SOAK_DURATION and checks that every VIP ends as its last health says; not CI.
+SOAK_DURATION ?= 10m
+.PHONY: soak
+bench-lab:
+	@[ "$$(id -u)" = 0 ] || { echo "make bench-lab builds network namespaces: run it as root"; exit 1; }
+	$(GO) run ./integration/benchlab $(BENCHLAB_FLAGS)
+soak:
+	@[ "$$(id -u)" = 0 ] || { echo "make soak builds network namespaces: run it as root"; exit 1; }
+	$(GO) run ./integration/soak -duration $(SOAK_DURATION)
