@@ -101,7 +101,10 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 	fmt.Fprintln(tw, "VIP\tWANT\tIFACE\tBIRD\tVERDICT\tREASON\tSINCE\tUPSTREAMS")
 	for _, v := range s.VIPs {
 		want := "withdraw"
-		if v.Desired {
+		switch {
+		case v.Drained:
+			want = "drained"
+		case v.Desired:
 			want = "announce"
 		}
 		onIface := "absent"
@@ -118,6 +121,19 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Address, want, onIface, birdCell(v.Bird), v.Verdict, v.Reason, ago(now, v.Since), strings.Join(ups, " "))
 	}
 	tw.Flush()
+	for _, v := range s.VIPs {
+		if v.Bird != nil && !v.Bird.Agrees {
+			fmt.Fprintf(w, "\n%s: BIRD disagrees: %s", v.Address, v.Bird.Problem)
+		}
+	}
+	for _, v := range s.VIPs {
+		for _, u := range v.Upstreams {
+			if u.Error != "" {
+				fmt.Fprintf(w, "\n%s: %s: %s", v.Address, u.Key, u.Error)
+			}
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 // birdLine sums up BIRD's side: reachable, and which sessions are up.

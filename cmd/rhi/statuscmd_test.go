@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/verify"
+)
+
+var statusNow = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func statusSample() daemon.Status {
+	ago := func(d time.Duration) time.Time { return statusNow.Add(-d) }
+	return daemon.Status{
+		Ready:     true,
+		Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Foreign: []string{"192.0.2.7/32"}},
+		ControlAPI: daemon.APIStatus{URL: "http://127.0.0.1:9090", LastPoll: ago(1200 * time.Millisecond),
+			PollDuration: 12 * time.Millisecond, Upstreams: 5, Unreadable: 1, ConsecutiveFailedPolls: 2},
+		Bird: daemon.BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: ago(3 * time.Second), Agree: 2, Disagree: 1,
+			Protocols: []verify.ProtocolState{{Name: "peer_4", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
+		VIPs: []daemon.VIPStatus{
+			{Address: "10.0.0.100/32", Condition: "all", Verdict: decide.Available, Reason: decide.ReasonHealthy, Desired: true, OnInterface: true,
+				Since: ago(5 * time.Minute), Bird: &daemon.VIPConfirm{Agrees: true, Latency: 31 * time.Millisecond},
+				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}}},
+			{Address: "10.0.0.101/32", Condition: "all", Verdict: decide.Unknown, Reason: decide.ReasonUnknown, Desired: true, OnInterface: true,
+				Since: ago(2 * time.Hour), FailedPolls: 2, Bird: &daemon.VIPConfirm{Agrees: false, Problem: "not exported to peer_4"},
+				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/upstreams/auth", Verdict: "failed", Error: "GET /v1/healthcheck/upstreams/auth: HTTP 502"}, {Key: "/upstreams/admin", Verdict: "up"}}},
+			{Address: "fd00::10/128", Condition: "any", Verdict: decide.Available, Reason: decide.ReasonHealthy, Drained: true,
+				Since: ago(40 * time.Second), Bird: &daemon.VIPConfirm{Agrees: true},
+				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/routes/web", Verdict: "no_checker"}}},
+		},
+	}
+}
+
+func TestStatusTableGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		st   daemon.Status
+	}{
+		{"status-sample", statusSample()},
+		{"status-starting", daemon.Status{}},
+		{"status-bird-away", func() daemon.Status {
+			s := statusSample()
+			s.Bird.Error = "dial unix /run/bird/bird.ctl: connect: no such file or directory"
+			s.Interface.Exists = false
+			s.Interface.Error = `interface "rhi0": no such interface`
+			return s
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			writeStatus(&b, tt.st, statusNow)
+			path := filepath.Join("testdata", tt.name+".golden")
+			if *updateGolden {
+				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), b.String()); diff != "" {
+				t.Errorf("rhi status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
