@@ -1,0 +1,223 @@
+// Command benchlab measures rhi in the netns lab against the targets of
+// SPEC §8 and prints a table (make bench-lab; root; a few minutes):
+//
+//   - reaction: over repeated trials, the time from the fake control API
+//     changing to the VIPs leaving (or returning to) rhi0 and to the peer
+//     router losing (or regaining) the routes, for 1 VIP and for 1,000 VIPs
+//     flipping at once, at poll intervals of 1 s and 200 ms. The wait for
+//     rhi's next poll is measured and subtracted: each change is placed at a
+//     random point between two polls, and the poll that sees it is known
+//     from rhi's poll grid (status last_poll, poll_interval);
+//   - idle: rhi's RSS and CPU over a quiet window with 1,000 VIPs;
+//   - scale: polls of 1,000 and 10,000 distinct upstreams (wall, rhi's and
+//     the fake API's CPU, requests per poll).
+//
+// Every scenario runs in a fresh one-ADC lab. The figures are recorded by
+// hand in BENCHMARKS.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rhi-daemon/rhi/integration/anycast"
+	"github.com/rhi-daemon/rhi/integration/lab"
+)
+
+// labPrefix names the benchmark's namespaces, apart from the tests' and the
+// demo's.
+const labPrefix = "rhi-bench-"
+
+type options struct {
+	trials1    int
+	trials1000 int
+	idle       time.Duration
+	window     time.Duration
+	only       string
+	seed       uint64
+}
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	var o options
+	flag.IntVar(&o.trials1, "trials1", 20, "trials (withdraw + announce) with 1 VIP")
+	flag.IntVar(&o.trials1000, "trials1000", 10, "trials (withdraw + announce) with 1,000 VIPs")
+	flag.DurationVar(&o.idle, "idle", 30*time.Second, "idle window for rhi's CPU and RSS")
+	flag.DurationVar(&o.window, "window", 20*time.Second, "measuring window of the upstream-scale polls")
+	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run (default all): "+strings.Join(names(), ", "))
+	flag.Uint64Var(&o.seed, "seed", 0, "random seed of the change times (0: from the clock)")
+	flag.Parse()
+	if o.seed == 0 {
+		o.seed = uint64(time.Now().UnixNano())
+	}
+	selected, err := pick(o.only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchlab:", err)
+		return 2
+	}
+	if err := lab.Available(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchlab: the lab cannot run here:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	lab.Sweep(ctx, labPrefix)
+
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	binDir, err := os.MkdirTemp("", "rhi-benchlab-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchlab:", err)
+		return 1
+	}
+	defer os.RemoveAll(binDir)
+	bins, err := anycast.Build(ctx, root, binDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchlab:", err)
+		return 1
+	}
+
+	r := &report{machine: machine(), seed: o.seed}
+	rng := rand.New(rand.NewPCG(o.seed, 0x7268692d62656e63))
+	var failed error
+	for _, sc := range selected {
+		fmt.Fprintf(os.Stderr, "== %s\n", sc.name)
+		if err := sc.run(ctx, bins, o, rng, r); err != nil {
+			failed = fmt.Errorf("%s: %w", sc.name, err)
+			break
+		}
+	}
+	r.print(os.Stdout)
+	if failed != nil {
+		fmt.Fprintln(os.Stderr, "benchlab:", failed)
+		return 1
+	}
+	return 0
+}
+
+// scenario is one measurement in its own lab.
+type scenario struct {
+	name string
+	run  func(ctx context.Context, bins anycast.Binaries, o options, rng *rand.Rand, r *report) error
+}
+
+func scenarios() []scenario {
+	flip := func(n int, poll time.Duration, idle bool) func(context.Context, anycast.Binaries, options, *rand.Rand, *report) error {
+		return func(ctx context.Context, bins anycast.Binaries, o options, rng *rand.Rand, r *report) error {
+			trials := o.trials1
+			if n > 1 {
+				trials = o.trials1000
+			}
+			return runFlips(ctx, bins, flipPlan{n: n, poll: poll, trials: trials, idle: idle, idleFor: o.idle}, rng, r)
+		}
+	}
+	scale := func(n int) func(context.Context, anycast.Binaries, options, *rand.Rand, *report) error {
+		return func(ctx context.Context, bins anycast.Binaries, o options, _ *rand.Rand, r *report) error {
+			return runScale(ctx, bins, n, o.window, r)
+		}
+	}
+	return []scenario{
+		{"flip1-1s", flip(1, time.Second, false)},
+		{"flip1-200ms", flip(1, 200*time.Millisecond, false)},
+		{"flip1000-1s", flip(1000, time.Second, true)},
+		{"flip1000-200ms", flip(1000, 200*time.Millisecond, true)},
+		{"poll1000", scale(1000)},
+		{"poll10000", scale(10000)},
+	}
+}
+
+func names() []string {
+	var out []string
+	for _, s := range scenarios() {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// pick returns the scenarios named in only (all when empty), in their
+// standard order.
+func pick(only string) ([]scenario, error) {
+	all := scenarios()
+	if only == "" {
+		return all, nil
+	}
+	want := strings.Split(only, ",")
+	for _, w := range want {
+		if !slices.Contains(names(), w) {
+			return nil, fmt.Errorf("-only: unknown scenario %q (known: %s)", w, strings.Join(names(), ", "))
+		}
+	}
+	var out []scenario
+	for _, s := range all {
+		if slices.Contains(want, s.name) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// machine describes where the figures were taken.
+func machine() string {
+	kernel := "unknown kernel"
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = "kernel " + strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%d cores (%s), %s, %s, %s", runtime.NumCPU(), cpuModel(), kernel, runtime.Version(), time.Now().UTC().Format("2006-01-02"))
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown cpu"
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown cpu"
+}
+
+// newLab builds a one-ADC lab for a scenario.
+func newLab(ctx context.Context) (*lab.Lab, error) {
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	return lab.New(ctx, lab.Options{DCs: 1, Prefix: labPrefix, Wait: 60 * time.Second})
+}
+
+// waitUntil calls f every interval until it returns nil, ctx ends or limit
+// passes; the error names f's last complaint.
+func waitUntil(ctx context.Context, limit, interval time.Duration, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// closeLab closes l and joins its error to err.
+func closeLab(l *lab.Lab, err *error) {
+	if cerr := l.Close(); cerr != nil {
+		*err = errors.Join(*err, cerr)
+	}
+}

@@ -1,0 +1,239 @@
+package probe
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rhi-daemon/rhi/integration/fakeapi"
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
+)
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"plain", "4242 (rhi) S 1 4242 4242 0 -1 4194560 1500 0 0 0 250 130 0 0 20 0 9 0 100 0 0", 3800 * time.Millisecond, false},
+		// The command name may hold spaces and ')': fields count from the last ')'.
+		{"odd command name", "7 (a) b (c)) R 1 7 7 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 5 0 0", 30 * time.Millisecond, false},
+		{"no name", "4242 rhi S 1", 0, true},
+		{"short", "4242 (rhi) S 1 2 3", 0, true},
+		{"not a number", "4242 (rhi) S 1 4242 4242 0 -1 4194560 1500 0 0 0 x 130 0 0", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseStat([]byte(tc.in))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("cpu = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	const status = "Name:\trhi\nVmPeak:\t 1262400 kB\nVmHWM:\t   20480 kB\nVmRSS:\t   12288 kB\nThreads:\t9\n"
+	rss, hwm, threads, err := parseStatus([]byte(status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := []int64{rss, hwm, int64(threads)}, []int64{12 << 20, 20 << 20, 9}; !cmp.Equal(got, want) {
+		t.Errorf("rss, hwm, threads = %v, want %v", got, want)
+	}
+	// A zombie's status has no memory lines.
+	if _, _, _, err := parseStatus([]byte("Name:\trhi\nState:\tZ (zombie)\nThreads:\t1\n")); err == nil {
+		t.Error("zombie status: no error")
+	}
+}
+
+// TestReadProc reads this test process, which certainly has memory, a
+// thread and open descriptors, and spends CPU when asked to.
+func TestReadProc(t *testing.T) {
+	a, err := ReadProc(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.RSS <= 0 || a.HWM < a.RSS || a.Threads < 1 || a.FDs < 3 {
+		t.Errorf("implausible reading %+v", a)
+	}
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+		// Busy: the reading below must show CPU spent.
+	}
+	b, err := ReadProc(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.CPU <= a.CPU || CPUShare(a, b) <= 0 {
+		t.Errorf("cpu %v then %v after a busy loop", a.CPU, b.CPU)
+	}
+	if _, err := ReadProc(-1); err == nil {
+		t.Error("pid -1: no error")
+	}
+}
+
+func TestFindPid(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test binary's own path is its argv[0] under go test.
+	pid, err := FindPid(os.Args[0])
+	if err != nil {
+		t.Fatalf("%v (executable %q)", err, self)
+	}
+	if pid != os.Getpid() {
+		t.Errorf("FindPid(argv[0]) = %d, want %d", pid, os.Getpid())
+	}
+	if _, err := FindPid("/no/such/argument/" + t.Name()); err == nil {
+		t.Error("missing argument: no error")
+	}
+}
+
+func TestMetric(t *testing.T) {
+	const text = `# HELP go_goroutines Number of goroutines that currently exist.
+# TYPE go_goroutines gauge
+go_goroutines 17
+go_goroutines_extra 3
+rhi_poll_duration_seconds_bucket{le="0.001"} 4
+rhi_poll_duration_seconds_sum 0.0123
+rhi_poll_duration_seconds_count 12
+process_cpu_seconds_total 1.5e-01
+`
+	tests := []struct {
+		name    string
+		want    float64
+		wantErr bool
+	}{
+		{"go_goroutines", 17, false},
+		{"rhi_poll_duration_seconds_sum", 0.0123, false},
+		{"rhi_poll_duration_seconds_count", 12, false},
+		{"process_cpu_seconds_total", 0.15, false},
+		{"rhi_poll_duration_seconds_bucket", 0, true}, // labelled only
+		{"go_gc", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Metric(text, tc.name)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRouteCount(t *testing.T) {
+	n, err := RouteCount("1000 of 1000 routes for 1000 networks in table master4")
+	if err != nil || n != 1000 {
+		t.Errorf("got %d, %v; want 1000", n, err)
+	}
+	n, err = RouteCount("2 of 4 routes for 2 networks in table master4\n")
+	if err != nil || n != 2 {
+		t.Errorf("got %d, %v; want 2", n, err)
+	}
+	if _, err := RouteCount("Network not found"); err == nil {
+		t.Error("garbage: no error")
+	}
+}
+
+func TestRoutePrefixes(t *testing.T) {
+	const reply = "Table master4:\n" +
+		"10.1.0.2/32          unicast [dc1_4 14:07:47.016] * (100) [AS65001i]\n" +
+		"\tvia 10.99.1.2 on dc1\n" +
+		"                     unicast [dc2_4 14:07:48.120] (100) [AS65002i]\n" +
+		"\tvia 10.99.2.2 on dc2\n" +
+		"10.1.0.1/32          unicast [dc1_4 14:07:47.016] * (100) [AS65001i]\n" +
+		"\tvia 10.99.1.2 on dc1\n"
+	got, err := RoutePrefixes(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.1.0.1/32"), netip.MustParsePrefix("10.1.0.2/32")}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("prefixes (-want +got):\n%s", diff)
+	}
+	if got, err := RoutePrefixes(""); err != nil || len(got) != 0 {
+		t.Errorf("empty table: %v, %v", got, err)
+	}
+	if _, err := RoutePrefixes("garbage here\n"); err == nil {
+		t.Error("garbage: no error")
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name string
+		in   []time.Duration
+		want Summary
+	}{
+		{"none", nil, Summary{}},
+		{"odd", []time.Duration{30 * ms, 10 * ms, 20 * ms}, Summary{N: 3, Median: 20 * ms, Worst: 30 * ms}},
+		{"even", []time.Duration{40 * ms, 10 * ms, 20 * ms, 30 * ms}, Summary{N: 4, Median: 25 * ms, Worst: 40 * ms}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Summarize(tc.in); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	if got := (Summary{N: 2, Median: 1500 * time.Microsecond, Worst: 40 * ms}).String(); got != "1.5 / 40.0 ms" {
+		t.Errorf("String = %q", got)
+	}
+}
+
+// TestRequests serves the fake API's control protocol on a unix socket and
+// counts health requests made to the fake API.
+func TestRequests(t *testing.T) {
+	srv := apisixtest.New()
+	defer srv.Close()
+	srv.SetNodes(apisix.Ref{Type: "upstreams", ID: "api"}, apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy})
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: fakeapi.Control(srv), ReadHeaderTimeout: time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+	ts := srv.Start()
+
+	ctx := context.Background()
+	before, err := Requests(ctx, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		resp, err := http.Get(ts.URL + "/v1/healthcheck/upstreams/api")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	after, err := Requests(ctx, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before != 3 {
+		t.Errorf("requests went from %d to %d, want +3", before, after)
+	}
+	if _, err := Requests(ctx, filepath.Join(t.TempDir(), "none.sock")); err == nil {
+		t.Error("missing socket: no error")
+	}
+}

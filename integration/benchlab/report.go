@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rhi-daemon/rhi/integration/benchlab/probe"
+)
+
+// report gathers every scenario's figures for the final table.
+type report struct {
+	machine string
+	seed    uint64
+	flips   []flipResult
+	idles   []idleResult
+	scales  []scaleResult
+}
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "\nrhi lab benchmark: %s (seed %d)\n", r.machine, r.seed)
+	if len(r.flips) > 0 {
+		fmt.Fprintln(w, "\nReaction, median / worst in ms. \"wait\" is from the API change to the start of the poll")
+		fmt.Fprintln(w, "that saw it; \"rhi0\" and \"peer\" count from that start (the wait subtracted); \"total\" is")
+		fmt.Fprintln(w, "API change -> peer. Changes fall at random in the middle 80 % of an interval.")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "VIPs\tpoll\tchange\tn\twait\trhi0 after poll\tpeer after poll\ttotal\tdiscarded")
+		for _, f := range r.flips {
+			for _, d := range []struct {
+				name    string
+				samples []sample
+			}{{"withdraw", f.withdraw}, {"announce", f.announce}} {
+				var wait, iface, peer, total []time.Duration
+				for _, s := range d.samples {
+					wait, iface, peer, total = append(wait, s.wait), append(iface, s.iface), append(peer, s.peer), append(total, s.total)
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", f.n, f.poll, d.name, len(d.samples),
+					probe.Summarize(wait), probe.Summarize(iface), probe.Summarize(peer), probe.Summarize(total), f.discarded)
+			}
+		}
+		tw.Flush()
+	}
+	if len(r.idles) > 0 || len(r.scales) > 0 {
+		fmt.Fprintln(w, "\nrhi at rest (health unchanged, VIPs announced); CPU over the window, RSS at its end.")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "VIPs\tupstreams\tpoll\twindow\tCPU (% of a core)\tRSS\tthreads")
+		for _, i := range r.idles {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\n", i.vips, i.upstreams, i.poll, i.window.Round(time.Second), pct(i.cpu), probe.MiB(i.rss), i.threads)
+		}
+		for _, s := range r.scales {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t-\n", s.upstreams, s.upstreams, s.poll, s.window.Round(time.Second), pct(s.rhiShare), probe.MiB(s.rss))
+		}
+		tw.Flush()
+	}
+	if len(r.scales) > 0 {
+		fmt.Fprintln(w, "\nPolls of distinct upstreams (one VIP each), means over the window. CPU per poll is rhi's")
+		fmt.Fprintln(w, "whole tick (poll, decide, read rhi0); the fake API's is its serving of the requests.")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "upstreams\tpoll\ttimeout\tpolls (expected)\tfailed\tunreadable\twall/poll\trequests/poll\trhi CPU/poll\tfake API CPU/poll")
+		for _, s := range r.scales {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d (%d)\t%d\t%d\t%s ms\t%s\t%s ms\t%s ms\n", s.upstreams, s.poll, s.timeout,
+				s.polls, int(s.window/s.poll), s.failed, s.unreadable, ms(s.wall), strconv.FormatFloat(s.requests, 'f', 0, 64), ms(s.rhiCPU), ms(s.apiCPU))
+		}
+		tw.Flush()
+	}
+}
+
+func pct(share float64) string { return strconv.FormatFloat(share*100, 'f', 2, 64) + " %" }
+
+func ms(seconds float64) string { return strconv.FormatFloat(seconds*1000, 'f', 1, 64) }
