@@ -41,6 +41,9 @@ const (
 type confirmJob struct {
 	in      verify.Input
 	changed map[netip.Prefix]time.Time
+	// ifaceUp is false when the interface is down or missing: BIRD then
+	// has no route for any VIP, rightly, and no renewal can help.
+	ifaceUp bool
 }
 
 // BirdStatus is BIRD's side of the status.
@@ -252,7 +255,7 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 				e.WithFields(logrus.Fields{"problem": r.Problem, "for": now.Sub(since).Round(time.Millisecond)}).Error("BIRD disagrees with the interface")
 				vc.warned = true
 			}
-			if missedNetlink(r) && now.Sub(vc.DisagreeingSince) >= renewAfter {
+			if job.ifaceUp && missedNetlink(r) && now.Sub(vc.DisagreeingSince) >= renewAfter {
 				renew[r.Prefix] = r.Expected == verify.Present
 				vc.Renewed++
 				vc.DisagreeingSince = now // give the renewal its own grace

@@ -174,3 +174,54 @@ func TestShutdownWithdrawWaitsForBird(t *testing.T) {
 		t.Errorf("shutdown did not wait for BIRD (%d checks)", b.checks)
 	}
 }
+
+// TestConfirmAfterRepair: a VIP deleted by hand and put back within one Set
+// leaves the present set as it was, but BIRD saw it go: confirm again.
+func TestConfirmAfterRepair(t *testing.T) {
+	r, _ := newConfirmRig(t, newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.confirm(t)
+	r.tick(t)
+	if n := len(r.d.conf.jobs); n != 0 {
+		t.Fatal("a tick without change asked for a confirmation")
+	}
+	r.link.do(func(l *fakeLink) { delete(l.addrs, netip.MustParsePrefix("10.0.0.101/32")) })
+	r.tick(t)
+	if n := len(r.d.conf.jobs); n != 1 {
+		t.Error("a repaired VIP was not confirmed")
+	}
+	r.confirm(t)
+	r.link.do(func(l *fakeLink) { l.down = true })
+	r.tick(t)
+	if n := len(r.d.conf.jobs); n != 1 {
+		t.Error("the link going down was not confirmed")
+	}
+}
+
+// TestNoRenewalOnADownLink: BIRD has no route for any VIP of a down link;
+// that is not a missed notification and renewing cannot help.
+func TestNoRenewalOnADownLink(t *testing.T) {
+	link := newFakeLink()
+	r, b := newConfirmRig(t, link)
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.confirm(t)
+	link.do(func(l *fakeLink) { l.down = true })
+	for p := range link.addrs {
+		b.missed[p] = false // BIRD dropped the down link's routes
+	}
+	r.tick(t)
+	for range 3 {
+		r.clock.advance(renewAfter)
+		r.confirm(t)
+	}
+	select {
+	case m := <-r.d.renewals:
+		t.Fatalf("renewal requested on a down link: %v", m)
+	default:
+	}
+	if len(link.renewed) != 0 {
+		t.Errorf("renewed %v", link.renewed)
+	}
+}

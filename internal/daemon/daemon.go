@@ -377,6 +377,11 @@ func (d *Daemon) apply(ctx context.Context) {
 		// rather than reporting every VIP absent.
 		return
 	}
+	// A repair or a link coming or going changes what BIRD should see even
+	// when the set of present addresses ends as it was.
+	if st.Changed > 0 || st.Up != d.iface.Up || st.Exists != d.iface.Exists {
+		d.changed = true
+	}
 	now := d.now()
 	for p, want := range d.owned {
 		if st.Has(p) != d.iface.Has(p) {
@@ -593,13 +598,16 @@ func (d *Daemon) confirmJob() confirmJob {
 	for p := range d.orphans {
 		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.iface.Has(p)})
 	}
-	return confirmJob{in: in, changed: maps.Clone(d.since)}
+	return confirmJob{in: in, changed: maps.Clone(d.since), ifaceUp: d.iface.Exists && d.iface.Up}
 }
 
 // renew re-notifies BIRD about addresses it missed, if rhi still wants them
 // as the confirmer saw them.
 func (d *Daemon) renew(ctx context.Context, m map[netip.Prefix]bool) {
 	n := 0
+	if !d.iface.Up {
+		return // BIRD drops a down link's routes: nothing was missed
+	}
 	for p, present := range m {
 		if d.desired(p) != present || d.iface.Has(p) != present {
 			continue // changed since: the next confirmation judges afresh

@@ -70,6 +70,7 @@ func (f *fakeHealth) Poll(ctx context.Context, keys []string) apisix.Snapshot {
 type fakeLink struct {
 	mu      sync.Mutex
 	exists  bool
+	down    bool
 	addrs   map[netip.Prefix]bool
 	writes  int
 	renewed []string
@@ -86,7 +87,7 @@ func newFakeLink(present ...string) *fakeLink {
 }
 
 func (l *fakeLink) state(owned map[netip.Prefix]bool) vip.State {
-	st := vip.State{Exists: l.exists, Up: l.exists}
+	st := vip.State{Exists: l.exists, Up: l.exists && !l.down}
 	for p := range l.addrs {
 		if owned == nil || slices.Contains(mapKeys(owned), p) {
 			st.Present = append(st.Present, p)
@@ -123,9 +124,11 @@ func (l *fakeLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.St
 		return vip.State{}, fmt.Errorf("interface %q: %w", "rhi0", vip.ErrNoInterface)
 	}
 	var errs []error
+	changed := 0
 	for _, p := range sortedKeys(owned) { // adds first
 		if owned[p] && !l.addrs[p] {
 			l.writes++
+			changed++
 			if l.failAdd[p] {
 				errs = append(errs, fmt.Errorf("vip %q: add: %w", p, syscall.EPERM))
 				continue
@@ -136,10 +139,13 @@ func (l *fakeLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.St
 	for _, p := range sortedKeys(owned) {
 		if !owned[p] && l.addrs[p] {
 			l.writes++
+			changed++
 			delete(l.addrs, p)
 		}
 	}
-	return l.state(owned), errors.Join(errs...)
+	st := l.state(owned)
+	st.Changed = changed
+	return st, errors.Join(errs...)
 }
 
 func sortedKeys(m map[netip.Prefix]bool) []netip.Prefix {

@@ -42,6 +42,9 @@ type State struct {
 	// 10.0.0.100/32 is a VIP). From Set: everything not owned. From Observe:
 	// every address that is not a host prefix.
 	Foreign []netip.Prefix
+	// Changed counts the addresses Set added or deleted in this call
+	// (repairs included); always 0 from Observe.
+	Changed int
 }
 
 // Has reports whether p is in s.Present.
@@ -197,6 +200,7 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), present, len(adds), len(dels))
 
 	same = same && len(adds) == 0 && len(dels) == 0
+	changed := 0
 	for _, o := range append(adds, dels...) {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("set on %q: %w", a.iface, err))
@@ -207,6 +211,7 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 			continue
 		}
 		a.reached[o.p] = o.add
+		changed++
 	}
 
 	if !same {
@@ -220,7 +225,7 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 		// addresses orders them as Prefix.Compare would, at a third of the cost.
 		slices.SortFunc(a.present, func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) })
 	}
-	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp}
+	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp, Changed: changed}
 	if len(a.present) > 0 {
 		st.Present = slices.Clone(a.present) // the caller may keep and change its State
 	}

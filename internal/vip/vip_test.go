@@ -94,7 +94,7 @@ func TestSetAddsBeforeDeletes(t *testing.T) {
 	if diff := cmpDiff(want("10.0.0.2/32", "10.0.0.3/32", "2001:db8::2/128 nodad"), f.String()); diff != "" {
 		t.Errorf("kernel (-want +got):\n%s", diff)
 	}
-	wantSt := State{Exists: true, Up: true, LowerUp: true, Present: prefixes("10.0.0.2/32", "10.0.0.3/32", "2001:db8::2/128")}
+	wantSt := State{Exists: true, Up: true, LowerUp: true, Present: prefixes("10.0.0.2/32", "10.0.0.3/32", "2001:db8::2/128"), Changed: 5}
 	if diff := cmpDiff(wantSt, st); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
 	}
@@ -129,6 +129,10 @@ func TestSetTwiceWritesNothing(t *testing.T) {
 			if diff := cmpDiff(before, f.String()); diff != "" {
 				t.Errorf("kernel changed (-before +after):\n%s", diff)
 			}
+			if second.Changed != 0 {
+				t.Errorf("second Set reports %d changes", second.Changed)
+			}
+			first.Changed = 0
 			if diff := cmpDiff(first, second); diff != "" {
 				t.Errorf("state changed (-first +second):\n%s", diff)
 			}
@@ -531,5 +535,30 @@ func TestSequence(t *testing.T) {
 	for range 50 {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		run(order)
+	}
+}
+
+func TestSetCountsChanges(t *testing.T) {
+	f, a, _ := newTest(t)
+	desired := owned("10.0.0.1/32", "10.0.0.2/32", "-10.0.0.3/32")
+	steps := []struct {
+		name string
+		edit func()
+		want int
+	}{
+		{"first set adds two", func() {}, 2},
+		{"same again changes nothing", func() {}, 0},
+		{"a repair counts", func() { delete(f.links[iface].addrs, netip.MustParsePrefix("10.0.0.2/32")) }, 1},
+		{"a removal counts", func() { f.links[iface].addrs[netip.MustParsePrefix("10.0.0.3/32")] = fakeAddr{} }, 1},
+	}
+	for _, s := range steps {
+		s.edit()
+		st, err := a.Set(context.Background(), desired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Changed != s.want {
+			t.Errorf("%s: Changed = %d, want %d", s.name, st.Changed, s.want)
+		}
 	}
 }
