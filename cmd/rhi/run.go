@@ -94,6 +94,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	go handleSignals(ctx, *path, cfg, d, metrics, logs, log)
 	go watchdog(ctx, d, time.Now, log)
+	go vip.Watch(ctx, cfg.Interface, d.Hint, log)
 	defer notifyStopping()
 
 	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface}).Info("rhi starting")

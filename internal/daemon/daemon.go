@@ -76,6 +76,7 @@ type Daemon struct {
 	reloads  chan *config.Config
 	conf     *confirmer                 // nil without a Confirmer
 	renewals chan map[netip.Prefix]bool // from the confirmer to the loop
+	hints    chan struct{}              // the interface may have changed
 
 	// Owned by the loop goroutine.
 	cfg       *config.Config
@@ -117,6 +118,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		onPoll:    deps.OnPoll,
 		reloads:   make(chan *config.Config, 1),
 		renewals:  make(chan map[netip.Prefix]bool, 1),
+		hints:     make(chan struct{}, 1),
 		states:    map[netip.Prefix]decide.State{},
 		since:     map[netip.Prefix]time.Time{},
 		orphans:   map[netip.Prefix]bool{},
@@ -215,6 +217,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.renew(ctx, m)
 		case <-drainT.C:
 			d.drainCheck(ctx)
+		case <-d.hints:
+			d.reapply(ctx)
 		}
 	}
 }
@@ -313,7 +317,25 @@ func (d *Daemon) tick(ctx context.Context) {
 // drainCheck applies a changed drain file at once, without waiting for the
 // next poll: a drain is an operator waiting at a prompt.
 func (d *Daemon) drainCheck(ctx context.Context) {
-	if !d.started || !d.loadDrain() {
+	if d.started && d.loadDrain() {
+		d.reapply(ctx)
+	}
+}
+
+// Hint tells the loop that the interface may have changed (a netlink
+// notification): it sets the interface again and confirms, without
+// polling. It never blocks; hints that arrive together count once.
+func (d *Daemon) Hint() {
+	select {
+	case d.hints <- struct{}{}:
+	default:
+	}
+}
+
+// reapply sets the interface to what the last tick decided, and has BIRD
+// confirm the result.
+func (d *Daemon) reapply(ctx context.Context) {
+	if !d.started {
 		return
 	}
 	d.changed = true

@@ -338,3 +338,26 @@ func TestRunReloadPollsAtOnce(t *testing.T) {
 	}
 	r.expect(t, "10.0.0.100")
 }
+
+// TestHintReappliesWithoutPolling: a netlink hint puts the interface right
+// at once, from the last decision, without asking APISIX again.
+func TestHintReappliesWithoutPolling(t *testing.T) {
+	r := newRig(t, seed(config.Withdraw), newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.d.reapply(context.Background()) // before the first tick: nothing decided yet
+	r.expect(t, "")
+	r.tick(t)
+	polls := r.health.polls
+	r.link.do(func(l *fakeLink) { delete(l.addrs, netip.MustParsePrefix("10.0.0.100/32")) })
+	r.d.Hint()
+	r.d.Hint() // hints that arrive together count once
+	if n := len(r.d.hints); n != 1 {
+		t.Fatalf("%d hints queued, want 1", n)
+	}
+	<-r.d.hints
+	r.d.reapply(context.Background())
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	if r.health.polls != polls {
+		t.Errorf("a hint polled APISIX")
+	}
+}

@@ -23,12 +23,19 @@ type apiRig struct {
 }
 
 func newAPIRig(t *testing.T, policy config.Action, rise, fall int) *apiRig {
+	return newAPIRigTimeout(t, policy, rise, fall, 300*time.Millisecond)
+}
+
+// newAPIRigTimeout is newAPIRig with another apisix_timeout: a short one
+// keeps the stall cases quick, a long one keeps big bodies from failing on a
+// loaded machine.
+func newAPIRigTimeout(t *testing.T, policy config.Action, rise, fall int, timeout time.Duration) *apiRig {
 	t.Helper()
 	srv := apisixtest.New()
 	ts := srv.Start()
 	t.Cleanup(srv.Close)
 	cfg := seed(policy)
-	cfg.Timeout = 300 * time.Millisecond
+	cfg.Timeout = timeout
 	cfg.VIPs = []config.VIP{vipCfg("10.0.0.100/32", config.All, api)}
 	cfg.VIPs[0].Rise, cfg.VIPs[0].Fall = rise, fall
 	client, err := apisix.NewClient(ts.URL, apisix.Options{Timeout: cfg.Timeout})
@@ -87,7 +94,7 @@ func TestControlAPIFaults(t *testing.T) {
 }
 
 func TestControlAPIOddBodies(t *testing.T) {
-	r := newAPIRig(t, config.Withdraw, 1, 1)
+	r := newAPIRigTimeout(t, config.Withdraw, 1, 1, 30*time.Second)
 	r.tick(t)
 	// A flood of nodes, one of them healthy: up.
 	nodes := make([]apisixtest.Node, 20000)
