@@ -251,15 +251,20 @@ func (s *Site) Reload() error {
 // RHI is the running rhi process, or nil.
 func (s *Site) RHI() *lab.Proc { return s.rhi }
 
-// Status asks the running rhi for its status, as `rhi status --json` does.
+// Status asks the running rhi for its status (GET /status, what `rhi
+// status --json` prints), over HTTP from inside the site's namespace: a
+// command's captured output would be cut at thousands of VIPs.
 func (s *Site) Status(ctx context.Context) (daemon.Status, error) {
 	var st daemon.Status
-	out, err := s.DC.Run(ctx, s.bins.RHI, "status", "--json", "--config", s.Config)
+	code, body, err := s.Get(ctx, "/status")
 	if err != nil {
 		return st, err
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		return st, fmt.Errorf("%s: rhi status: %w", s.DC.Name, err)
+	if code != 200 {
+		return st, fmt.Errorf("%s: /status: HTTP %d", s.DC.Name, code)
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		return st, fmt.Errorf("%s: /status: %w", s.DC.Name, err)
 	}
 	return st, nil
 }
