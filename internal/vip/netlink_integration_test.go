@@ -199,6 +199,10 @@ func TestNetlinkIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second Set: %v", err)
 	}
+	if again.Changed != 0 {
+		t.Errorf("second Set changed %d addresses, want 0", again.Changed)
+	}
+	st.Changed = 0
 	if diff := cmpDiff(st, again); diff != "" {
 		t.Errorf("second Set state (-first +second):\n%s", diff)
 	}
