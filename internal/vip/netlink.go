@@ -2,8 +2,6 @@ package vip
 
 import (
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -27,21 +25,6 @@ type Netlink interface {
 }
 
 var _ Netlink = (*netlink.Handle)(nil)
-
-// NewHandle opens a route netlink handle in the current network namespace
-// whose every send and receive gives up after timeout, so that no netlink
-// call can block the daemon's loop for longer. The caller closes it.
-func NewHandle(timeout time.Duration) (*netlink.Handle, error) {
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("open netlink: %w", err)
-	}
-	if err := h.SetSocketTimeout(timeout); err != nil {
-		h.Close()
-		return nil, fmt.Errorf("set netlink timeout %s: %w", timeout, err)
-	}
-	return h, nil
-}
 
 // isLinkNotFound reports whether err says the link does not exist.
 // netlink turns the kernel's ENODEV into LinkNotFoundError; both are

@@ -20,7 +20,6 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 // ipCmd runs ip(8) with a deadline and returns its standard output.
@@ -41,7 +40,7 @@ func ipCmd(t testing.TB, args ...string) []byte {
 
 // labNS creates a namespace holding an up ifb link called rhi0 and returns
 // its name and a netlink handle inside it. Both go away at cleanup.
-func labNS(t testing.TB) (string, *netlink.Handle) {
+func labNS(t testing.TB) (string, *Handle) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create network namespaces")
@@ -65,19 +64,16 @@ func labNS(t testing.TB) (string, *netlink.Handle) {
 		t.Fatalf("open namespace %q: %v", ns, err)
 	}
 	defer nsh.Close() // the handle keeps its own sockets in the namespace
-	h, err := netlink.NewHandleAt(nsh, unix.NETLINK_ROUTE)
+	h, err := NewHandleAt(nsh, 2*time.Second)
 	if err != nil {
 		t.Fatalf("netlink handle in %q: %v", ns, err)
 	}
 	t.Cleanup(h.Close)
-	if err := h.SetSocketTimeout(2 * time.Second); err != nil {
-		t.Fatalf("set netlink timeout: %v", err)
-	}
 	setLink(t, h, true)
 	return ns, h
 }
 
-func setLink(t testing.TB, h *netlink.Handle, up bool) {
+func setLink(t testing.TB, h *Handle, up bool) {
 	t.Helper()
 	link, err := h.LinkByName(iface)
 	if err != nil {
@@ -375,4 +371,55 @@ func BenchmarkSetNetlink(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// TestLeanDumpAgreesWithTheLibrary compares the lean address dump with the
+// netlink library's AddrList on one link holding every kind of address,
+// while another link holds addresses that must not show up.
+func TestLeanDumpAgreesWithTheLibrary(t *testing.T) {
+	ns, h := labNS(t)
+	ipCmd(t, "-n", ns, "link", "add", "other0", "type", "ifb")
+	ipCmd(t, "-n", ns, "link", "set", "other0", "up")
+	for _, a := range []string{"10.0.0.1/32", "10.0.0.100/24", "192.0.2.1/32", "10.9.0.1/32 peer 10.9.0.2/32"} {
+		ipCmd(t, append([]string{"-n", ns, "addr", "add"}, append(strings.Fields(a), "dev", iface)...)...)
+	}
+	for _, a := range []string{"2001:db8::1/128", "2001:db8:1::1/64"} {
+		ipCmd(t, "-n", ns, "addr", "add", a, "dev", iface, "nodad")
+	}
+	for i := 0; i < 300; i++ { // more than one datagram's worth
+		ipCmd(t, "-n", ns, "addr", "add", fmt.Sprintf("10.1.%d.%d/32", i/250, i%250+1), "dev", iface)
+	}
+	ipCmd(t, "-n", ns, "addr", "add", "198.51.100.1/32", "dev", "other0")
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := map[netip.Prefix]struct{}{}
+	if err := h.ListPrefixes(link.Attrs().Index, fast); err != nil {
+		t.Fatal(err)
+	}
+	list, err := h.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := map[netip.Prefix]struct{}{}
+	for _, ad := range list {
+		if p, ok := toPrefix(ad); ok && !p.Addr().IsLinkLocalUnicast() {
+			slow[p] = struct{}{}
+		}
+	}
+	if len(fast) != 306 {
+		t.Errorf("lean dump found %d addresses, want 306", len(fast))
+	}
+	if diff := cmpDiff(slow, fast); diff != "" {
+		t.Errorf("lean dump differs from AddrList (-library +lean):\n%s", diff)
+	}
+	if _, ok := fast[netip.MustParsePrefix("10.9.0.1/32")]; !ok {
+		t.Error("point-to-point address: the local end is the address")
+	}
+	// Again, on the same socket: sequence numbers keep answers apart.
+	again := map[netip.Prefix]struct{}{}
+	if err := h.ListPrefixes(link.Attrs().Index, again); err != nil || len(again) != len(fast) {
+		t.Errorf("second dump: %d addresses, %v", len(again), err)
+	}
 }

@@ -341,10 +341,6 @@ func (a *Announcer) readOnce() (reading, error) {
 		}
 		return reading{}, fmt.Errorf("read interface %q: %w", a.iface, err)
 	}
-	list, err := a.nl.AddrList(link, netlink.FAMILY_ALL)
-	if err != nil {
-		return reading{}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
-	}
 	attrs := link.Attrs()
 	clear(a.addrs)
 	r := reading{
@@ -353,9 +349,19 @@ func (a *Announcer) readOnce() (reading, error) {
 		lowerUp: attrs.RawFlags&unix.IFF_LOWER_UP != 0,
 		addrs:   a.addrs,
 	}
+	// Link-local addresses come with every link (the kernel's fe80::/64 on
+	// an ifb or a dummy); they are never VIPs and not worth reporting.
+	if pl, ok := a.nl.(prefixLister); ok {
+		if err := pl.ListPrefixes(attrs.Index, r.addrs); err != nil {
+			return reading{}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
+		}
+		return r, nil
+	}
+	list, err := a.nl.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return reading{}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
+	}
 	for _, ad := range list {
-		// Link-local addresses come with every link (the kernel's fe80::/64
-		// on an ifb or a dummy); they are never VIPs and not worth reporting.
 		if p, ok := toPrefix(ad); ok && !p.Addr().IsLinkLocalUnicast() {
 			r.addrs[p] = struct{}{}
 		}

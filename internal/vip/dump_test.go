@@ -1,0 +1,99 @@
+package vip
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// nlmsg builds one netlink message.
+func nlmsg(typ, flags uint16, seq uint32, payload []byte) []byte {
+	b := make([]byte, 16, 16+len(payload)+3)
+	ne := binary.NativeEndian
+	ne.PutUint32(b[0:], uint32(16+len(payload)))
+	ne.PutUint16(b[4:], typ)
+	ne.PutUint16(b[6:], flags)
+	ne.PutUint32(b[8:], seq)
+	b = append(b, payload...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// ifaddr builds an RTM_NEWADDR payload with the given attributes.
+func ifaddr(family byte, bits byte, index uint32, attrs map[uint16][]byte) []byte {
+	b := []byte{family, bits, 0, 0, 0, 0, 0, 0}
+	binary.NativeEndian.PutUint32(b[4:], index)
+	for _, typ := range []uint16{unix.IFA_ADDRESS, unix.IFA_LOCAL} {
+		v, ok := attrs[typ]
+		if !ok {
+			continue
+		}
+		a := make([]byte, 4, 4+len(v)+3)
+		binary.NativeEndian.PutUint16(a[0:], uint16(4+len(v)))
+		binary.NativeEndian.PutUint16(a[2:], typ)
+		a = append(a, v...)
+		for len(a)%4 != 0 {
+			a = append(a, 0)
+		}
+		b = append(b, a...)
+	}
+	return b
+}
+
+func ip(s string) []byte { return netip.MustParseAddr(s).AsSlice() }
+
+func TestParseAddrMessages(t *testing.T) {
+	const seq, index = 7, 3
+	var b []byte
+	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, ifaddr(unix.AF_INET, 32, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("10.0.0.2"), unix.IFA_LOCAL: ip("10.0.0.1")}))...)
+	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, ifaddr(unix.AF_INET6, 128, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("2001:db8::1")}))...)
+	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, ifaddr(unix.AF_INET6, 64, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("fe80::1")}))...)
+	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, ifaddr(unix.AF_INET, 32, index+1, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.9")}))...)
+	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq-1, ifaddr(unix.AF_INET, 32, index, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.8")}))...)
+	got := map[netip.Prefix]struct{}{}
+	done, intr, err := parseAddrMessages(b, seq, index, got)
+	if err != nil || done || intr {
+		t.Fatalf("done %v, interrupted %v, err %v", done, intr, err)
+	}
+	want := map[netip.Prefix]struct{}{netip.MustParsePrefix("10.0.0.1/32"): {}, netip.MustParsePrefix("2001:db8::1/128"): {}}
+	if diff := cmpDiff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	end := nlmsg(unix.NLMSG_DONE, unix.NLM_F_MULTI|unix.NLM_F_DUMP_INTR, seq, []byte{0, 0, 0, 0})
+	if done, intr, err := parseAddrMessages(end, seq, index, got); !done || !intr || err != nil {
+		t.Errorf("end of an interrupted dump: done %v, interrupted %v, err %v", done, intr, err)
+	}
+	e := make([]byte, 4)
+	errno := -int32(unix.EINVAL)
+	binary.NativeEndian.PutUint32(e, uint32(errno))
+	_, _, err = parseAddrMessages(nlmsg(unix.NLMSG_ERROR, 0, seq, append(e, make([]byte, 16)...)), seq, index, got)
+	if !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("error message: %v, want EINVAL", err)
+	}
+	bad := nlmsg(unix.RTM_NEWADDR, 0, seq, nil)
+	binary.NativeEndian.PutUint32(bad[0:], 999)
+	if _, _, err := parseAddrMessages(bad, seq, index, got); err == nil {
+		t.Error("a message longer than the datagram was accepted")
+	}
+}
+
+func FuzzParseAddrMessages(f *testing.F) {
+	f.Add(nlmsg(unix.RTM_NEWADDR, 0, 1, ifaddr(unix.AF_INET, 32, 2, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.1")})))
+	f.Add(nlmsg(unix.NLMSG_DONE, 0, 1, []byte{0, 0, 0, 0}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		into := map[netip.Prefix]struct{}{}
+		parseAddrMessages(b, 1, 2, into)
+		for p := range into {
+			if !p.IsValid() || p.Addr().IsLinkLocalUnicast() {
+				t.Fatalf("bad prefix %v", p)
+			}
+		}
+	})
+}
