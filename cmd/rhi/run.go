@@ -106,7 +106,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 }
 
 func newHealth(cfg *config.Config) (*apisix.Client, error) {
-	return apisix.NewClient(cfg.ControlURL, apisix.Options{Timeout: cfg.Timeout})
+	return apisix.NewClient(cfg.ControlURL, apisix.Options{Timeout: cfg.Timeout, Mode: apisix.Mode(cfg.PollMode)})
 }
 
 // handleSignals reloads on SIGHUP (a bad file keeps the old config) and

@@ -20,6 +20,10 @@ const (
 	DefaultTimeout      = 5 * time.Second // SPEC §2 apisix_timeout
 	DefaultMaxBodyBytes = 4 << 20
 	DefaultMaxInFlight  = 64
+	// DefaultMaxListBytes bounds the list body: it holds every checker
+	// APISIX has, ~340 bytes per two-node resource, so this is room for
+	// about 190,000 of them.
+	DefaultMaxListBytes = 64 << 20
 )
 
 // dialTimeout bounds connection set-up on its own, so a black-holed control
@@ -34,6 +38,12 @@ type Options struct {
 	Timeout time.Duration
 	// MaxBodyBytes bounds each response body; a longer body is Failed.
 	MaxBodyBytes int64
+	// Mode is how a poll reads the control API (apisix_poll_mode); empty
+	// is ModePerUpstream.
+	Mode Mode
+	// MaxListBytes bounds the body of the list (GET /v1/healthcheck); a
+	// longer list is not used and its keys are fetched one by one.
+	MaxListBytes int64
 	// MaxInFlight bounds the requests one Poll runs at the same time.
 	MaxInFlight int
 	// HTTPClient replaces the client NewClient builds. It is used as given:
@@ -47,7 +57,10 @@ type Client struct {
 	timeout     time.Duration
 	maxBody     int64
 	maxInFlight int
+	mode        Mode
+	maxList     int64
 	hc          *http.Client
+	auto        autoState // ModeAuto's memory of the list's last answers
 }
 
 // NewClient returns a client for the control API at baseURL, e.g.
@@ -63,14 +76,18 @@ func NewClient(baseURL string, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("control url %q: no host", baseURL)
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
 		return nil, fmt.Errorf("control url %q: must not have user info, query or fragment", baseURL)
-	case opts.Timeout < 0 || opts.MaxBodyBytes < 0 || opts.MaxInFlight < 0:
-		return nil, errors.New("timeout, max body bytes and max in flight must not be negative")
+	case opts.Timeout < 0 || opts.MaxBodyBytes < 0 || opts.MaxInFlight < 0 || opts.MaxListBytes < 0:
+		return nil, errors.New("timeout, max body bytes, max list bytes and max in flight must not be negative")
+	case !validMode(opts.Mode):
+		return nil, fmt.Errorf("poll mode %q: unknown (allowed: %s, %s, %s)", opts.Mode, ModePerUpstream, ModeList, ModeAuto)
 	}
 	c := &Client{
 		base:        strings.TrimSuffix(u.String(), "/"),
 		timeout:     cmp.Or(opts.Timeout, DefaultTimeout),
 		maxBody:     cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes),
 		maxInFlight: cmp.Or(opts.MaxInFlight, DefaultMaxInFlight),
+		mode:        cmp.Or(opts.Mode, ModePerUpstream),
+		maxList:     cmp.Or(opts.MaxListBytes, DefaultMaxListBytes),
 		hc:          opts.HTTPClient,
 	}
 	if c.hc == nil {
@@ -104,18 +121,18 @@ func newHTTPClient(maxInFlight int) *http.Client {
 
 // Poll reads the health of every key and returns one Result per distinct
 // key. Keys naming the same resource (repeated, or with different etcd
-// prefixes) are fetched once. All requests share one deadline: the client's
+// prefixes) are read once. All requests share one deadline: the client's
 // timeout, or ctx's if that comes first. A key that ParseRef rejects is
 // Failed without a request.
+//
+// In ModeList (and ModeAuto when it picks the list) the resources the list
+// holds are answered from it and only the rest are fetched one by one; see
+// Mode for what happens when the list cannot be used.
 func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
 	snap := make(Snapshot, len(keys))
-	type job struct {
-		ref Ref
-		res Result
-	}
 	var jobs []job
 	jobOf := make(map[Ref]int, len(keys))
 	keyJob := make([]int, len(keys)) // index into jobs, -1 when the key is invalid
@@ -140,22 +157,13 @@ func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
 		keyJob[i] = j
 	}
 
-	// A fixed set of workers pulling indices keeps at most maxInFlight
-	// requests (and so connections) open, however many keys there are.
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(c.maxInFlight, len(jobs)) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(jobs) {
-					return
-				}
-				jobs[i].res = c.fetch(ctx, jobs[i].ref)
-			}
-		})
+	if c.listFirst(len(jobs)) {
+		usable := c.fromList(ctx, jobs)
+		if c.mode == ModeAuto && !usable {
+			c.auto.pause()
+		}
 	}
-	wg.Wait()
+	c.fetchEach(ctx, jobs)
 
 	for i, k := range keys {
 		if j := keyJob[i]; j >= 0 {
@@ -163,6 +171,40 @@ func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
 		}
 	}
 	return snap
+}
+
+// job is one distinct resource of a poll and what was learned about it.
+type job struct {
+	ref  Ref
+	res  Result
+	done bool // answered by the list
+}
+
+// fetchEach reads every job the list has not answered, one request each.
+func (c *Client) fetchEach(ctx context.Context, jobs []job) {
+	todo := make([]int, 0, len(jobs))
+	for i := range jobs {
+		if !jobs[i].done {
+			todo = append(todo, i)
+		}
+	}
+	// A fixed set of workers pulling indices keeps at most maxInFlight
+	// requests (and so connections) open, however many keys there are.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(c.maxInFlight, len(todo)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(todo) {
+					return
+				}
+				j := todo[i]
+				jobs[j].res = c.fetch(ctx, jobs[j].ref)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // fetch reads one resource's health checker.
@@ -176,9 +218,25 @@ func (c *Client) fetch(ctx context.Context, ref Ref) Result {
 }
 
 func (c *Client) get(ctx context.Context, path string) Result {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	a, err := c.do(ctx, path, c.maxBody)
 	if err != nil {
 		return failed(err)
+	}
+	return classify(a.status, a.contentType, a.body)
+}
+
+// reply is a complete HTTP answer.
+type reply struct {
+	status      int
+	contentType string
+	body        []byte
+}
+
+// do sends GET path and reads the whole answer, its body bounded by limit.
+func (c *Client) do(ctx context.Context, path string, limit int64) (reply, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return reply{}, err
 	}
 	// APISIX 3.3+ answers HTML to clients that accept it.
 	req.Header.Set("Accept", "application/json")
@@ -189,16 +247,16 @@ func (c *Client) get(ctx context.Context, path string) Result {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return failed(err)
+		return reply{}, err
 	}
 	// Reading the body to its end (below) is what lets the transport reuse
 	// the connection; Close without that drops it.
 	defer resp.Body.Close()
-	body, err := readBounded(resp.Body, resp.ContentLength, c.maxBody)
+	body, err := readBounded(resp.Body, resp.ContentLength, limit)
 	if err != nil {
-		return failed(err)
+		return reply{}, err
 	}
-	return classify(resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	return reply{resp.StatusCode, resp.Header.Get("Content-Type"), body}, nil
 }
 
 // readBounded reads a whole body of at most limit bytes. A declared length

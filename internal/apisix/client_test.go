@@ -586,6 +586,8 @@ func TestNewClientRejects(t *testing.T) {
 		{"user", "http://u:p@127.0.0.1:9090", apisix.Options{}},
 		{"negative timeout", "http://127.0.0.1:9090", apisix.Options{Timeout: -time.Second}},
 		{"negative limit", "http://127.0.0.1:9090", apisix.Options{MaxBodyBytes: -1}},
+		{"negative list limit", "http://127.0.0.1:9090", apisix.Options{MaxListBytes: -1}},
+		{"unknown mode", "http://127.0.0.1:9090", apisix.Options{Mode: "List"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,7 +99,7 @@ func short(s string) string {
 
 // decodeHealth reads a 200 body of either format.
 func decodeHealth(body []byte) Result {
-	b := bytes.TrimSpace(body)
+	b := trimJSONSpace(body)
 	var h healthBody
 	if err := json.Unmarshal(b, &h); err != nil {
 		if len(b) > 0 && b[0] != '{' && json.Valid(b) {
@@ -179,12 +179,12 @@ func decodeV2(h *healthBody) Result {
 // decodeList decodes a node list into dst, reading a missing field, null and
 // {} as empty. Any other non-array is a shape error.
 func decodeList(raw json.RawMessage, field string, dst any) error {
-	b := bytes.TrimSpace(raw)
+	b := trimJSONSpace(raw)
 	switch {
 	case len(b) == 0 || string(b) == "null":
 		return nil
 	case b[0] == '{':
-		if len(bytes.TrimSpace(b[1:len(b)-1])) == 0 {
+		if len(trimJSONSpace(b[1:len(b)-1])) == 0 {
 			return nil
 		}
 		return fmt.Errorf("decode: %q is a non-empty object, not a list", field)
@@ -227,3 +227,8 @@ func isHTML(contentType string) bool {
 }
 
 func failed(err error) Result { return Result{Verdict: Failed, Err: err} }
+
+// trimJSONSpace drops the whitespace JSON allows around a value. Not
+// bytes.TrimSpace: it also drops \f, \v and Unicode spaces, which would let
+// a body that is not JSON through.
+func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }

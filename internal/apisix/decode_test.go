@@ -83,6 +83,8 @@ func TestClassify(t *testing.T) {
 		{"truncated", 200, jsonCT, v3(`[` + n("healthy"))[:40], got{Failed, 0, 0, true}},
 		{"trailing garbage", 200, jsonCT, v3(`[]`) + `}`, got{Failed, 0, 0, true}},
 		{"garbage", 200, jsonCT, "\x00\xffnot json", got{Failed, 0, 0, true}},
+		{"JSON whitespace around", 200, jsonCT, " \t\r\n" + v3(`[]`) + "\n", got{NoChecker, 0, 0, true}},
+		{"form feed is not JSON whitespace", 200, jsonCT, v3(`[]`) + "\f", got{Failed, 0, 0, true}},
 		// Content types.
 		{"json with charset", 200, "application/json; charset=utf-8", v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},
 		{"no content type", 200, "", v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},

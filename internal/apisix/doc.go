@@ -3,7 +3,10 @@
 //
 // One Poll fetches every distinct resource once, concurrently, over
 // kept-alive connections and under one deadline, and returns a Snapshot keyed
-// by the upstream keys of the config. Both response formats are understood:
+// by the upstream keys of the config. In ModeList, and in ModeAuto for many
+// upstreams on APISIX 3.3+, a poll first reads the list of every checker
+// (GET /v1/healthcheck) and fetches one by one only the keys the list
+// lacks; see Mode. Both response formats are understood:
 // APISIX 3.3+ ({"name","type","nodes":[{…,"status"}]}) and 2.x–3.2
 // ({"name","src_type","src_id","nodes","healthy_nodes"}); see SPEC §3 for
 // the rules and testdata/README.md for where each captured body comes from.

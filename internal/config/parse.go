@@ -25,6 +25,7 @@ func Default() Config {
 		PollInterval: 3 * time.Second,
 		ControlURL:   "http://127.0.0.1:9090",
 		Timeout:      5 * time.Second,
+		PollMode:     "per_upstream",
 		Interface:    "rhi0",
 		FailurePolicy: FailurePolicy{
 			ControlAPIUnreachable: Withdraw,
@@ -370,7 +371,7 @@ func enum[T ~string](allowed ...T) func(string) (T, issue) {
 
 var (
 	topKeys = []string{
-		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "interface",
+		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
 		"main_log", "error_log", "failure_policy", "bird", "rise", "fall",
 		"on_shutdown", "status_listen", "drain_file", "vips",
 	}
@@ -384,6 +385,7 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["apisix_poll_interval"], "apisix_poll_interval", &c.PollInterval, parseDuration)
 	set(p, m["apisix_control_url"], "apisix_control_url", &c.ControlURL, checkURL)
 	set(p, m["apisix_timeout"], "apisix_timeout", &c.Timeout, parseDuration)
+	set(p, m["apisix_poll_mode"], "apisix_poll_mode", &c.PollMode, enum("per_upstream", "list", "auto"))
 	set(p, m["interface"], "interface", &c.Interface, checked(checkIfname))
 	set(p, m["main_log"], "main_log", &c.MainLog, text)
 	set(p, m["error_log"], "error_log", &c.ErrorLog, text)

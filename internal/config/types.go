@@ -27,6 +27,7 @@ type Config struct {
 	PollInterval  time.Duration `yaml:"apisix_poll_interval"`
 	ControlURL    string        `yaml:"apisix_control_url"`
 	Timeout       time.Duration `yaml:"apisix_timeout"`
+	PollMode      string        `yaml:"apisix_poll_mode"` // "per_upstream", "list" or "auto": see apisix.Mode
 	Interface     string        `yaml:"interface"`
 	MainLog       string        `yaml:"main_log"`
 	ErrorLog      string        `yaml:"error_log"`

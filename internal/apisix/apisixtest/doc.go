@@ -6,7 +6,8 @@
 // see ../testdata/README.md for the captured originals), including the 400
 // and 404 error bodies and nginx's HTML 404 for unknown paths. Callers change
 // node states and inject faults (refused connections, stalls, 5xx, garbage,
-// truncated, slow or oversized bodies) while requests are being served.
+// truncated, slow or oversized bodies), for one resource, for the list alone
+// or for everything, while requests are being served.
 //
 // Use it as an http.Handler (the netns lab's fake APISIX wraps it in an
 // http.Server) or through Start, which serves it on a loopback

@@ -115,16 +115,18 @@ type resource struct {
 
 // Server is a fake APISIX control API. Create it with New.
 type Server struct {
-	mu       sync.Mutex
-	res      map[apisix.Ref]*resource
-	faults   map[apisix.Ref]Fault
-	global   Fault
-	requests int
-	perRef   map[apisix.Ref]int
-	release  chan struct{} // closed and replaced by Release
-	done     chan struct{} // closed by Close
-	closed   bool
-	ts       *httptest.Server
+	mu        sync.Mutex
+	res       map[apisix.Ref]*resource
+	faults    map[apisix.Ref]Fault
+	global    Fault
+	listFault Fault // for GET /v1/healthcheck only
+	requests  int
+	lists     int // requests for the list
+	perRef    map[apisix.Ref]int
+	release   chan struct{} // closed and replaced by Release
+	done      chan struct{} // closed by Close
+	closed    bool
+	ts        *httptest.Server
 }
 
 // New returns a server that knows no resources: every resource is
@@ -265,6 +267,15 @@ func (s *Server) SetGlobalFault(f Fault) {
 	s.global = f
 }
 
+// SetListFault sets the fault of the list, GET /v1/healthcheck, alone
+// (NoFault clears it); requests for one resource are not affected. A global
+// fault, when set, wins.
+func (s *Server) SetListFault(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listFault = f
+}
+
 // Release lets every request stalled so far answer normally. Requests that
 // arrive later stall again while the Stall fault stays set.
 func (s *Server) Release() {
@@ -279,6 +290,14 @@ func (s *Server) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests
+}
+
+// ListRequests is the number of requests received for the list,
+// GET /v1/healthcheck.
+func (s *Server) ListRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lists
 }
 
 // RequestsFor is the number of requests received for one resource's checker.
@@ -310,10 +329,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests++
 	fault := s.global
-	if isResource {
+	switch {
+	case isResource:
 		s.perRef[ref]++
 		if fault == NoFault {
 			fault = s.faults[ref]
+		}
+	case r.URL.Path == "/v1/healthcheck":
+		s.lists++
+		if fault == NoFault {
+			fault = s.listFault
 		}
 	}
 	release, done := s.release, s.done

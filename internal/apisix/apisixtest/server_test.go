@@ -472,8 +472,32 @@ func TestRequestCounts(t *testing.T) {
 	for _, p := range []string{"/v1/healthcheck/upstreams/api", "/v1/healthcheck/upstreams/api", "/v1/healthcheck/services/web", "/v1/healthcheck"} {
 		get(t, ts.URL, p)
 	}
-	if got, want := [3]int{srv.Requests(), srv.RequestsFor(api), srv.RequestsFor(web)}, [3]int{4, 2, 1}; got != want {
-		t.Errorf("requests (all, api, web) = %v, want %v", got, want)
+	if got, want := [4]int{srv.Requests(), srv.RequestsFor(api), srv.RequestsFor(web), srv.ListRequests()}, [4]int{4, 2, 1, 1}; got != want {
+		t.Errorf("requests (all, api, web, list) = %v, want %v", got, want)
+	}
+}
+
+// The list's fault hits the list alone; the global fault wins over it.
+func TestListFault(t *testing.T) {
+	srv := apisixtest.New()
+	ts := srv.Start()
+	defer srv.Close()
+	srv.SetNodes(api, n("10.0.0.1", 80, apisixtest.Healthy))
+	srv.SetListFault(apisixtest.Status500)
+	if got := get(t, ts.URL, "/v1/healthcheck"); got.status != 500 {
+		t.Errorf("list: HTTP %d, want 500", got.status)
+	}
+	if got := get(t, ts.URL, "/v1/healthcheck/upstreams/api"); got.status != 200 || !json.Valid(got.body) {
+		t.Errorf("resource under a list fault: HTTP %d %q", got.status, got.body)
+	}
+	srv.SetGlobalFault(apisixtest.Status503)
+	if got := get(t, ts.URL, "/v1/healthcheck"); got.status != 503 {
+		t.Errorf("list under both faults: HTTP %d, want the global 503", got.status)
+	}
+	srv.SetGlobalFault(apisixtest.NoFault)
+	srv.SetListFault(apisixtest.NoFault)
+	if got := get(t, ts.URL, "/v1/healthcheck"); got.status != 200 || !bytes.HasPrefix(got.body, []byte(`[{"name":"/apisix/upstreams/api"`)) {
+		t.Errorf("list after clearing: HTTP %d %q", got.status, got.body)
 	}
 }
 

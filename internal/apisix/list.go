@@ -1,0 +1,219 @@
+package apisix
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Mode is how a poll reads the control API (apisix_poll_mode).
+//
+// Per-upstream requests cost the client ~40 µs of CPU and the control API
+// about as much per distinct resource and poll (BENCHMARKS.md): at 10,000
+// upstreams ~500 ms of CPU and ~100 MB allocated per poll, all of it work for
+// the nginx workers that carry APISIX's traffic. One GET /v1/healthcheck
+// answers the same for ~90 ms. The list cannot tell "no checker" from "not
+// found" (both are simply absent), so every key it lacks is still fetched
+// one by one, in the same poll: the two 404s of SPEC §3 keep their meaning.
+type Mode string
+
+const (
+	// ModePerUpstream sends one request per distinct resource, every poll.
+	ModePerUpstream Mode = "per_upstream"
+
+	// ModeList starts every poll with one GET /v1/healthcheck and answers
+	// each key whose resource the list holds from its entry, with the
+	// rules of a single body (purging nodes ignored, no nodes = NoChecker).
+	// Keys the list lacks are fetched one by one. An entry is matched to
+	// keys by the last two segments of its name, like keys themselves, so
+	// "/apisix/upstreams/api" and standalone "/upstreams/api" both answer
+	// upstreams/api; a resource the list names twice is fetched on its own.
+	//
+	// The list request gets half of what is left of the poll's deadline.
+	// If it fails in any way (connection, deadline, not 200, HTML, more
+	// than MaxListBytes, not a list) every key is fetched one by one in the
+	// rest of the deadline, as ModePerUpstream would: a broken list costs
+	// time, never a verdict. Half, so that a stalled list leaves the
+	// fallback as long as the list had; when the list fails because the
+	// whole control API is stalled, the fallback fails too, within the
+	// same apisix_timeout, and every key is Failed with its own error.
+	//
+	// A list in the 2.x–3.2 format (entries with src_type and
+	// healthy_nodes) is not used at all and every key is fetched one by
+	// one. Those versions list only the checkers of the nginx worker that
+	// answered, so most keys would be missing and fetched anyway (list plus
+	// almost one request per key), and which keys the list holds would
+	// change from poll to poll with the worker. Use ModePerUpstream or
+	// ModeAuto with them.
+	ModeList Mode = "list"
+
+	// ModeAuto uses the list as ModeList does when a poll has at least
+	// AutoMinKeys distinct resources and the list's last answer was
+	// usable: the 3.3+ format, and it answered at least one key. After
+	// an answer that was not (2.x format, empty, none of our keys, or a
+	// failure) the next AutoRetryPolls such polls are per upstream, then
+	// the list is tried again (APISIX may have been upgraded, or its
+	// checkers created). Below AutoMinKeys it is always per upstream.
+	ModeAuto Mode = "auto"
+)
+
+const (
+	// AutoMinKeys is the fewest distinct resources for which ModeAuto
+	// uses the list. Below it per-upstream requests cost a few ms of CPU
+	// per poll, while the list holds every checker APISIX has, which may
+	// be far more than a small config asks about.
+	AutoMinKeys = 100
+	// AutoRetryPolls is how many polls ModeAuto stays per upstream after
+	// a list answer it could not use: about half a minute at a 1 s poll.
+	AutoRetryPolls = 30
+)
+
+// listPath is the control API's list of every health checker.
+const listPath = "/v1/healthcheck"
+
+func validMode(m Mode) bool {
+	switch m {
+	case "", ModePerUpstream, ModeList, ModeAuto:
+		return true
+	}
+	return false
+}
+
+// autoState is ModeAuto's memory: polls that could use the list are
+// counted, and the list is skipped until the count passes pausedUntil.
+// Atomics keep Poll safe for concurrent use; two polls racing only shift
+// the next try by a poll.
+type autoState struct {
+	polls       atomic.Uint64
+	pausedUntil atomic.Uint64
+}
+
+// pause skips the list for the next AutoRetryPolls eligible polls.
+func (a *autoState) pause() { a.pausedUntil.Store(a.polls.Load() + AutoRetryPolls) }
+
+// listFirst reports whether a poll of n distinct resources starts with the
+// list.
+func (c *Client) listFirst(n int) bool {
+	switch c.mode {
+	case ModeList:
+		return n > 0
+	case ModeAuto:
+		return n >= AutoMinKeys && c.auto.polls.Add(1) > c.auto.pausedUntil.Load()
+	}
+	return false
+}
+
+// fromList answers the jobs whose resource the list holds and reports
+// whether the list was usable: the 3.3+ format, and it answered at least
+// one job. Jobs it does not answer are left for fetchEach.
+func (c *Client) fromList(ctx context.Context, jobs []job) bool {
+	deadline, _ := ctx.Deadline() // Poll's context always has one
+	lctx, cancel := context.WithTimeout(ctx, time.Until(deadline)/2)
+	list, err := c.getList(lctx)
+	cancel()
+	if err != nil {
+		// Not logged, not returned: the per-upstream requests that follow
+		// decide every verdict, and their errors are what callers see.
+		return false
+	}
+	answered := 0
+	for i := range jobs {
+		l, ok := list[jobs[i].ref]
+		if !ok || l.entries > 1 {
+			continue
+		}
+		r := decodeV3(l.nodes)
+		if r.Err != nil {
+			r.Err = fmt.Errorf("GET %s: %s: %w", listPath, jobs[i].ref, r.Err)
+		}
+		jobs[i].res, jobs[i].done = r, true
+		answered++
+	}
+	return answered > 0
+}
+
+// getList fetches and decodes the list.
+func (c *Client) getList(ctx context.Context) (map[Ref]listed, error) {
+	a, err := c.do(ctx, listPath, c.maxList)
+	switch {
+	case err != nil:
+		return nil, err
+	case a.status != http.StatusOK:
+		return nil, fmt.Errorf("HTTP %d", a.status)
+	case isHTML(a.contentType):
+		return nil, fmt.Errorf("HTTP 200 with content type %q", a.contentType)
+	}
+	return decodeHealthList(a.body)
+}
+
+// listed is what a list says about one resource: its entry's node list,
+// decoded only if a key asks for it, and how many entries named the
+// resource (more than one is ambiguous).
+type listed struct {
+	nodes   json.RawMessage
+	entries int
+}
+
+// listEntry is one element of the list. Name is a pointer so that a
+// missing name is told from an empty one.
+type listEntry struct {
+	Name         *string         `json:"name"`
+	Nodes        json.RawMessage `json:"nodes"`
+	HealthyNodes json.RawMessage `json:"healthy_nodes"` // 2.x–3.2 only
+	SrcType      json.RawMessage `json:"src_type"`      // 2.x–3.2 only
+}
+
+// errV2List reports a list in the 2.x–3.2 format, which is not used (see
+// ModeList).
+var errV2List = errors.New("list in the 2.x-3.2 format holds only the answering worker's checkers")
+
+// decodeHealthList reads a 200 body of GET /v1/healthcheck in the 3.3+
+// format: an array of {"name","type","nodes"} entries. An empty list
+// arrives as {} in every released version, as [] in the newest code, or
+// as null. Entries whose name is not a resource key a config can hold are
+// skipped; an entry without a string name, or a body of another shape, is
+// an error, as is a 2.x–3.2 list (errV2List).
+func decodeHealthList(body []byte) (map[Ref]listed, error) {
+	b := trimJSONSpace(body)
+	if len(b) == 0 || b[0] != '[' {
+		switch {
+		case string(b) == "null":
+			return nil, nil
+		case len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && len(trimJSONSpace(b[1:len(b)-1])) == 0:
+			return nil, nil
+		case !json.Valid(b):
+			var v any
+			return nil, fmt.Errorf("decode: %w", json.Unmarshal(b, &v))
+		case b[0] == '{':
+			return nil, errors.New("decode: body is a non-empty object, not a list")
+		}
+		return nil, fmt.Errorf("decode: body is %s, not a list", kindOf(b))
+	}
+	var entries []listEntry
+	if err := json.Unmarshal(b, &entries); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	m := make(map[Ref]listed, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		if e.HealthyNodes != nil || e.SrcType != nil {
+			return nil, errV2List
+		}
+		if e.Name == nil {
+			return nil, fmt.Errorf(`decode: entry %d: "name" missing or not a string`, i)
+		}
+		ref, err := ParseRef(*e.Name)
+		if err != nil {
+			continue // a resource no key can name
+		}
+		l := m[ref]
+		l.nodes = e.Nodes
+		l.entries++
+		m[ref] = l
+	}
+	return m, nil
+}

@@ -1,0 +1,192 @@
+package apisix
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// listSummary is what the list decoder's tests compare: each resource's
+// verdict as a key would get it, and how many entries named it.
+type listSummary struct {
+	Got     got
+	Entries int
+}
+
+func summarize(m map[Ref]listed) map[Ref]listSummary {
+	if m == nil {
+		return nil
+	}
+	out := make(map[Ref]listSummary, len(m))
+	for ref, l := range m {
+		out[ref] = listSummary{summary(decodeV3(l.nodes)), l.entries}
+	}
+	return out
+}
+
+func TestDecodeHealthList(t *testing.T) {
+	up := func(h, n int) listSummary { return listSummary{got{Verdict: Up, Healthy: h, Total: n}, 1} }
+	down := func(n int) listSummary { return listSummary{got{Verdict: Down, Total: n}, 1} }
+	noChecker := listSummary{got{Verdict: NoChecker, Err: true}, 1}
+	const (
+		ok = iota
+		v2
+		bad
+	)
+	tests := []struct {
+		name string
+		body string // "@file" reads testdata/file
+		kind int
+		want map[Ref]listSummary
+	}{
+		{"v3 list, every type", "@v3-list-all.json", ok, map[Ref]listSummary{
+			{"routes", "1"}: noChecker, {"services", "web"}: down(1),
+			{"upstreams", "api"}: up(1, 2), {"upstreams", "tcp-db"}: up(1, 1),
+		}},
+		{"standalone names", "@t-3.18.0-control-healthcheck-TEST2-list.json", ok, map[Ref]listSummary{{"routes", "1"}: up(1, 2)}},
+		{"standalone service", "@t-3.18.0-control-healthcheck-TEST3-list.json", ok, map[Ref]listSummary{{"services", "1"}: down(1)}},
+		{"stream route", "@t-3.18.0-stream-node-control-api-healthcheck-list.json", ok, map[Ref]listSummary{{"stream_routes", "1"}: up(1, 1)}},
+		{"empty {} (3.18.0 test)", "@t-3.18.0-control-healthcheck-TEST4-list-no-checkers.json", ok, nil},
+		{"empty {}", "@v3-list-empty.json", ok, nil},
+		{"empty {} of 2.x", "@v2-list-empty.json", ok, nil},
+		{"empty { } with spaces", " { \n } ", ok, nil},
+		{"empty []", "[]", ok, map[Ref]listSummary{}},
+		{"empty [ ]", " [ ]\n", ok, map[Ref]listSummary{}},
+		{"null", "null", ok, nil},
+		{"2.x list", "@v2-list-all.json", v2, nil},
+		{"2.x list (2.15.3 test)", "@t-2.15.3-control-healthcheck-TEST2-list.json", v2, nil},
+		{"2.x entry among 3.3+ ones", `[{"name":"/upstreams/a","nodes":[]},{"name":"upstream#/upstreams/b","src_type":"upstreams","nodes":{}}]`, v2, nil},
+		{"healthy_nodes alone marks 2.x", `[{"name":"/upstreams/a","nodes":[],"healthy_nodes":{}}]`, v2, nil},
+		{"purging nodes ignored", `[{"name":"/upstreams/a","nodes":[{"status":"healthy","purge_time":1.5},{"status":"unhealthy"}]},` +
+			`{"name":"/upstreams/b","nodes":[{"status":"healthy","purge_time":1}]}]`, ok, map[Ref]listSummary{
+			{"upstreams", "a"}: down(1), {"upstreams", "b"}: noChecker,
+		}},
+		{"empty node lists in every spelling", `[{"name":"/upstreams/a","nodes":{}},{"name":"/upstreams/b","nodes":[]},{"name":"/upstreams/c","nodes":null},{"name":"/upstreams/d"}]`, ok, map[Ref]listSummary{
+			{"upstreams", "a"}: noChecker, {"upstreams", "b"}: noChecker, {"upstreams", "c"}: noChecker, {"upstreams", "d"}: noChecker,
+		}},
+		{"mostly and unknown statuses", `[{"name":"/upstreams/a","nodes":[{"status":"mostly_healthy"},{"status":"mostly_unhealthy"},{"status":"checking"},{}]}]`, ok, map[Ref]listSummary{
+			{"upstreams", "a"}: up(1, 4),
+		}},
+		{"same resource under two prefixes", `[{"name":"/apisix/upstreams/a","nodes":[{"status":"healthy"}]},{"name":"/other/upstreams/a","nodes":[{"status":"unhealthy"}]}]`, ok, map[Ref]listSummary{
+			{"upstreams", "a"}: {down(1).Got, 2},
+		}},
+		{"names no key can hold are skipped", `[{"name":"/apisix/plugin_configs/1","nodes":[]},{"name":"","nodes":[]},{"name":"upstreams/a","nodes":[]},{"name":"/upstreams/` + strings.Repeat("x", 65) + `"},{"name":"/upstreams/b","nodes":[{"status":"healthy"}]}]`, ok, map[Ref]listSummary{
+			{"upstreams", "b"}: up(1, 1),
+		}},
+		{"bad node list fails its key only", `[{"name":"/upstreams/a","nodes":"x"},{"name":"/upstreams/b","nodes":{"a":1}},{"name":"/upstreams/c","nodes":[{"status":"healthy"}]}]`, ok, map[Ref]listSummary{
+			{"upstreams", "a"}: {got{Verdict: Failed, Err: true}, 1}, {"upstreams", "b"}: {got{Verdict: Failed, Err: true}, 1}, {"upstreams", "c"}: up(1, 1),
+		}},
+		{"one resource's body", "@v3-upstream-mixed.json", bad, nil},
+		{"empty body", "", bad, nil},
+		{"string", `"[]"`, bad, nil},
+		{"number", `42`, bad, nil},
+		{"garbage", "\x00\xff<<not json>>", bad, nil},
+		{"truncated", `[{"name":"/upstreams/a","nodes":[`, bad, nil},
+		{"a lone brace", "{", bad, nil},
+		{"non-object entry", `[1]`, bad, nil},
+		{"null entry", `[null]`, bad, nil},
+		{"nameless entry", `[{"nodes":[]}]`, bad, nil},
+		{"name not a string", `[{"name":7,"nodes":[]}]`, bad, nil},
+		{"HTML", "<html><body>upstream check list</body></html>", bad, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.body)
+			if file, ok := strings.CutPrefix(tt.body, "@"); ok {
+				var err error
+				if body, err = os.ReadFile("testdata/" + file); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := decodeHealthList(body)
+			switch tt.kind {
+			case ok:
+				if err != nil {
+					t.Fatalf("error %v", err)
+				}
+				if diff := cmp.Diff(tt.want, summarize(m)); diff != "" {
+					t.Errorf("mismatch (-want +got):\n%s", diff)
+				}
+			case v2:
+				if !errors.Is(err, errV2List) {
+					t.Errorf("got %v, %v; want the 2.x error", summarize(m), err)
+				}
+			case bad:
+				if err == nil || errors.Is(err, errV2List) || m != nil {
+					t.Errorf("got %v, %v; want a decode error", summarize(m), err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzDecodeList feeds arbitrary bodies to the list decoder: it must not
+// panic, must reject what is not JSON, may only hold resources a key can
+// name, and every entry must give a self-consistent Result.
+func FuzzDecodeList(f *testing.F) {
+	for name, b := range fixtures(f) {
+		if strings.Contains(name, "list") {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`[{"name":"/upstreams/a","nodes":[{"status":"healthy","purge_time":null}]},{"name":"/b/upstreams/a"}]`))
+	f.Add([]byte(` { } `))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := decodeHealthList(body)
+		if err != nil {
+			if m != nil {
+				t.Errorf("%q: entries %v with error %v", body, m, err)
+			}
+			return
+		}
+		if !json.Valid(body) {
+			t.Errorf("%q: accepted invalid JSON", body)
+		}
+		for ref, l := range m {
+			if back, err := ParseRef("/" + ref.Type + "/" + ref.ID); err != nil || back != ref {
+				t.Errorf("%q: resource %v that no key names (%v)", body, ref, err)
+			}
+			if l.entries < 1 {
+				t.Errorf("%q: %v from %d entries", body, ref, l.entries)
+			}
+			checkResult(t, decodeV3(l.nodes))
+		}
+	})
+}
+
+// BenchmarkDecodeList10000 is the client's share of a list poll at 10,000
+// upstreams: decoding the list and every requested entry's nodes.
+func BenchmarkDecodeList10000(b *testing.B) {
+	var sb strings.Builder
+	refs := make([]Ref, 10000)
+	sb.WriteByte('[')
+	for i := range refs {
+		refs[i] = Ref{"upstreams", fmt.Sprint("u", i)}
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"name":"/apisix/upstreams/u%d","nodes":[`+
+			`{"counter":{"http_failure":0,"success":0,"tcp_failure":0,"timeout_failure":0},"hostname":"10.0.0.1","ip":"10.0.0.1","port":80,"status":"healthy"},`+
+			`{"counter":{"http_failure":0,"success":0,"tcp_failure":2,"timeout_failure":0},"hostname":"10.0.0.2","ip":"10.0.0.2","port":80,"status":"unhealthy"}],"type":"http"}`, i)
+	}
+	sb.WriteByte(']')
+	body := []byte(sb.String())
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := decodeHealthList(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, ref := range refs {
+			if r := decodeV3(m[ref].nodes); r.Verdict != Up {
+				b.Fatalf("%v: %v %v", ref, r.Verdict, r.Err)
+			}
+		}
+	}
+}
