@@ -242,7 +242,7 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 // the interface holds, like at start-up.
 func (d *Daemon) applyReload(cfg *config.Config) {
 	old := d.cfg
-	if d.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout) {
+	if d.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout || old.PollMode != cfg.PollMode) {
 		d.health = d.newHS(cfg)
 	}
 	keep := make(map[netip.Prefix]bool, len(cfg.VIPs))

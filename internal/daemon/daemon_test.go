@@ -361,3 +361,26 @@ func TestHintReappliesWithoutPolling(t *testing.T) {
 		t.Errorf("a hint polled APISIX")
 	}
 }
+
+// TestReloadRebuildsHealthSource: a reload that changes how the control API
+// is read gets a new client; one that does not keeps the old one.
+func TestReloadRebuildsHealthSource(t *testing.T) {
+	cfg := seed(config.Withdraw)
+	r := newRig(t, cfg, newFakeLink())
+	built := 0
+	r.d.newHS = func(*config.Config) HealthSource { built++; return r.health }
+	r.tick(t)
+	for _, edit := range []func(c *config.Config){
+		func(c *config.Config) {},
+		func(c *config.Config) { c.PollMode = "list" },
+		func(c *config.Config) { c.PollMode = "list"; c.Timeout = time.Second },
+		func(c *config.Config) { c.PollMode = "list"; c.Timeout = time.Second; c.ControlURL = "http://127.0.0.1:9191" },
+	} {
+		next := seed(config.Withdraw)
+		edit(next)
+		r.d.applyReload(next)
+	}
+	if built != 3 {
+		t.Errorf("health source rebuilt %d times, want 3 (mode, timeout, url)", built)
+	}
+}
