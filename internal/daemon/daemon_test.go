@@ -374,7 +374,11 @@ func TestReloadRebuildsHealthSource(t *testing.T) {
 		func(c *config.Config) {},
 		func(c *config.Config) { c.PollMode = "list" },
 		func(c *config.Config) { c.PollMode = "list"; c.Timeout = time.Second },
-		func(c *config.Config) { c.PollMode = "list"; c.Timeout = time.Second; c.ControlURL = "http://127.0.0.1:9191" },
+		func(c *config.Config) {
+			c.PollMode = "list"
+			c.Timeout = time.Second
+			c.ControlURL = "http://127.0.0.1:9191"
+		},
 	} {
 		next := seed(config.Withdraw)
 		edit(next)
