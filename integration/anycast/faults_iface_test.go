@@ -198,7 +198,7 @@ func TestFaultIfaceAddressAlreadyThere(t *testing.T) {
 	if l := lost(); len(l) > 0 {
 		t.Errorf("the peer lost %v while rhi started", l)
 	}
-	st = s.statusWhen(t, "took the VIPs as they were", func(st daemon.Status) error {
+	s.statusWhen(t, "took the VIPs as they were", func(st daemon.Status) error {
 		if st.Interface.Error != "" || len(st.Interface.Foreign) > 0 {
 			return errorf("interface %+v", st.Interface)
 		}
