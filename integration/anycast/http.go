@@ -7,60 +7,25 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"time"
 
-	"github.com/vishvananda/netns"
+	"github.com/rhi-daemon/rhi/internal/inns"
 )
 
 // dialIn connects to addr from inside the network namespace ns. The socket
 // keeps the namespace it was made in, so only the dial needs the switch.
 func dialIn(ns, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
+	var c net.Conn
+	err := inns.DoNamed(ns, func() error {
+		var err error
+		c, err = net.DialTimeout("tcp", addr, 2*time.Second)
+		return err
+	})
+	if err != nil && c != nil {
+		c.Close()
+		return nil, err
 	}
-	ch := make(chan result, 1)
-	go func() {
-		// The thread goes back to its namespace and to the scheduler
-		// afterwards. Letting it die instead would be worse than it looks:
-		// the lab starts its processes with Pdeathsig, which fires when the
-		// *thread* that forked them exits, and Go reuses threads.
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("current netns: %w", err)}
-			return
-		}
-		defer orig.Close()
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("netns %q: %w", ns, err)}
-			return
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("enter netns %q: %w", ns, err)}
-			return
-		}
-		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-		if rerr := netns.Set(orig); rerr != nil {
-			// Stuck in the lab's namespace: let the thread die with us
-			// rather than run other goroutines there.
-			if c != nil {
-				c.Close()
-			}
-			ch <- result{err: fmt.Errorf("return from netns %q: %w", ns, rerr)}
-			return
-		}
-		runtime.UnlockOSThread()
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.c, r.err
+	return c, err
 }
 
 // Get fetches path from rhi's status listener on the site (/metrics,

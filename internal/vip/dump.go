@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/rhi-daemon/rhi/internal/inns"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -50,41 +51,17 @@ func NewHandle(timeout time.Duration) (*Handle, error) {
 
 // NewHandleAt is NewHandle in the network namespace ns (tests and labs).
 func NewHandleAt(ns netns.NsHandle, timeout time.Duration) (*Handle, error) {
-	type result struct {
-		h   *Handle
-		err error
+	var h *Handle
+	err := inns.Do(ns, func() error {
+		var err error
+		h, err = NewHandle(timeout)
+		return err
+	})
+	if err != nil && h != nil {
+		h.Close()
+		return nil, err
 	}
-	ch := make(chan result, 1)
-	go func() {
-		// Sockets keep the namespace they are made in: switch this thread,
-		// make them, switch back. A thread that cannot switch back dies
-		// with the goroutine (no UnlockOSThread).
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("enter netns: %w", err)}
-			return
-		}
-		h, err := NewHandle(timeout)
-		if err := netns.Set(orig); err != nil {
-			if h != nil {
-				h.Close()
-			}
-			ch <- result{err: fmt.Errorf("leave netns: %w", err)}
-			return
-		}
-		runtime.UnlockOSThread()
-		ch <- result{h, err}
-	}()
-	r := <-ch
-	return r.h, r.err
+	return h, err
 }
 
 // Close closes both sockets.
