@@ -123,9 +123,9 @@ func scenarios() []scenario {
 			return runFlips(ctx, bins, flipPlan{n: n, poll: poll, trials: trials, idle: idle, idleFor: o.idle}, rng, r)
 		}
 	}
-	scale := func(n int) func(context.Context, anycast.Binaries, options, *rand.Rand, *report) error {
+	scale := func(n int, mode string) func(context.Context, anycast.Binaries, options, *rand.Rand, *report) error {
 		return func(ctx context.Context, bins anycast.Binaries, o options, _ *rand.Rand, r *report) error {
-			return runScale(ctx, bins, n, o.window, r)
+			return runScale(ctx, bins, n, mode, o.window, r)
 		}
 	}
 	return []scenario{
@@ -133,8 +133,9 @@ func scenarios() []scenario {
 		{"flip1-200ms", flip(1, 200*time.Millisecond, false)},
 		{"flip1000-1s", flip(1000, time.Second, true)},
 		{"flip1000-200ms", flip(1000, 200*time.Millisecond, true)},
-		{"poll1000", scale(1000)},
-		{"poll10000", scale(10000)},
+		{"poll1000", scale(1000, "per_upstream")},
+		{"poll10000", scale(10000, "per_upstream")},
+		{"poll10000-list", scale(10000, "list")},
 	}
 }
 

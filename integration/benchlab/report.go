@@ -50,7 +50,7 @@ func (r *report) print(w io.Writer) {
 			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\n", i.vips, i.upstreams, i.poll, i.window.Round(time.Second), pct(i.cpu), probe.MiB(i.rss), i.threads)
 		}
 		for _, s := range r.scales {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t-\n", s.upstreams, s.upstreams, s.poll, s.window.Round(time.Second), pct(s.rhiShare), probe.MiB(s.rss))
+			fmt.Fprintf(tw, "%d\t%d (%s)\t%s\t%s\t%s\t%s\t-\n", s.upstreams, s.upstreams, s.mode, s.poll, s.window.Round(time.Second), pct(s.rhiShare), probe.MiB(s.rss))
 		}
 		tw.Flush()
 	}
@@ -58,9 +58,9 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintln(w, "\nPolls of distinct upstreams (one VIP each), means over the window. CPU per poll is rhi's")
 		fmt.Fprintln(w, "whole tick (poll, decide, read rhi0); the fake API's is its serving of the requests.")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "upstreams\tpoll\ttimeout\tpolls (expected)\tfailed\tunreadable\twall/poll\trequests/poll\trhi CPU/poll\tfake API CPU/poll")
+		fmt.Fprintln(tw, "upstreams\tmode\tpoll\ttimeout\tpolls (expected)\tfailed\tunreadable\twall/poll\trequests/poll\trhi CPU/poll\tfake API CPU/poll")
 		for _, s := range r.scales {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d (%d)\t%d\t%d\t%s ms\t%s\t%s ms\t%s ms\n", s.upstreams, s.poll, s.timeout,
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d (%d)\t%d\t%d\t%s ms\t%s\t%s ms\t%s ms\n", s.upstreams, s.mode, s.poll, s.timeout,
 				s.polls, int(s.window/s.poll), s.failed, s.unreadable, ms(s.wall), strconv.FormatFloat(s.requests, 'f', 0, 64), ms(s.rhiCPU), ms(s.apiCPU))
 		}
 		tw.Flush()

@@ -45,6 +45,7 @@ func measureIdle(ctx context.Context, s *site, vips, upstreams int, poll, window
 // scaleResult is a window of polls of many distinct upstreams.
 type scaleResult struct {
 	upstreams     int
+	mode          string // apisix_poll_mode
 	poll, timeout time.Duration
 	window        time.Duration
 	polls         int     // completed in the window
@@ -60,7 +61,7 @@ type scaleResult struct {
 
 // runScale polls n distinct upstreams (one VIP each) at a 1 s interval for
 // window and reads the cost from rhi's metrics and /proc.
-func runScale(ctx context.Context, bins anycast.Binaries, n int, window time.Duration, r *report) (err error) {
+func runScale(ctx context.Context, bins anycast.Binaries, n int, mode string, window time.Duration, r *report) (err error) {
 	l, err := newLab(ctx)
 	if err != nil {
 		return err
@@ -72,8 +73,8 @@ func runScale(ctx context.Context, bins anycast.Binaries, n int, window time.Dur
 	}
 	// SPEC's default timeout (5 s), so that a slow poll is measured rather
 	// than cut at the lab's 1 s.
-	cfg := anycast.Config{PollInterval: time.Second, Timeout: 5 * time.Second, VIPs: vips}
-	fmt.Fprintf(os.Stderr, "   starting rhi with %d VIPs over %d upstreams\n", n, n)
+	cfg := anycast.Config{PollInterval: time.Second, Timeout: 5 * time.Second, VIPs: vips, PollMode: mode}
+	fmt.Fprintf(os.Stderr, "   starting rhi with %d VIPs over %d upstreams (%s)\n", n, n, mode)
 	s, err := startSite(ctx, l, bins, cfg)
 	if err != nil {
 		return err
@@ -111,6 +112,7 @@ func runScale(ctx context.Context, bins anycast.Binaries, n int, window time.Dur
 		return fmt.Errorf("no poll completed in %s", window)
 	}
 	r.scales = append(r.scales, scaleResult{
+		mode:      mode,
 		upstreams: n, poll: cfg.PollInterval, timeout: cfg.Timeout,
 		window:     b.rhi.At.Sub(a.rhi.At),
 		polls:      int(polls),
