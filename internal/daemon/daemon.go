@@ -102,8 +102,9 @@ type Daemon struct {
 	failedAll uint64                  // polls with at least one unreadable upstream, ever
 	flips     map[netip.Prefix]uint64 // changes of Announced, per VIP
 
-	mu   sync.RWMutex
-	view view // what Status renders; swapped after every tick
+	mu    sync.RWMutex
+	view  *view // what Status renders, under mu; swapped after every tick
+	spare *view // the previous view, reused by the next publish (loop only)
 }
 
 // New builds a daemon for a validated config.
@@ -569,26 +570,31 @@ func allAgree(r verify.Report) bool {
 
 // publish makes this tick's results visible to Status.
 func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
-	v := view{
-		cfg:       d.cfg,
-		snap:      snap,
-		states:    maps.Clone(d.states),
-		since:     maps.Clone(d.since),
-		iface:     d.iface,
-		ifaceErr:  d.ifaceErr,
-		tickStart: start,
-		pollTook:  polled.Sub(start),
-		failedRun: d.failed,
-		polls:     d.polls,
-		failedAll: d.failedAll,
-		flips:     maps.Clone(d.flips),
-		orphans:   len(d.orphans),
-		drained:   d.drained,
-		drainErr:  d.drainErr,
-		ticked:    true,
+	// Two views take turns, so that a tick at 10,000 VIPs copies its maps
+	// into ones already grown instead of allocating three new ones: the
+	// spare is the view published two ticks ago, which no reader can hold
+	// any more, since Status reads under the read lock and the swap below
+	// takes the write lock.
+	v := d.spare
+	if v == nil {
+		v = &view{
+			states: make(map[netip.Prefix]decide.State, len(d.states)),
+			since:  make(map[netip.Prefix]time.Time, len(d.since)),
+			flips:  make(map[netip.Prefix]uint64, len(d.flips)),
+		}
 	}
+	clear(v.states)
+	maps.Copy(v.states, d.states)
+	clear(v.since)
+	maps.Copy(v.since, d.since)
+	clear(v.flips)
+	maps.Copy(v.flips, d.flips)
+	v.cfg, v.snap, v.iface, v.ifaceErr = d.cfg, snap, d.iface, d.ifaceErr
+	v.tickStart, v.pollTook = start, polled.Sub(start)
+	v.failedRun, v.polls, v.failedAll = d.failed, d.polls, d.failedAll
+	v.orphans, v.drained, v.drainErr, v.ticked = len(d.orphans), d.drained, d.drainErr, true
 	d.mu.Lock()
-	d.view = v
+	d.spare, d.view = d.view, v
 	d.mu.Unlock()
 }
 

@@ -388,3 +388,40 @@ func TestReloadRebuildsHealthSource(t *testing.T) {
 		t.Errorf("health source rebuilt %d times, want 3 (mode, timeout, url)", built)
 	}
 }
+
+// TestStatusWhileTicking reads the status while the loop publishes as fast
+// as it can: the race detector checks that the reused views are never
+// written while read.
+func TestStatusWhileTicking(t *testing.T) {
+	cfg := seed(config.Withdraw)
+	cfg.PollInterval = time.Millisecond
+	r := newRig(t, cfg, newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.polled = make(chan struct{}, 1000)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.d.Run(ctx) }()
+	seen := 0
+	for polls := 0; polls < 200; polls++ {
+		<-r.health.polled
+		st := r.d.Status()
+		if st.Ready && len(st.VIPs) != 3 {
+			t.Fatalf("torn status: %d VIPs", len(st.VIPs))
+		}
+		if st.Ready {
+			seen++
+		}
+		if polls%2 == 0 {
+			r.health.set(apisix.Down, admin)
+		} else {
+			r.health.set(apisix.Up, admin)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if seen == 0 {
+		t.Error("never saw a ready status")
+	}
+}

@@ -89,7 +89,7 @@ func newFakeLink(present ...string) *fakeLink {
 func (l *fakeLink) state(owned map[netip.Prefix]bool) vip.State {
 	st := vip.State{Exists: l.exists, Up: l.exists && !l.down}
 	for p := range l.addrs {
-		if owned == nil || slices.Contains(mapKeys(owned), p) {
+		if _, mine := owned[p]; owned == nil || mine {
 			st.Present = append(st.Present, p)
 		} else {
 			st.Foreign = append(st.Foreign, p)

@@ -108,9 +108,9 @@ type UpstreamStatus struct {
 // goroutine; before the first tick it reports Ready false.
 func (d *Daemon) Status() Status {
 	d.mu.RLock()
+	defer d.mu.RUnlock() // publish reuses a view once no reader holds it
 	v := d.view
-	d.mu.RUnlock()
-	if !v.ticked {
+	if v == nil || !v.ticked {
 		return Status{}
 	}
 	s := Status{
