@@ -570,25 +570,21 @@ func allAgree(r verify.Report) bool {
 
 // publish makes this tick's results visible to Status.
 func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
-	// Two views take turns, so that a tick at 10,000 VIPs copies its maps
-	// into ones already grown instead of allocating three new ones: the
-	// spare is the view published two ticks ago, which no reader can hold
-	// any more, since Status reads under the read lock and the swap below
-	// takes the write lock.
+	// Two views take turns, so that a tick at 10,000 VIPs fills a slice
+	// already grown instead of allocating: the spare is the view published
+	// two ticks ago, which no reader can hold any more, since Status reads
+	// under the read lock and the swap below takes the write lock. A view
+	// keeps a compact record per VIP, in config order, rather than copies
+	// of the loop's maps.
 	v := d.spare
 	if v == nil {
-		v = &view{
-			states: make(map[netip.Prefix]decide.State, len(d.states)),
-			since:  make(map[netip.Prefix]time.Time, len(d.since)),
-			flips:  make(map[netip.Prefix]uint64, len(d.flips)),
-		}
+		v = &view{}
 	}
-	clear(v.states)
-	maps.Copy(v.states, d.states)
-	clear(v.since)
-	maps.Copy(v.since, d.since)
-	clear(v.flips)
-	maps.Copy(v.flips, d.flips)
+	v.vips = v.vips[:0]
+	for i := range d.cfg.VIPs {
+		p := d.cfg.VIPs[i].Address
+		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p]})
+	}
 	v.cfg, v.snap, v.iface, v.ifaceErr = d.cfg, snap, d.iface, d.ifaceErr
 	v.tickStart, v.pollTook = start, polled.Sub(start)
 	v.failedRun, v.polls, v.failedAll = d.failed, d.polls, d.failedAll

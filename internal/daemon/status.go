@@ -15,8 +15,7 @@ import (
 type view struct {
 	cfg       *config.Config
 	snap      apisix.Snapshot
-	states    map[netip.Prefix]decide.State
-	since     map[netip.Prefix]time.Time
+	vips      []vipRec // one per cfg.VIPs, in its order
 	iface     vip.State
 	ifaceErr  string
 	tickStart time.Time
@@ -24,11 +23,17 @@ type view struct {
 	failedRun int
 	polls     uint64
 	failedAll uint64
-	flips     map[netip.Prefix]uint64
 	orphans   int
 	drained   drain.Set // replaced, never mutated, by the loop
 	drainErr  string
 	ticked    bool
+}
+
+// vipRec is one VIP in a view: what the loop's maps say of it.
+type vipRec struct {
+	state decide.State
+	since time.Time
+	flips uint64
 }
 
 // Status is the daemon's state as /status and `rhi status` show it. Field
@@ -142,13 +147,14 @@ func (d *Daemon) Status() Status {
 	s.VIPs = make([]VIPStatus, 0, len(v.cfg.VIPs))
 	for i := range v.cfg.VIPs {
 		c := &v.cfg.VIPs[i]
-		st := v.states[c.Address]
+		rec := v.vips[i]
+		st := rec.state
 		vs := VIPStatus{
 			Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
 			Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced && !v.drained.Has(c.Address),
 			Drained:     v.drained.Has(c.Address),
-			OnInterface: v.iface.Has(c.Address), Since: v.since[c.Address],
-			FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: v.flips[c.Address],
+			OnInterface: v.iface.Has(c.Address), Since: rec.since,
+			FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
 		}
 		if vc, ok := confirms[c.Address]; ok {
 			vs.Bird = &vc
