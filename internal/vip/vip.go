@@ -207,7 +207,7 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 			break
 		}
 		if err := a.apply(r.link, o); err != nil {
-			errs = append(errs, fmt.Errorf("vip %q: %s on %q: %w", o.p, actionName(o.add), a.iface, err))
+			errs = append(errs, fmt.Errorf("vip %q: %s on %q: %w%s", o.p, actionName(o.add), a.iface, err, permHint(err)))
 			continue
 		}
 		a.reached[o.p] = o.add
@@ -451,4 +451,13 @@ func presence(b bool) string {
 		return "present"
 	}
 	return "absent"
+}
+
+// permHint names what is missing when the kernel refuses an address change:
+// the one capability rhi needs.
+func permHint(err error) string {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return " (changing addresses needs CAP_NET_ADMIN)"
+	}
+	return ""
 }

@@ -191,7 +191,7 @@ func TestSetPartialFailure(t *testing.T) {
 	if err == nil {
 		t.Fatal("Set: no error, want the two failures")
 	}
-	wantErr := `vip "10.0.0.2/32": add on "rhi0": operation not permitted` + "\n" +
+	wantErr := `vip "10.0.0.2/32": add on "rhi0": operation not permitted (changing addresses needs CAP_NET_ADMIN)` + "\n" +
 		`vip "10.0.0.5/32": delete on "rhi0": device or resource busy`
 	if err.Error() != wantErr {
 		t.Errorf("error:\n%s\nwant:\n%s", err, wantErr)
