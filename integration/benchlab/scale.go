@@ -8,6 +8,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/anycast"
 	"github.com/rhi-daemon/rhi/integration/benchlab/probe"
+	"github.com/rhi-daemon/rhi/integration/fakeapi"
 )
 
 // idleResult is rhi at rest: VIPs announced, health unchanged.
@@ -143,10 +144,10 @@ type reading struct {
 // outside the window: first at its start (metricsFirst), last at its end.
 func between(ctx context.Context, s *site, apiPid int, metricsFirst bool) (reading, error) {
 	var rd reading
-	sock := probe.APISocket(s.Site)
+	api := fakeapi.NewClient(probe.APISocket(s.Site))
 	last, still := -1, 0
 	err := waitUntil(ctx, 30*time.Second, 10*time.Millisecond, func(ctx context.Context) error {
-		n, err := probe.Requests(ctx, sock)
+		n, err := api.Requests()
 		if err != nil {
 			return err
 		}

@@ -112,20 +112,39 @@ func NewClient(path string) *Client {
 }
 
 func (c *Client) do(method, path string) error {
+	_, err := c.call(method, path)
+	return err
+}
+
+// call makes one control request and returns the answer's body.
+func (c *Client) call(method, path string) (string, error) {
 	req, err := http.NewRequest(method, "http://fake"+path, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("fake api %s %s: %w", method, path, err)
+		return "", fmt.Errorf("fake api %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fake api %s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(body)))
+		return "", fmt.Errorf("fake api %s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
-	return nil
+	return string(body), nil
+}
+
+// Requests is how many health requests the fake API has served.
+func (c *Client) Requests() (int, error) {
+	body, err := c.call("GET", "/requests")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(body))
+	if err != nil {
+		return 0, fmt.Errorf("fake api GET /requests: %w", err)
+	}
+	return n, nil
 }
 
 // SetNodes creates or replaces ref's checker with count nodes of status.

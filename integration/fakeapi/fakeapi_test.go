@@ -62,6 +62,19 @@ func TestControlSteersPolls(t *testing.T) {
 	if err := c.Fault(apisix.Ref{}, "bogus"); err == nil {
 		t.Error("unknown fault accepted")
 	}
+	// Requests counts the health requests served: one per Poll above, and
+	// one more now.
+	before, err := c.Requests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.Poll(context.Background(), []string{"/apisix/upstreams/api"})
+	if after, err := c.Requests(); err != nil || after != before+1 {
+		t.Errorf("requests went from %d to %d (%v), want +1", before, after, err)
+	}
+	if _, err := NewClient(filepath.Join(t.TempDir(), "none.sock")).Requests(); err == nil {
+		t.Error("missing socket: no error")
+	}
 }
 
 func waitUp(t *testing.T, c *Client) {

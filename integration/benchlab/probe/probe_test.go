@@ -1,20 +1,12 @@
 package probe
 
 import (
-	"context"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/rhi-daemon/rhi/integration/fakeapi"
-	"github.com/rhi-daemon/rhi/internal/apisix"
-	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
 )
 
 func TestParseStat(t *testing.T) {
@@ -195,45 +187,5 @@ func TestSummarize(t *testing.T) {
 	}
 	if got := (Summary{N: 2, Median: 1500 * time.Microsecond, Worst: 40 * ms}).String(); got != "1.5 / 40.0 ms" {
 		t.Errorf("String = %q", got)
-	}
-}
-
-// TestRequests serves the fake API's control protocol on a unix socket and
-// counts health requests made to the fake API.
-func TestRequests(t *testing.T) {
-	srv := apisixtest.New()
-	defer srv.Close()
-	srv.SetNodes(apisix.Ref{Type: "upstreams", ID: "api"}, apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy})
-	sock := filepath.Join(t.TempDir(), "api.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: fakeapi.Control(srv), ReadHeaderTimeout: time.Second}
-	go hs.Serve(ln)
-	defer hs.Close()
-	ts := srv.Start()
-
-	ctx := context.Background()
-	before, err := Requests(ctx, sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		resp, err := http.Get(ts.URL + "/v1/healthcheck/upstreams/api")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	after, err := Requests(ctx, sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after-before != 3 {
-		t.Errorf("requests went from %d to %d, want +3", before, after)
-	}
-	if _, err := Requests(ctx, filepath.Join(t.TempDir(), "none.sock")); err == nil {
-		t.Error("missing socket: no error")
 	}
 }
