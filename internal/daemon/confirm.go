@@ -121,17 +121,7 @@ func newConfirmer(c Confirmer, socket string, log logrus.FieldLogger, now func()
 // submit hands over a job without blocking; a job not yet taken is replaced
 // by the newer one, which holds the same VIPs in a newer state.
 func (c *confirmer) submit(j confirmJob) {
-	for {
-		select {
-		case c.jobs <- j:
-			return
-		default:
-		}
-		select {
-		case <-c.jobs:
-		default:
-		}
-	}
+	offerLatest(c.jobs, j)
 }
 
 func (c *confirmer) run(ctx context.Context) {

@@ -7,6 +7,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"io"
 	"maps"
 	"net/netip"
 	"slices"
@@ -79,28 +80,29 @@ type Daemon struct {
 	hints    chan struct{}              // the interface may have changed
 
 	// Owned by the loop goroutine.
-	cfg       *config.Config
-	keys      []string // distinct upstream keys of cfg
-	states    map[netip.Prefix]decide.State
-	since     map[netip.Prefix]time.Time // last change of Announced or presence
-	orphans   map[netip.Prefix]bool      // dropped by a reload, still to withdraw
-	owned     map[netip.Prefix]bool      // scratch: desired presence, rebuilt per tick
-	upstreams map[string]apisix.Verdict  // last verdict per key, to log changes once
-	iface     vip.State
-	ifaceErr  string
-	started   bool
-	changed   bool // this tick changed what is wanted or what is on the interface
-	drained   drain.Set
-	drainSeen drainStamp // what the drain file looked like when last read
-	drainErr  string
-	lastSnap  apisix.Snapshot
-	lastStart time.Time
-	lastPoll  time.Time
-	confirmed bool // a confirmation has been requested at least once
-	failed    int  // consecutive polls with at least one unreadable upstream
-	polls     uint64
-	failedAll uint64                  // polls with at least one unreadable upstream, ever
-	flips     map[netip.Prefix]uint64 // changes of Announced, per VIP
+	cfg        *config.Config
+	keys       []string // distinct upstream keys of cfg
+	states     map[netip.Prefix]decide.State
+	since      map[netip.Prefix]time.Time // last change of Announced or presence
+	orphans    map[netip.Prefix]bool      // dropped by a reload, still to withdraw
+	owned      map[netip.Prefix]bool      // scratch: desired presence, rebuilt per tick
+	upstreams  map[string]apisix.Verdict  // last verdict per key, to log changes once
+	iface      vip.State
+	ifaceErr   string
+	started    bool
+	changed    bool // this tick changed what is wanted or what is on the interface
+	drained    drain.Set
+	drainSeen  drainStamp // what the drain file looked like when last read
+	drainErr   string
+	lastSnap   apisix.Snapshot
+	lastStart  time.Time
+	lastPoll   time.Time
+	confirmed  bool // a confirmation has been requested at least once
+	failed     int  // consecutive polls with at least one unreadable upstream
+	unreadable int  // upstreams the last poll could not read
+	polls      uint64
+	failedAll  uint64                  // polls with at least one unreadable upstream, ever
+	flips      map[netip.Prefix]uint64 // changes of Announced, per VIP
 
 	mu    sync.RWMutex
 	view  *view // what Status renders, under mu; swapped after every tick
@@ -132,7 +134,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 	}
 	if d.log == nil {
 		l := logrus.New()
-		l.Out = discard{}
+		l.Out = io.Discard
 		d.log = l
 	}
 	if deps.Confirmer != nil {
@@ -159,21 +161,23 @@ func (d *Daemon) queueRenew(m map[netip.Prefix]bool) {
 	}
 }
 
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
 // Reload hands a new validated config to the loop. It never blocks: a
 // reload that has not been picked up yet is replaced by the newer one.
 func (d *Daemon) Reload(cfg *config.Config) {
+	offerLatest(d.reloads, cfg)
+}
+
+// offerLatest puts v in ch, a channel of capacity one, without blocking: a
+// value not yet taken is replaced, since v supersedes it.
+func offerLatest[T any](ch chan T, v T) {
 	for {
 		select {
-		case d.reloads <- cfg:
+		case ch <- v:
 			return
 		default:
 		}
 		select {
-		case <-d.reloads:
+		case <-ch:
 		default:
 		}
 	}
@@ -290,9 +294,9 @@ func (d *Daemon) tick(ctx context.Context) {
 		return // shutting down: a poll cut short says nothing about health
 	}
 	polled := d.now()
-	unreadable := d.noteUpstreams(snap)
+	d.unreadable = d.noteUpstreams(snap)
 	if d.onPoll != nil {
-		d.onPoll(polled.Sub(start), unreadable)
+		d.onPoll(polled.Sub(start), d.unreadable)
 	}
 
 	changes := decide.Tick(d.cfg, snap, d.states)
@@ -587,7 +591,7 @@ func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
 	}
 	v.cfg, v.snap, v.iface, v.ifaceErr = d.cfg, snap, d.iface, d.ifaceErr
 	v.tickStart, v.pollTook = start, polled.Sub(start)
-	v.failedRun, v.polls, v.failedAll = d.failed, d.polls, d.failedAll
+	v.failedRun, v.polls, v.failedAll, v.unreadable = d.failed, d.polls, d.failedAll, d.unreadable
 	v.orphans, v.drained, v.drainErr, v.ticked = len(d.orphans), d.drained, d.drainErr, true
 	d.mu.Lock()
 	d.spare, d.view = d.view, v

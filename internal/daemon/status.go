@@ -13,20 +13,21 @@ import (
 
 // view is what one tick leaves for Status; it is never mutated after publish.
 type view struct {
-	cfg       *config.Config
-	snap      apisix.Snapshot
-	vips      []vipRec // one per cfg.VIPs, in its order
-	iface     vip.State
-	ifaceErr  string
-	tickStart time.Time
-	pollTook  time.Duration
-	failedRun int
-	polls     uint64
-	failedAll uint64
-	orphans   int
-	drained   drain.Set // replaced, never mutated, by the loop
-	drainErr  string
-	ticked    bool
+	cfg        *config.Config
+	snap       apisix.Snapshot
+	vips       []vipRec // one per cfg.VIPs, in its order
+	iface      vip.State
+	ifaceErr   string
+	tickStart  time.Time
+	pollTook   time.Duration
+	failedRun  int
+	unreadable int
+	polls      uint64
+	failedAll  uint64
+	orphans    int
+	drained    drain.Set // replaced, never mutated, by the loop
+	drainErr   string
+	ticked     bool
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -128,7 +129,7 @@ func (d *Daemon) Status() Status {
 			URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
 			LastPoll: v.tickStart, PollDuration: v.pollTook,
 			Upstreams: len(v.snap), ConsecutiveFailedPolls: v.failedRun,
-			Polls: v.polls, FailedPolls: v.failedAll,
+			Polls: v.polls, FailedPolls: v.failedAll, Unreadable: v.unreadable,
 		},
 	}
 	s.Drain = DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
@@ -138,11 +139,6 @@ func (d *Daemon) Status() Status {
 	}
 	for _, p := range v.iface.Foreign {
 		s.Interface.Foreign = append(s.Interface.Foreign, p.String())
-	}
-	for _, r := range v.snap {
-		if r.Verdict == apisix.Failed || r.Verdict == apisix.NotFound {
-			s.ControlAPI.Unreadable++
-		}
 	}
 	s.VIPs = make([]VIPStatus, 0, len(v.cfg.VIPs))
 	for i := range v.cfg.VIPs {
