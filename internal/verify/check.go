@@ -246,14 +246,11 @@ func checkVIP(ctx context.Context, b Bird, v VIP, direct map[string]bool, protoc
 	if err != nil && !(errors.As(err, &be) && be.Code == bird.CodeNetworkNotFound) {
 		return vr, fmt.Errorf("%q: %w", cmd, err)
 	}
-	routes, err := bird.ParseRoutes(reply)
+	routes, err := routesOf(cmd, reply, v.Prefix)
 	if err != nil {
-		return vr, fmt.Errorf("%q: %w", cmd, err)
+		return vr, err
 	}
 	for _, rt := range routes {
-		if rt.Prefix != v.Prefix.Masked() {
-			return vr, fmt.Errorf("%q: reply lists %q", cmd, rt.Prefix)
-		}
 		if direct[rt.Proto] {
 			vr.InTable = true
 		}
@@ -272,20 +269,30 @@ func checkVIP(ctx context.Context, b Bird, v VIP, direct map[string]bool, protoc
 		}
 		if state == bird.Exported {
 			// Guard against a reply meant for another question.
-			routes, err := bird.ParseRoutes(reply)
-			if err != nil {
-				return vr, fmt.Errorf("%q: %w", cmd, err)
-			}
-			for _, rt := range routes {
-				if rt.Prefix != v.Prefix.Masked() {
-					return vr, fmt.Errorf("%q: reply lists %q", cmd, rt.Prefix)
-				}
+			if _, err := routesOf(cmd, reply, v.Prefix); err != nil {
+				return vr, err
 			}
 		}
 		vr.Exported[p.Name] = state == bird.Exported
 	}
 	vr.Agrees, vr.Problem = judge(vr)
 	return vr, nil
+}
+
+// routesOf parses the routes of cmd's reply and checks that every one is
+// for prefix: a route for anything else means the reply answers another
+// question, and the stream cannot be trusted.
+func routesOf(cmd string, reply bird.Reply, prefix netip.Prefix) ([]bird.Route, error) {
+	routes, err := bird.ParseRoutes(reply)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", cmd, err)
+	}
+	for _, rt := range routes {
+		if rt.Prefix != prefix.Masked() {
+			return nil, fmt.Errorf("%q: reply lists %q", cmd, rt.Prefix)
+		}
+	}
+	return routes, nil
 }
 
 // judge applies the agreement rule. Present: on the interface, in BIRD's
