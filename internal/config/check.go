@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 type issue struct {
 	msg     string
 	allowed string // optional hint: accepted values or the expected form
+	shown   string // optional: what to quote instead of the value (a secret)
 }
 
 func (i issue) ok() bool { return i.msg == "" }
@@ -30,6 +32,9 @@ var (
 	durationHint = "a duration such as 500ms, 3s or 1m, or whole seconds"
 )
 
+// maxSeconds is the longest bare-seconds duration a time.Duration holds.
+const maxSeconds = int64(1<<63-1) / int64(time.Second)
+
 // parseDuration reads a Go duration ("3s", "500ms", "1m") or a bare integer
 // meaning seconds. Only positive durations are valid: every duration in the
 // config is an interval or a deadline.
@@ -39,8 +44,13 @@ func parseDuration(s string) (time.Duration, issue) {
 	}
 	var d time.Duration
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n > int64(1<<63-1)/int64(time.Second) {
-			return 0, issue{msg: "too long"}
+		// Checked before multiplying: a product past the int64 range
+		// wraps, and a large negative count could come out positive.
+		switch {
+		case n <= 0:
+			return 0, issue{msg: "must be positive"}
+		case n > maxSeconds:
+			return 0, issue{msg: "too long", allowed: fmt.Sprintf("at most %d seconds", maxSeconds)}
 		}
 		d = time.Duration(n) * time.Second
 	} else {
@@ -102,6 +112,10 @@ func checkURL(s string) (string, issue) {
 		return "", issue{msg: "missing host"}
 	case u.RawQuery != "" || u.ForceQuery || strings.Contains(s, "#"):
 		return "", issue{msg: "must not have a query or fragment"}
+	case u.User != nil:
+		// The control API takes no credentials in the URL (rhi -> APISIX
+		// is loopback); and the message must not repeat a password.
+		return "", issue{msg: "must not have user info", shown: u.Redacted()}
 	}
 	if p := u.Port(); p != "" {
 		if !validPort(p) {
@@ -248,6 +262,14 @@ func knownType(t string) bool {
 		}
 	}
 	return false
+}
+
+// checkLogPath accepts "" (standard error) or a file path.
+func checkLogPath(s string) issue {
+	if s == "" {
+		return issue{}
+	}
+	return checkFilePath(s)
 }
 
 // checkFilePath accepts any non-empty path without NUL bytes.

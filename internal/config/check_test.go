@@ -30,6 +30,11 @@ func TestParseDuration(t *testing.T) {
 		{"unit case", "3S", 0, "not a duration"},
 		{"hex", "0x10", 0, "not a duration"},
 		{"seconds overflow", "9999999999999", 0, "too long"},
+		{"largest bare seconds", "9223372036", 9223372036 * time.Second, ""},
+		{"one past the largest", "9223372037", 0, "too long"},
+		// Multiplied first, these wrapped to ~270 and ~292 years.
+		{"huge negative integer", "-10000000000", 0, "must be positive"},
+		{"negative just past the range", "-9223372037", 0, "must be positive"},
 		{"duration overflow", "9999999h", 0, "not a duration"},
 		{"empty", "", 0, "empty value"},
 	}
