@@ -345,7 +345,11 @@ func set[T any](p *parser, n *yaml.Node, path string, dst *T, parse func(string)
 	}
 	v, is := parse(s)
 	if !is.ok() {
-		p.report(n, path, s, is)
+		got := s
+		if is.shown != "" {
+			got = is.shown
+		}
+		p.report(n, path, got, is)
 		return false
 	}
 	*dst = v
@@ -387,8 +391,8 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["apisix_timeout"], "apisix_timeout", &c.Timeout, parseDuration)
 	set(p, m["apisix_poll_mode"], "apisix_poll_mode", &c.PollMode, enum("per_upstream", "list", "auto"))
 	set(p, m["interface"], "interface", &c.Interface, checked(checkIfname))
-	set(p, m["main_log"], "main_log", &c.MainLog, text)
-	set(p, m["error_log"], "error_log", &c.ErrorLog, text)
+	set(p, m["main_log"], "main_log", &c.MainLog, checked(checkLogPath))
+	set(p, m["error_log"], "error_log", &c.ErrorLog, checked(checkLogPath))
 	if n := m["failure_policy"]; n != nil {
 		p.failurePolicy(n, &c.FailurePolicy)
 	}
