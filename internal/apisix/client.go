@@ -138,11 +138,6 @@ func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
 	keyJob := make([]int, len(keys)) // index into jobs, -1 when the key is invalid
 	for i, k := range keys {
 		ref, err := ParseRef(k)
-		if err == nil && (ref.ID == "." || ref.ID == "..") {
-			// A server normalises these path segments away, which
-			// would fetch another resource or the list.
-			err = fmt.Errorf("id %q cannot be addressed in a URL path", ref.ID)
-		}
 		if err != nil {
 			keyJob[i] = -1
 			snap[k] = Result{Verdict: Failed, Err: fmt.Errorf("key %q: %w", k, err)}

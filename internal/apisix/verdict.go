@@ -94,6 +94,12 @@ func ParseRef(key string) (Ref, error) {
 	if !idRE.MatchString(id) {
 		return Ref{}, fmt.Errorf("id %q must be 1-64 characters of [A-Za-z0-9._-]", id)
 	}
+	if id == "." || id == ".." {
+		// APISIX's own rule admits them, but a URL path cannot address
+		// them: a server normalises them away and would answer for
+		// another resource, or for the list.
+		return Ref{}, fmt.Errorf("id %q cannot be addressed in a URL path", id)
+	}
 	return Ref{Type: typ, ID: id}, nil
 }
 
