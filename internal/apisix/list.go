@@ -127,6 +127,12 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 			continue
 		}
 		r := decodeV3(l.nodes)
+		if r.Verdict == Failed {
+			// An entry the list holds but garbled: its own endpoint may
+			// still answer, so ask it (a broken list costs time, never a
+			// verdict).
+			continue
+		}
 		if r.Err != nil {
 			r.Err = fmt.Errorf("GET %s: %s: %w", listPath, jobs[i].ref, r.Err)
 		}
