@@ -78,9 +78,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		Confirmer: verify.Socket{Path: cfg.Bird.Socket},
 		NewHealth: func(c *config.Config) daemon.HealthSource {
 			h, err := newHealth(c)
-			if err != nil { // validated config: cannot happen; keep the old source
-				log.WithError(err).Error("control API client")
-				return health
+			if err != nil { // reload checked it: cannot happen
+				log.WithError(err).Error("control API client; the previous one keeps polling")
+				return nil
 			}
 			return h
 		},
@@ -145,6 +145,12 @@ func handleSignals(ctx context.Context, path string, started *config.Config, d *
 func reload(path string, started *config.Config, d interface{ Reload(*config.Config) }, log logrus.FieldLogger) bool {
 	cfg, err := config.Load(path)
 	if err != nil {
+		log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
+		return false
+	}
+	// The client is built from the config without I/O; one it refuses must
+	// fail the reload here, not leave the old client polling the old URL.
+	if _, err := newHealth(cfg); err != nil {
 		log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
 		return false
 	}

@@ -56,7 +56,8 @@ type Deps struct {
 	// it could not read (metrics).
 	OnPoll func(took time.Duration, unreadable int)
 	// NewHealth builds the health source for a reloaded config whose control
-	// URL or timeout changed; nil keeps Health.
+	// URL, timeout or poll mode changed; nil, or a nil result, keeps the
+	// current source.
 	NewHealth func(*config.Config) HealthSource
 }
 
@@ -248,7 +249,9 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 func (d *Daemon) applyReload(cfg *config.Config) {
 	old := d.cfg
 	if d.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout || old.PollMode != cfg.PollMode) {
-		d.health = d.newHS(cfg)
+		if h := d.newHS(cfg); h != nil {
+			d.health = h
+		}
 	}
 	keep := make(map[netip.Prefix]bool, len(cfg.VIPs))
 	for i := range cfg.VIPs {
