@@ -59,7 +59,10 @@ type State struct {
 	Announced   bool         // whether the VIP should be on the interface (before drain)
 	Verdict     Availability // the last poll's verdict
 	Reason      Reason
-	Streak      int // consecutive settled polls whose verdict disagrees with Announced
+	// Streak counts the settled polls in a row whose verdict disagrees
+	// with Announced; unknown polls between them neither count nor break
+	// the run.
+	Streak      int
 	FailedPolls int // consecutive polls that did not settle the VIP
 }
 
@@ -136,16 +139,24 @@ func Evaluate(v *config.VIP, snap apisix.Snapshot, noChecker string) Availabilit
 
 // Step advances one VIP by one poll. It is pure: the same inputs give the
 // same state.
+//
+// An unknown poll keeps the VIP's state and counts as failed (SPEC §3); it
+// neither counts towards a rise/fall run nor breaks one. Breaking it would
+// let a control API that fails every other poll hide a dead backend for
+// ever: with fall 2, "unavailable, unknown, unavailable, unknown, …" would
+// never withdraw, nor would max_failed_polls ever be reached, since each
+// settled poll ends the failed run.
 func Step(v *config.VIP, policy config.FailurePolicy, prev State, verdict Availability) State {
 	next := prev
 	next.Verdict = verdict
 	if verdict == Unknown {
-		// An unsettled poll breaks a rise/fall run and counts as failed.
-		next.Streak = 0
 		next.FailedPolls++
 		next.Reason = ReasonUnknown
 		if next.FailedPolls >= policy.MaxFailedPolls {
 			if policy.ControlAPIUnreachable == config.Withdraw {
+				if next.Announced {
+					next.Streak = 0 // a run towards "withdrawn" is moot now
+				}
 				next.Announced = false
 				next.Reason = ReasonPolicyWithdraw
 			} else {

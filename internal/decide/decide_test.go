@@ -211,9 +211,34 @@ func TestStepSequences(t *testing.T) {
 			polls: []poll{{A, "-rising"}, {A, "-rising"}, {U, "-unhealthy"}, {A, "-rising"}, {A, "-rising"}, {A, "+healthy"}},
 		},
 		{
-			name: "fall 2 and an unknown poll breaks the run", rise: 1, fall: 2,
+			name: "fall 2: an unknown poll neither counts nor breaks the run", rise: 1, fall: 2,
 			policy: policy(config.Withdraw, 5), start: Initial(true),
-			polls: []poll{{U, "+falling"}, {K, "+unknown"}, {U, "+falling"}, {U, "-unhealthy"}},
+			polls: []poll{{U, "+falling"}, {K, "+unknown"}, {U, "-unhealthy"}},
+		},
+		{
+			name: "fall 2: an available poll breaks the run", rise: 1, fall: 2,
+			policy: policy(config.Withdraw, 5), start: Initial(true),
+			polls: []poll{{U, "+falling"}, {A, "+healthy"}, {U, "+falling"}, {U, "-unhealthy"}},
+		},
+		{
+			// A flaky control API must not hide a dead backend: every
+			// settled poll says unavailable, and each ends the failed run.
+			name: "fall 2 behind an API that fails every other poll", rise: 1, fall: 2,
+			policy: policy(config.Withdraw, 3), start: Initial(true),
+			polls: []poll{{U, "+falling"}, {K, "+unknown"}, {U, "-unhealthy"}, {K, "-unknown"}, {U, "-unhealthy"}},
+		},
+		{
+			name: "rise 2 behind an API that fails every other poll", rise: 2, fall: 1,
+			policy: policy(config.Announce, 3), start: Initial(false),
+			polls: []poll{{K, "-unknown"}, {A, "-rising"}, {K, "-unknown"}, {A, "+healthy"}},
+		},
+		{
+			// The policy's withdrawal ends a run towards withdrawn: the
+			// next unavailable poll agrees, and an available one starts
+			// a rise run from scratch.
+			name: "policy withdrawal resets a pending fall run", rise: 2, fall: 3,
+			policy: policy(config.Withdraw, 2), start: Initial(true),
+			polls: []poll{{U, "+falling"}, {K, "+unknown"}, {K, "-policy_withdraw"}, {A, "-rising"}, {U, "-unhealthy"}, {A, "-rising"}, {A, "+healthy"}},
 		},
 		{
 			name: "withdraw after max failed polls", rise: 1, fall: 1,
