@@ -201,8 +201,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.ready != nil {
 		d.ready()
 	}
-	// A Ticker drops ticks that the loop is too slow to take: a slow poll
-	// delays the next one, polls never queue up or overlap.
+	// Polls follow the ticker's grid and never overlap: a poll that runs
+	// past the next tick skips it (skipLate) instead of starting the next
+	// poll the moment it ends, so a stalled control API is polled at the
+	// interval, not back to back.
 	t := time.NewTicker(d.cfg.PollInterval)
 	defer t.Stop()
 	drainT := time.NewTicker(drainEvery)
@@ -215,8 +217,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.applyReload(cfg)
 			t.Reset(d.cfg.PollInterval)
 			d.tick(ctx)
+			skipLate(t.C)
 		case <-t.C:
 			d.tick(ctx)
+			skipLate(t.C)
 		case <-confirmC:
 			d.requestConfirm()
 		case m := <-d.renewals:
@@ -226,6 +230,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-d.hints:
 			d.reapply(ctx)
 		}
+	}
+}
+
+// skipLate drops the tick that a Ticker keeps for a receiver that was busy
+// when it fired.
+func skipLate(c <-chan time.Time) {
+	select {
+	case <-c:
+	default:
 	}
 }
 
@@ -287,8 +300,8 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 // tick is one turn of the loop: poll, decide, apply, publish.
 func (d *Daemon) tick(ctx context.Context) {
 	start := d.now()
-	if !d.started {
-		d.start(ctx)
+	if !d.started && !d.start(ctx) {
+		return // the interface could not be read: nothing is known, nothing is touched
 	}
 	pctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	snap := d.health.Poll(pctx, d.keys)
@@ -353,13 +366,20 @@ func (d *Daemon) reapply(ctx context.Context) {
 }
 
 // start takes each VIP's initial state from the interface, so that a restart
-// does not flap what is already announced.
-func (d *Daemon) start(ctx context.Context) {
+// does not flap what is already announced. It reports whether it could: a
+// missing interface holds nothing, but an interface that could not be read
+// (a netlink timeout, a dump interrupted again and again) may hold every
+// VIP, and seeding them as withdrawn would delete them on the first tick.
+// The next tick tries again.
+func (d *Daemon) start(ctx context.Context) bool {
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	st, err := d.ann.Observe(actx)
 	cancel()
 	if err != nil {
 		d.noteIfaceErr(err)
+		if !errors.Is(err, vip.ErrNoInterface) {
+			return false
+		}
 	}
 	d.iface = st
 	now := d.now()
@@ -374,6 +394,7 @@ func (d *Daemon) start(ctx context.Context) {
 	}
 	d.started = true
 	d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "vips": len(d.cfg.VIPs), "present": present}).Info("started; initial VIP state taken from the interface")
+	return true
 }
 
 // desired reports whether a VIP should be on the interface now: announced

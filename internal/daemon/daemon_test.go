@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,6 +180,43 @@ func TestRepairsExternalChanges(t *testing.T) {
 	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1")
 	if got := r.d.Status().Interface.Foreign; len(got) != 1 || got[0] != "192.0.2.1/32" {
 		t.Errorf("foreign = %v, want [192.0.2.1/32]", got)
+	}
+}
+
+// TestStartupReadErrorTouchesNothing: an interface that cannot be read at
+// start-up may hold every VIP; rhi must not take that for "none" and delete
+// them on its first tick (SPEC §4: a restart must not flap routes).
+func TestStartupReadErrorTouchesNothing(t *testing.T) {
+	for _, policy := range []config.Action{config.Withdraw, config.Announce} {
+		t.Run(string(policy), func(t *testing.T) {
+			link := newFakeLink("10.0.0.100/32", "10.0.0.101/32", "10.0.0.102/32")
+			timeout := fmt.Errorf("list addresses on %q: %w", "rhi0", syscall.EAGAIN)
+			link.observeErrs = []error{timeout, timeout}
+			cfg := seed(policy)
+			cfg.Rise = 3
+			for i := range cfg.VIPs {
+				cfg.VIPs[i].Rise = 3
+			}
+			r := newRig(t, cfg, link)
+			r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+			r.tick(t)
+			r.tick(t)
+			r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+			if n := r.link.writeCount(); n != 0 {
+				t.Fatalf("%d interface writes while the interface could not be read", n)
+			}
+			if n := r.count(logrus.ErrorLevel, "cannot set VIPs"); n != 1 {
+				t.Errorf("read error logged %d times at error, want once", n)
+			}
+			r.tick(t) // the read works: state comes from the interface
+			r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+			if n := r.link.writeCount(); n != 0 {
+				t.Fatalf("%d interface writes after start-up, want none", n)
+			}
+			if st := r.d.Status(); len(st.VIPs) != 3 || !st.VIPs[0].Desired {
+				t.Fatalf("status after start-up: %+v", st.VIPs)
+			}
+		})
 	}
 }
 
@@ -423,5 +462,105 @@ func TestStatusWhileTicking(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Error("never saw a ready status")
+	}
+}
+
+// slowHealth is a control API that takes d to answer every poll, and tells
+// when each poll started.
+type slowHealth struct {
+	d      time.Duration
+	starts chan time.Time
+}
+
+func (h slowHealth) Poll(ctx context.Context, keys []string) apisix.Snapshot {
+	h.starts <- time.Now()
+	select {
+	case <-time.After(h.d):
+	case <-ctx.Done():
+	}
+	snap := apisix.Snapshot{}
+	for _, k := range keys {
+		snap[k] = apisix.Result{Verdict: apisix.Up, Healthy: 1, Total: 1}
+	}
+	return snap
+}
+
+// TestLateTicksAreSkipped: a poll that runs past the next tick makes the
+// loop skip that tick (SPEC §2), so a slow control API is polled on the
+// interval's grid, not back to back. With a 100 ms interval and 110 ms
+// polls, polls start at most every other tick: four gaps take at least
+// 800 ms. A busy machine can only make them longer; queued ticks would
+// start each poll the moment the last one ended, ~110 ms apart.
+func TestLateTicksAreSkipped(t *testing.T) {
+	const interval, poll = 100 * time.Millisecond, 110 * time.Millisecond
+	cfg := seed(config.Withdraw)
+	cfg.PollInterval, cfg.Timeout = interval, time.Second
+	h := slowHealth{d: poll, starts: make(chan time.Time, 16)}
+	d := New(cfg, Deps{Health: h, Announcer: newFakeLink()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Run(ctx) }()
+	var starts []time.Time
+	for len(starts) < 6 {
+		starts = append(starts, <-h.starts)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The first poll runs before the ticker exists; count from the second.
+	if got, min := starts[5].Sub(starts[1]), 4*2*interval-20*time.Millisecond; got < min {
+		t.Errorf("polls 2 to 6 started within %v, want at least %v: late ticks were queued, not skipped", got, min)
+	}
+}
+
+// TestRunWithConfirmer turns the whole loop with the confirmer's goroutine,
+// while health flips, status is read, hints and reloads arrive: a target
+// for -race and goleak, and a check that the confirmer keeps up.
+func TestRunWithConfirmer(t *testing.T) {
+	cfg := seed(config.Withdraw)
+	cfg.PollInterval = time.Millisecond
+	cfg.OnShutdown = "withdraw"
+	link := newFakeLink()
+	b := newFakeBird(link)
+	health := newFakeHealth()
+	health.set(apisix.Up, api, auth, admin, primary, reserve)
+	health.polled = make(chan struct{}, 1000)
+	d := New(cfg, Deps{Health: health, Announcer: link, Confirmer: b})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Run(ctx) }()
+	for polls := 0; polls < 300; polls++ {
+		<-health.polled
+		if st := d.Status(); st.Ready && len(st.VIPs) != 3 && len(st.VIPs) != 2 {
+			t.Fatalf("torn status: %d VIPs", len(st.VIPs))
+		}
+		switch polls % 4 {
+		case 0:
+			health.set(apisix.Down, admin)
+		case 1:
+			health.set(apisix.Up, admin)
+			d.Hint()
+		case 2:
+			next := seed(config.Withdraw)
+			next.PollInterval, next.OnShutdown = time.Millisecond, "withdraw"
+			if polls%8 == 2 {
+				next.VIPs = next.VIPs[:2]
+			}
+			d.Reload(next)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := link.text(); got != "" {
+		t.Errorf("after a withdrawing shutdown the interface holds %q", got)
+	}
+	b.mu.Lock()
+	checks := b.checks
+	b.mu.Unlock()
+	if checks == 0 {
+		t.Error("the confirmer never checked")
 	}
 }

@@ -76,6 +76,9 @@ type fakeLink struct {
 	renewed []string
 	onRenew func(netip.Prefix)
 	failAdd map[netip.Prefix]bool
+	// observeErrs fail the next Observe calls, one each, as a netlink
+	// read that times out would.
+	observeErrs []error
 }
 
 func newFakeLink(present ...string) *fakeLink {
@@ -111,6 +114,11 @@ func mapKeys(m map[netip.Prefix]bool) []netip.Prefix {
 func (l *fakeLink) Observe(ctx context.Context) (vip.State, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.observeErrs) > 0 {
+		err := l.observeErrs[0]
+		l.observeErrs = l.observeErrs[1:]
+		return vip.State{}, err
+	}
 	if !l.exists {
 		return vip.State{}, fmt.Errorf("interface %q: %w", "rhi0", vip.ErrNoInterface)
 	}
