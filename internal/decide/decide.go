@@ -56,9 +56,9 @@ const (
 // State is what the decider remembers about one VIP between polls. The zero
 // value is a withdrawn VIP with no history.
 type State struct {
-	Announced   bool         // whether the VIP should be on the interface (before drain)
-	Verdict     Availability // the last poll's verdict
-	Reason      Reason
+	Announced bool         // whether the VIP should be on the interface (before drain)
+	Verdict   Availability // the last poll's verdict
+	Reason    Reason
 	// Streak counts the settled polls in a row whose verdict disagrees
 	// with Announced; unknown polls between them neither count nor break
 	// the run.
