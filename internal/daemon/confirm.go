@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +36,16 @@ const (
 	renewAfter = 2 * time.Second
 	// checkBudget bounds one whole confirmation.
 	checkBudget = time.Minute
+	// maxRenewals bounds the renewals of one disagreement. A notification
+	// BIRD missed is heard after one renewal; an address BIRD still does
+	// not see after two is not a missed notification (its direct protocol
+	// does not cover the interface, say), and renewing it again would only
+	// take a serving address down and up, for ever.
+	maxRenewals = 2
+	// renewBatch bounds the renewals one confirmation asks for, so that a
+	// large batch BIRD missed is not replayed as one burst that overflows
+	// its netlink socket again; the rest follow at the next confirmation.
+	renewBatch = 100
 )
 
 // confirmJob is what the loop hands the confirmer: the expected state of
@@ -48,9 +60,12 @@ type confirmJob struct {
 
 // BirdStatus is BIRD's side of the status.
 type BirdStatus struct {
-	Enabled   bool                   `json:"enabled"`
-	Socket    string                 `json:"socket,omitempty"`
-	LastCheck time.Time              `json:"last_check,omitempty"`
+	Enabled   bool      `json:"enabled"`
+	Socket    string    `json:"socket,omitempty"`
+	LastCheck time.Time `json:"last_check,omitempty"`
+	// LastOK is the end of the last check that BIRD answered; after an
+	// Error it tells how long BIRD has been away.
+	LastOK    time.Time              `json:"last_ok,omitempty"`
 	Error     string                 `json:"error,omitempty"` // could not check
 	Protocols []verify.ProtocolState `json:"protocols,omitempty"`
 	Problems  []string               `json:"problems,omitempty"`
@@ -60,13 +75,22 @@ type BirdStatus struct {
 
 // VIPConfirm is what BIRD said about one VIP in the last check.
 type VIPConfirm struct {
-	Agrees    bool            `json:"agrees"`
+	// Expected is what the check held BIRD to: a record made before a
+	// drain was checked against "present", and must not be read as the
+	// drain's confirmation.
+	Expected verify.Expectation `json:"expected"`
+	Agrees   bool               `json:"agrees"`
+	// Stale: the checks since this record could not reach BIRD, so it
+	// says what BIRD said then, not now.
+	Stale     bool            `json:"stale,omitempty"`
 	Problem   string          `json:"problem,omitempty"`
 	InTable   bool            `json:"in_bird_table"`
 	Exported  map[string]bool `json:"exported,omitempty"`
 	CheckedAt time.Time       `json:"checked_at"`
-	// Latency is how long after the VIP's last change BIRD was first seen
-	// to agree; zero until then.
+	// Latency is how long BIRD took to agree: from the VIP's last change
+	// or, when BIRD agreed with that change and then stopped (a restart,
+	// a missed notification), from when that disagreement was first seen.
+	// Zero while it disagrees.
 	Latency time.Duration `json:"confirm_latency_ns,omitempty"`
 	// DisagreeingSince is when the current disagreement was first seen.
 	DisagreeingSince time.Time `json:"disagreeing_since,omitempty"`
@@ -76,6 +100,9 @@ type VIPConfirm struct {
 
 	changedAt time.Time // the change this record is about
 	warned    bool
+	agreed    bool // BIRD agreed at least once since changedAt
+	tries     int  // renewals of the current disagreement
+	gaveUp    bool // tries ran out and that was logged
 }
 
 // missedNetlink reports the signature of a change BIRD did not hear about
@@ -182,6 +209,10 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 			c.lastEr = msg
 		}
 		c.status.Error = msg
+		for p, v := range c.vips {
+			v.Stale = true
+			c.vips[p] = v
+		}
 		return false
 	}
 	if c.lastEr != "" {
@@ -189,6 +220,7 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 		c.lastEr = ""
 	}
 	c.status.Error = ""
+	c.status.LastOK = now
 	c.status.Protocols = rep.Protocols
 	c.status.Problems = rep.Problems
 	for _, p := range rep.Protocols {
@@ -205,13 +237,14 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 	ok := rep.ExitCode() == verify.ExitConsistent
 	c.status.Agree, c.status.Disagree = 0, 0
 	renew := map[netip.Prefix]bool{}
+	var gaveUp []netip.Prefix
 	seen := make(map[netip.Prefix]bool, len(rep.VIPs))
 	for _, r := range rep.VIPs {
 		seen[r.Prefix] = true
 		changed := job.changed[r.Prefix]
 		prev, had := c.vips[r.Prefix]
 		vc := VIPConfirm{
-			Agrees: r.Agrees, Problem: r.Problem, InTable: r.InTable, Exported: r.Exported,
+			Expected: r.Expected, Agrees: r.Agrees, Problem: r.Problem, InTable: r.InTable, Exported: r.Exported,
 			CheckedAt: now, changedAt: changed, Renewed: prev.Renewed,
 		}
 		sameChange := had && prev.changedAt.Equal(changed)
@@ -219,18 +252,23 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 			vc.Latency = prev.Latency
 			vc.warned = prev.warned
 			vc.DisagreeingSince = prev.DisagreeingSince
+			vc.agreed, vc.tries, vc.gaveUp = prev.agreed, prev.tries, prev.gaveUp
 		}
 		e := c.log.WithFields(logrus.Fields{"vip": r.Prefix.String(), "expected": string(r.Expected)})
 		if r.Agrees {
 			c.status.Agree++
-			vc.DisagreeingSince = time.Time{}
 			if vc.Latency == 0 && !changed.IsZero() {
-				vc.Latency = now.Sub(changed)
+				from := changed
+				if vc.agreed && vc.DisagreeingSince.After(from) {
+					from = vc.DisagreeingSince
+				}
+				vc.Latency = now.Sub(from)
 			}
 			if vc.warned {
 				e.WithField("after", now.Sub(changed).Round(time.Millisecond)).Warn("BIRD agrees now")
 			}
-			vc.warned = false
+			vc.DisagreeingSince = time.Time{}
+			vc.warned, vc.agreed, vc.tries, vc.gaveUp = false, true, 0, false
 		} else {
 			c.status.Disagree++
 			vc.Latency = 0
@@ -246,9 +284,18 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 				vc.warned = true
 			}
 			if job.ifaceUp && missedNetlink(r) && now.Sub(vc.DisagreeingSince) >= renewAfter {
-				renew[r.Prefix] = r.Expected == verify.Present
-				vc.Renewed++
-				vc.DisagreeingSince = now // give the renewal its own grace
+				switch {
+				case vc.tries >= maxRenewals:
+					if !vc.gaveUp {
+						gaveUp = append(gaveUp, r.Prefix)
+						vc.gaveUp = true
+					}
+				case len(renew) < renewBatch:
+					renew[r.Prefix] = r.Expected == verify.Present
+					vc.Renewed++
+					vc.tries++
+					vc.DisagreeingSince = now // give the renewal its own grace
+				}
 			}
 		}
 		c.vips[r.Prefix] = vc
@@ -258,11 +305,32 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 			delete(c.vips, p)
 		}
 	}
+	if len(gaveUp) > 0 {
+		c.log.WithFields(logrus.Fields{"vips": len(gaveUp), "sample": sample(gaveUp, 5)}).Errorf(
+			"BIRD still does not see these addresses as rhi0 holds them after %d renewals: not a missed notification; check BIRD's direct protocol (its interface pattern and table); rhi stops renewing them until they change", maxRenewals)
+	}
 	if len(renew) > 0 {
 		c.log.WithField("vips", len(renew)).Warn("BIRD missed address changes (netlink overflow?); renewing those addresses so the kernel tells it again")
 		c.renew(renew)
 	}
 	return ok
+}
+
+// sample lists up to n prefixes, and how many more there are, for a log
+// line about many VIPs.
+func sample(ps []netip.Prefix, n int) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i == n {
+			fmt.Fprintf(&b, " and %d more", len(ps)-n)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
 }
 
 // snapshot returns BIRD's status and a copy of the per-VIP results.

@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 func newConfirmRig(t *testing.T, link *fakeLink) (*rig, *fakeBird) {
@@ -223,5 +226,162 @@ func TestNoRenewalOnADownLink(t *testing.T) {
 	}
 	if len(link.renewed) != 0 {
 		t.Errorf("renewed %v", link.renewed)
+	}
+}
+
+// takeRenewals hands the loop what the confirmer asked to renew, as Run
+// would, and returns it.
+func (r *rig) takeRenewals(t *testing.T) map[netip.Prefix]bool {
+	t.Helper()
+	select {
+	case m := <-r.d.renewals:
+		r.d.renew(context.Background(), m)
+		return m
+	default:
+		return nil
+	}
+}
+
+// TestRenewalGivesUp: BIRD that never takes an address from the interface
+// (its direct protocol does not cover it) is not a missed notification.
+// rhi renews at most maxRenewals times, says so once, and leaves the
+// serving address alone until the VIP changes.
+func TestRenewalGivesUp(t *testing.T) {
+	link := newFakeLink()
+	r, b := newConfirmRig(t, link)
+	link.onRenew = nil // renewing does not help
+	p := netip.MustParsePrefix("10.0.0.100/32")
+	b.missed[p] = false
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.confirm(t)
+	renewals := 0
+	for range 10 {
+		r.clock.advance(renewAfter)
+		r.confirm(t)
+		renewals += len(r.takeRenewals(t))
+	}
+	if renewals != maxRenewals {
+		t.Errorf("%d renewals, want %d", renewals, maxRenewals)
+	}
+	if n := r.count(logrus.ErrorLevel, "stops renewing"); n != 1 {
+		t.Errorf("giving up logged %d times, want once", n)
+	}
+	if got := r.d.Status().VIPs[0].Bird.Renewed; got != maxRenewals {
+		t.Errorf("status counts %d renewals, want %d", got, maxRenewals)
+	}
+	// A new change of the VIP may be a case renewing helps again.
+	r.health.set(apisix.Down, api)
+	r.tick(t)
+	r.health.set(apisix.Up, api)
+	r.tick(t)
+	r.confirm(t)
+	r.clock.advance(renewAfter)
+	r.confirm(t)
+	if m := r.takeRenewals(t); len(m) != 1 {
+		t.Errorf("after a new change: renewals %v, want %s", m, p)
+	}
+}
+
+// TestRenewalsArePaced: a large batch BIRD missed is renewed renewBatch
+// addresses at a time, one confirmation after the other, not all at once.
+func TestRenewalsArePaced(t *testing.T) {
+	const n = 2*renewBatch + renewBatch/2
+	cfg := seed(config.Withdraw)
+	cfg.VIPs = nil
+	for i := range n {
+		cfg.VIPs = append(cfg.VIPs, vipCfg(fmt.Sprintf("10.1.%d.%d/32", i/250, i%250+1), config.All, api))
+	}
+	link := newFakeLink()
+	r, b := newConfirmRig(t, link)
+	r.d = New(cfg, Deps{Health: r.health, Announcer: link, Log: r.d.log, Now: r.clock.now, Confirmer: b})
+	r.health.set(apisix.Up, api)
+	r.tick(t)
+	for i := range cfg.VIPs {
+		b.missed[cfg.VIPs[i].Address] = false // BIRD missed every add
+	}
+	r.confirm(t)
+	r.clock.advance(renewAfter)
+	var batches []int
+	for range 5 {
+		r.confirm(t)
+		if m := r.takeRenewals(t); len(m) > 0 {
+			batches = append(batches, len(m))
+		}
+	}
+	if want := []int{renewBatch, renewBatch, renewBatch / 2}; !slices.Equal(batches, want) {
+		t.Errorf("renewal batches %v, want %v", batches, want)
+	}
+	if !r.confirm(t) {
+		t.Errorf("BIRD should agree after the renewals: %+v", r.d.Status().Bird)
+	}
+}
+
+// TestConfirmLatencyOfALaterDisagreement: once BIRD agreed with a change,
+// the time to agree after a later disagreement (BIRD restarted, say)
+// counts from that disagreement, not from the change an hour before.
+func TestConfirmLatencyOfALaterDisagreement(t *testing.T) {
+	link := newFakeLink()
+	r, b := newConfirmRig(t, link)
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.clock.advance(30 * time.Millisecond)
+	r.confirm(t)
+	p := netip.MustParsePrefix("10.0.0.100/32")
+	r.clock.advance(time.Hour)
+	b.missed[p] = false // BIRD lost the route
+	r.confirm(t)
+	r.clock.advance(700 * time.Millisecond)
+	delete(b.missed, p) // and has it again
+	r.confirm(t)
+	if vb := r.d.Status().VIPs[0].Bird; !vb.Agrees || vb.Latency != 700*time.Millisecond {
+		t.Errorf("vip bird = %+v, want agreeing with a latency of 700ms", vb)
+	}
+}
+
+// TestConfirmBirdAwayMarksStale: while BIRD cannot be reached, what it said
+// before is marked stale, so nobody reads an old "agrees" as current.
+func TestConfirmBirdAwayMarksStale(t *testing.T) {
+	r, b := newConfirmRig(t, newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.confirm(t)
+	ok := r.d.Status().Bird.LastOK
+	if ok.IsZero() || r.d.Status().VIPs[0].Bird.Stale {
+		t.Fatalf("after a good check: %+v", r.d.Status().Bird)
+	}
+	b.err = errors.New("dial unix /run/bird/bird.ctl: connect: connection refused")
+	r.clock.advance(time.Minute)
+	r.confirm(t)
+	st := r.d.Status()
+	if vb := st.VIPs[0].Bird; !vb.Stale {
+		t.Errorf("vip bird = %+v, want stale", vb)
+	}
+	if !st.Bird.LastOK.Equal(ok) || !st.Bird.LastCheck.After(ok) {
+		t.Errorf("last ok %v, last check %v: want the ok unchanged and a later check", st.Bird.LastOK, st.Bird.LastCheck)
+	}
+	b.err = nil
+	r.confirm(t)
+	if vb := r.d.Status().VIPs[0].Bird; vb.Stale || !vb.Agrees {
+		t.Errorf("BIRD back: vip bird = %+v", vb)
+	}
+}
+
+// TestConfirmRecordsExpectation: a record says what it was checked
+// against, so that `rhi drain` does not take a check made before the
+// drain for its confirmation.
+func TestConfirmRecordsExpectation(t *testing.T) {
+	r, _ := newConfirmRig(t, newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.confirm(t)
+	if vb := r.d.Status().VIPs[0].Bird; vb.Expected != verify.Present {
+		t.Fatalf("vip bird = %+v, want expected present", vb)
+	}
+	r.health.set(apisix.Down, api)
+	r.tick(t)
+	r.confirm(t)
+	if vb := r.d.Status().VIPs[0].Bird; vb.Expected != verify.Absent || !vb.Agrees {
+		t.Fatalf("vip bird = %+v, want agreeing on absent", vb)
 	}
 }
