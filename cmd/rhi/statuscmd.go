@@ -122,7 +122,7 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 	}
 	tw.Flush()
 	for _, v := range s.VIPs {
-		if v.Bird != nil && !v.Bird.Agrees {
+		if v.Bird != nil && !v.Bird.Agrees && !v.Bird.Stale {
 			fmt.Fprintf(w, "\n%s: BIRD disagrees: %s", v.Address, v.Bird.Problem)
 		}
 	}
@@ -144,7 +144,11 @@ func birdLine(b daemon.BirdStatus, now time.Time) string {
 	case b.LastCheck.IsZero():
 		return b.Socket + "  not checked yet"
 	case b.Error != "":
-		return fmt.Sprintf("%s  UNREACHABLE (%s ago): %s", b.Socket, ago(now, b.LastCheck), b.Error)
+		last := "never answered"
+		if !b.LastOK.IsZero() {
+			last = "last answer " + ago(now, b.LastOK) + " ago"
+		}
+		return fmt.Sprintf("%s  UNREACHABLE (checked %s ago, %s): %s", b.Socket, ago(now, b.LastCheck), last, b.Error)
 	}
 	var sessions []string
 	for _, p := range b.Protocols {
@@ -159,11 +163,14 @@ func birdLine(b daemon.BirdStatus, now time.Time) string {
 }
 
 // birdCell is one VIP's BIRD column: "ok", "ok 25ms" (time to agree after
-// the last change) or "NO" when BIRD disagrees.
+// the last change), "NO" when BIRD disagrees, "?" when BIRD could not be
+// asked since.
 func birdCell(c *daemon.VIPConfirm) string {
 	switch {
 	case c == nil:
 		return "-"
+	case c.Stale:
+		return "?"
 	case !c.Agrees:
 		return "NO"
 	case c.Latency > 0:

@@ -49,6 +49,10 @@ func TestStatusTableGolden(t *testing.T) {
 		{"status-bird-away", func() daemon.Status {
 			s := statusSample()
 			s.Bird.Error = "dial unix /run/bird/bird.ctl: connect: no such file or directory"
+			s.Bird.LastOK = statusNow.Add(-2 * time.Minute)
+			for i := range s.VIPs {
+				s.VIPs[i].Bird.Stale = true // what BIRD said two minutes ago
+			}
 			s.Interface.Exists = false
 			s.Interface.Error = `interface "rhi0": no such interface`
 			return s

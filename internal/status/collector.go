@@ -81,8 +81,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	seen := map[string]bool{}
 	for _, v := range s.VIPs {
 		if b := v.Bird; b != nil {
-			gauge(descBirdAgrees, b2f(b.Agrees), v.Address)
-			gauge(descBirdLatency, b.Latency.Seconds(), v.Address)
+			if !b.Stale { // BIRD unreachable since: rhi_bird_up says so, agreement is unknown
+				gauge(descBirdAgrees, b2f(b.Agrees), v.Address)
+				gauge(descBirdLatency, b.Latency.Seconds(), v.Address)
+			}
 			ch <- prometheus.MustNewConstMetric(descBirdRenewed, prometheus.CounterValue, float64(b.Renewed), v.Address)
 		}
 		gauge(descVIPDesired, b2f(v.Desired), v.Address)

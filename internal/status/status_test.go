@@ -140,3 +140,24 @@ func TestHealthz(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsBirdAway: while BIRD cannot be asked, the last agreement is
+// not exported as current: rhi_bird_up says why, the renewals stay.
+func TestMetricsBirdAway(t *testing.T) {
+	s := sample()
+	s.Bird.Error = "dial unix /run/bird/bird.ctl: connect: connection refused"
+	s.VIPs[0].Bird.Stale = true
+	s.VIPs[0].Bird.Renewed = 2
+	src := &fixed{s}
+	_, body := get(t, Handler(src, NewMetrics(src, "v"), func() time.Time { return t0 }), "/metrics")
+	for _, line := range []string{`rhi_bird_up 0`, `rhi_vip_bird_renewals_total{vip="10.0.0.100/32"} 2`} {
+		if !strings.Contains(body, line) {
+			t.Errorf("/metrics lacks %s", line)
+		}
+	}
+	for _, name := range []string{"rhi_vip_bird_agrees{", "rhi_vip_bird_confirm_seconds{"} {
+		if strings.Contains(body, name) {
+			t.Errorf("/metrics exports %s… for a stale record", name)
+		}
+	}
+}
