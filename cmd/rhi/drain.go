@@ -7,11 +7,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 // cmdDrain is `rhi drain` (drain true) and `rhi undrain` (drain false): it
@@ -141,9 +143,15 @@ func waitDrain(ctx context.Context, addr string, on bool, targets []netip.Prefix
 // drainPending lists what is still to happen, one entry per VIP.
 func drainPending(st daemon.Status, want map[string]bool, on bool, since time.Time) []string {
 	var out []string
+	known := map[string]bool{}
 	for _, v := range st.VIPs {
 		if !want[v.Address] {
 			continue
+		}
+		known[v.Address] = true
+		expected := verify.Absent
+		if v.Desired {
+			expected = verify.Present
 		}
 		switch {
 		case v.Drained != on:
@@ -151,11 +159,23 @@ func drainPending(st daemon.Status, want map[string]bool, on bool, since time.Ti
 		case on && v.OnInterface:
 			out = append(out, v.Address+": still on the interface")
 		case !st.Bird.Enabled:
-		case v.Bird == nil || v.Bird.CheckedAt.Before(since):
+		case v.Bird == nil || v.Bird.CheckedAt.Before(since) || v.Bird.Expected != expected || v.Bird.Stale:
+			// A record made before the daemon applied the drain was
+			// checked against the state before it.
 			out = append(out, v.Address+": BIRD not asked yet")
 		case !v.Bird.Agrees:
 			out = append(out, v.Address+": BIRD disagrees: "+v.Bird.Problem)
 		}
+	}
+	var unknown []string
+	for a := range want {
+		if !known[a] {
+			unknown = append(unknown, a)
+		}
+	}
+	slices.Sort(unknown)
+	for _, a := range unknown {
+		out = append(out, a+": not a VIP of the running daemon (its configuration differs from the file: reload it)")
 	}
 	if st.Bird.Enabled && st.Bird.Error != "" {
 		out = append(out, "BIRD unreachable: "+st.Bird.Error)

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 // drainConfig writes a config with the seed's VIPs whose drain file and
@@ -99,15 +101,22 @@ func fakeDaemon(t *testing.T, status func(n int) daemon.Status) string {
 }
 
 func TestDrainWaitsForDaemonAndBird(t *testing.T) {
-	// The daemon reads the drain file on the second status, BIRD confirms
-	// on the third.
+	// The daemon reads the drain file on the second status. The third
+	// shows a check that began before it did: fresh, agreeing, but held to
+	// "present", so no confirmation of the drain. BIRD confirms on the
+	// fourth.
+	var asked atomic.Int32
 	addr := fakeDaemon(t, func(n int) daemon.Status {
-		v := daemon.VIPStatus{Address: "10.0.0.101/32", OnInterface: true}
+		asked.Store(int32(n))
+		v := daemon.VIPStatus{Address: "10.0.0.101/32", OnInterface: true, Desired: true}
 		if n >= 2 {
-			v.Drained, v.OnInterface = true, false
+			v.Drained, v.OnInterface, v.Desired = true, false, false
 		}
-		if n >= 3 {
-			v.Bird = &daemon.VIPConfirm{Agrees: true, CheckedAt: time.Now()}
+		switch {
+		case n == 3:
+			v.Bird = &daemon.VIPConfirm{Expected: verify.Present, Agrees: true, CheckedAt: time.Now()}
+		case n >= 4:
+			v.Bird = &daemon.VIPConfirm{Expected: verify.Absent, Agrees: true, CheckedAt: time.Now()}
 		}
 		return daemon.Status{Ready: true, Bird: daemon.BirdStatus{Enabled: true}, VIPs: []daemon.VIPStatus{v}}
 	})
@@ -118,6 +127,25 @@ func TestDrainWaitsForDaemonAndBird(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "10.0.0.101/32        drained    withdrawn  BIRD agrees") {
 		t.Errorf("output:\n%s", out.String())
+	}
+	if n := asked.Load(); n != 4 {
+		t.Errorf("confirmed after %d status requests, want 4 (the third holds a check made before the drain)", n)
+	}
+}
+
+// TestDrainVIPUnknownToDaemon: a VIP of the file that the running daemon
+// does not have (the file changed, no reload yet) is never applied; say so.
+func TestDrainVIPUnknownToDaemon(t *testing.T) {
+	addr := fakeDaemon(t, func(int) daemon.Status {
+		return daemon.Status{Ready: true, VIPs: []daemon.VIPStatus{{Address: "10.0.0.100/32", Drained: true}}}
+	})
+	cfg, _ := drainConfig(t, addr)
+	var out, errb bytes.Buffer
+	if code := run([]string{"drain", "--config", cfg, "--timeout", "500ms", "10.0.0.100", "10.0.0.101"}, &out, &errb); code != exitFailure {
+		t.Fatalf("exit %d, want %d", code, exitFailure)
+	}
+	if want := "10.0.0.101/32: not a VIP of the running daemon"; !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr %q does not say %q", errb.String(), want)
 	}
 }
 
