@@ -296,7 +296,7 @@ func expect(ctx context.Context, cfg *config.Config) (*expectation, error) {
 		case !st.Ready:
 			fallback = fmt.Sprintf("the daemon at %s has not finished its first tick", cfg.StatusListen)
 		default:
-			return fromStatus(cfg, st.Interface.Name, st.VIPs)
+			return fromStatus(cfg, st.Interface, st.VIPs)
 		}
 	}
 	exp, err := fromFreshPoll(ctx, cfg)
@@ -310,8 +310,12 @@ func expect(ctx context.Context, cfg *config.Config) (*expectation, error) {
 // fromStatus takes the daemon's decisions. The daemon's VIPs are the ones
 // checked, since they are what it announces; a config file that differs
 // (edited, not yet reloaded) is noted, not judged.
-func fromStatus(cfg *config.Config, iface string, vips []daemon.VIPStatus) (*expectation, error) {
-	exp := &expectation{source: fromDaemon, address: cfg.StatusListen, iface: cmp.Or(iface, cfg.Interface)}
+//
+// VIPs a reload dropped that the daemon is still withdrawing are checked
+// as absent: the daemon owns them until they are gone, and BIRD must stop
+// exporting them.
+func fromStatus(cfg *config.Config, iface daemon.InterfaceStatus, vips []daemon.VIPStatus) (*expectation, error) {
+	exp := &expectation{source: fromDaemon, address: cfg.StatusListen, iface: cmp.Or(iface.Name, cfg.Interface)}
 	running := map[netip.Prefix]bool{}
 	for _, v := range vips {
 		p, err := netip.ParsePrefix(v.Address)
@@ -321,16 +325,32 @@ func fromStatus(cfg *config.Config, iface string, vips []daemon.VIPStatus) (*exp
 		running[p] = true
 		exp.vips = append(exp.vips, expectedVIP{prefix: p, present: v.Desired, judged: true})
 	}
+	for _, a := range iface.Withdrawing {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			return nil, fmt.Errorf("status from %s: withdrawing vip %q: %w", cfg.StatusListen, a, err)
+		}
+		if !running[p] {
+			exp.vips = append(exp.vips, expectedVIP{prefix: p, present: false, judged: true})
+		}
+	}
+	if len(iface.Withdrawing) > 0 {
+		exp.notes = append(exp.notes, "dropped from the config by a reload and still being withdrawn (checked as withdrawn): "+strings.Join(iface.Withdrawing, " "))
+	}
+	withdrawing := map[netip.Prefix]bool{}
+	for _, v := range exp.vips {
+		withdrawing[v.prefix] = !running[v.prefix]
+	}
 	var onlyFile, onlyDaemon []string
 	inFile := map[netip.Prefix]bool{}
 	for _, v := range cfg.VIPs {
 		inFile[v.Address] = true
-		if !running[v.Address] {
+		if !running[v.Address] && !withdrawing[v.Address] {
 			onlyFile = append(onlyFile, v.Address.String())
 		}
 	}
 	for _, v := range exp.vips {
-		if !inFile[v.prefix] {
+		if !inFile[v.prefix] && running[v.prefix] {
 			onlyDaemon = append(onlyDaemon, v.prefix.String())
 		}
 	}
@@ -340,8 +360,8 @@ func fromStatus(cfg *config.Config, iface string, vips []daemon.VIPStatus) (*exp
 	if len(onlyDaemon) > 0 {
 		exp.notes = append(exp.notes, "in the running daemon but no longer in the config file (checked): "+strings.Join(onlyDaemon, " "))
 	}
-	if iface != "" && iface != cfg.Interface {
-		exp.notes = append(exp.notes, fmt.Sprintf("the running daemon manages interface %q, the config file names %q (a restart applies it)", iface, cfg.Interface))
+	if iface.Name != "" && iface.Name != cfg.Interface {
+		exp.notes = append(exp.notes, fmt.Sprintf("the running daemon manages interface %q, the config file names %q (a restart applies it)", iface.Name, cfg.Interface))
 	}
 	return exp, nil
 }

@@ -262,6 +262,16 @@ func TestVerifyGolden(t *testing.T) {
 			code: 1,
 		},
 		{
+			// A reload dropped the IPv6 VIP; the daemon is still
+			// withdrawing it and BIRD still exports it: checked, mismatch.
+			name: "daemon-withdrawing-a-dropped-vip",
+			env: verifyEnv{bird: "up-vip", iface: vBoth, daemon: &daemon.Status{
+				Ready: true, Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Withdrawing: []string{vVIP6.String()}},
+				VIPs: []daemon.VIPStatus{{Address: vVIP4.String(), Desired: true, OnInterface: true}},
+			}},
+			code: 1,
+		},
+		{
 			name: "daemon-starting-poll-used",
 			env:  verifyEnv{bird: "up-vip", daemon: &daemon.Status{}, api: vHealthy(vAPI4, vAPI6), iface: vBoth},
 			code: 0,

@@ -512,6 +512,8 @@ func (d *Daemon) logChange(c decide.Change) {
 			return
 		}
 		e.WithField("action", "withdraw").Info("vip unavailable: withdrawing")
+	case c.To.Reason == decide.ReasonPolicyWithdraw:
+		e.WithFields(logrus.Fields{"action": "keep", "failed_polls": c.To.FailedPolls}).Error("control API could not settle vip; failure policy withdraws it, and it is withdrawn already")
 	case c.To.Reason == decide.ReasonPolicyAnnounce:
 		e.WithFields(logrus.Fields{"action": "keep", "failed_polls": c.To.FailedPolls}).Error("control API could not settle vip; failure policy keeps it as it is")
 	case c.To.Reason == decide.ReasonUnknown:
@@ -539,6 +541,11 @@ func (d *Daemon) shutdown() error {
 	defer cancel()
 	st, err := d.ann.Set(ctx, d.owned)
 	d.iface = st
+	if errors.Is(err, vip.ErrNoInterface) {
+		// No interface, no addresses: BIRD announces nothing from it.
+		d.log.WithError(err).Warn("stopping; the interface is missing, so no VIP is announced from it")
+		return nil
+	}
 	if err != nil {
 		d.log.WithError(err).Error("stopping; withdrawing VIPs failed")
 		return err
@@ -616,7 +623,12 @@ func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
 	v.cfg, v.snap, v.iface, v.ifaceErr = d.cfg, snap, d.iface, d.ifaceErr
 	v.tickStart, v.pollTook = start, polled.Sub(start)
 	v.failedRun, v.polls, v.failedAll, v.unreadable = d.failed, d.polls, d.failedAll, d.unreadable
-	v.orphans, v.drained, v.drainErr, v.ticked = len(d.orphans), d.drained, d.drainErr, true
+	v.orphans = v.orphans[:0]
+	for p := range d.orphans {
+		v.orphans = append(v.orphans, p)
+	}
+	slices.SortFunc(v.orphans, netip.Prefix.Compare)
+	v.drained, v.drainErr, v.ticked = d.drained, d.drainErr, true
 	d.mu.Lock()
 	d.spare, d.view = d.view, v
 	d.mu.Unlock()

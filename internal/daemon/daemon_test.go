@@ -277,12 +277,35 @@ func TestReload(t *testing.T) {
 	if w := r.link.writeCount() - before; w != 1 {
 		t.Errorf("reload tick made %d writes, want 1 (the dropped VIP's delete)", w)
 	}
-	if n := len(r.health.verdicts); n == 0 {
-		t.Fatal("no health")
-	}
 	r.health.set(apisix.Down, "/apisix/upstreams/new")
 	r.tick(t)
 	r.expect(t, "10.0.0.100 10.0.0.101")
+}
+
+// TestReloadDroppedVIPStaysOwned: a dropped VIP whose delete fails stays
+// rhi's, is retried, and is listed as being withdrawn until it is gone.
+func TestReloadDroppedVIPStaysOwned(t *testing.T) {
+	link := newFakeLink()
+	r := newRig(t, seed(config.Withdraw), link)
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	dropped := netip.MustParsePrefix("10.0.0.102/32")
+	link.failDel[dropped] = true
+	next := seed(config.Withdraw)
+	next.VIPs = next.VIPs[:2]
+	r.d.applyReload(next)
+	r.tick(t)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	if got := r.d.Status().Interface.Withdrawing; len(got) != 1 || got[0] != dropped.String() {
+		t.Fatalf("withdrawing = %v, want [%s]", got, dropped)
+	}
+	link.do(func(l *fakeLink) { delete(l.failDel, dropped) })
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101")
+	if got := r.d.Status().Interface.Withdrawing; len(got) != 0 {
+		t.Fatalf("withdrawing = %v after the delete worked", got)
+	}
 }
 
 func TestShutdown(t *testing.T) {
@@ -299,6 +322,36 @@ func TestShutdown(t *testing.T) {
 			want := map[string]string{"keep": "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1", "withdraw": "192.0.2.1"}[mode]
 			r.expect(t, want)
 		})
+	}
+}
+
+// TestShutdownWithdrawWithoutInterface: nothing is announced from a
+// missing interface, so a withdrawing shutdown has nothing to fail at.
+func TestShutdownWithdrawWithoutInterface(t *testing.T) {
+	cfg := seed(config.Withdraw)
+	cfg.OnShutdown = "withdraw"
+	link := newFakeLink()
+	r := newRig(t, cfg, link)
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	link.do(func(l *fakeLink) { l.exists = false })
+	if err := r.d.shutdown(); err != nil {
+		t.Fatalf("shutdown = %v, want nil", err)
+	}
+}
+
+// TestPolicyOnAWithdrawnVIPSaysSo: the policy firing on a VIP that is
+// withdrawn already is logged as what it is, not as a vague change.
+func TestPolicyOnAWithdrawnVIPSaysSo(t *testing.T) {
+	r := newRig(t, seed(config.Withdraw), newFakeLink())
+	for range 3 { // the control API is down from the start
+		r.tick(t)
+	}
+	if n := r.count(logrus.ErrorLevel, "withdrawn already"); n != 3 {
+		t.Errorf("%d policy lines for the 3 withdrawn VIPs, want 3", n)
+	}
+	if n := r.count(logrus.InfoLevel, "vip state changed"); n != 0 {
+		t.Errorf("%d vague 'vip state changed' lines", n)
 	}
 }
 

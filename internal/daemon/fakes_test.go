@@ -76,13 +76,14 @@ type fakeLink struct {
 	renewed []string
 	onRenew func(netip.Prefix)
 	failAdd map[netip.Prefix]bool
+	failDel map[netip.Prefix]bool
 	// observeErrs fail the next Observe calls, one each, as a netlink
 	// read that times out would.
 	observeErrs []error
 }
 
 func newFakeLink(present ...string) *fakeLink {
-	l := &fakeLink{exists: true, addrs: map[netip.Prefix]bool{}, failAdd: map[netip.Prefix]bool{}}
+	l := &fakeLink{exists: true, addrs: map[netip.Prefix]bool{}, failAdd: map[netip.Prefix]bool{}, failDel: map[netip.Prefix]bool{}}
 	for _, p := range present {
 		l.addrs[netip.MustParsePrefix(p)] = true
 	}
@@ -148,6 +149,10 @@ func (l *fakeLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.St
 		if !owned[p] && l.addrs[p] {
 			l.writes++
 			changed++
+			if l.failDel[p] {
+				errs = append(errs, fmt.Errorf("vip %q: delete: %w", p, syscall.EBUSY))
+				continue
+			}
 			delete(l.addrs, p)
 		}
 	}

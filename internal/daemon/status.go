@@ -24,8 +24,8 @@ type view struct {
 	unreadable int
 	polls      uint64
 	failedAll  uint64
-	orphans    int
-	drained    drain.Set // replaced, never mutated, by the loop
+	orphans    []netip.Prefix // sorted; nil when there are none
+	drained    drain.Set      // replaced, never mutated, by the loop
 	drainErr   string
 	ticked     bool
 }
@@ -55,8 +55,9 @@ type InterfaceStatus struct {
 	Up      bool     `json:"up"`
 	Error   string   `json:"error,omitempty"`
 	Foreign []string `json:"foreign,omitempty"` // addresses rhi does not own
-	// Withdrawing counts VIPs dropped by a reload that are still present.
-	Withdrawing int `json:"withdrawing,omitempty"`
+	// Withdrawing lists the VIPs dropped from the config by a reload that
+	// are still on the interface: rhi owns them until they are gone.
+	Withdrawing []string `json:"withdrawing,omitempty"`
 }
 
 // DrainStatus is the operator's drain file as the daemon last read it.
@@ -123,7 +124,7 @@ func (d *Daemon) Status() Status {
 		Ready: true,
 		Interface: InterfaceStatus{
 			Name: v.cfg.Interface, Exists: v.iface.Exists, Up: v.iface.Up,
-			Error: v.ifaceErr, Withdrawing: v.orphans,
+			Error: v.ifaceErr,
 		},
 		ControlAPI: APIStatus{
 			URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
@@ -136,6 +137,9 @@ func (d *Daemon) Status() Status {
 	var confirms map[netip.Prefix]VIPConfirm
 	if d.conf != nil {
 		s.Bird, confirms = d.conf.snapshot()
+	}
+	for _, p := range v.orphans {
+		s.Interface.Withdrawing = append(s.Interface.Withdrawing, p.String())
 	}
 	for _, p := range v.iface.Foreign {
 		s.Interface.Foreign = append(s.Interface.Foreign, p.String())
