@@ -158,6 +158,16 @@ func TestParseRoutesLines(t *testing.T) {
 		{name: "empty protocol", reply: "1007-10.0.0.0/8 unicast [] * (1)\n0000 \n", wantErr: "no protocol name"},
 		{name: "bad preference", reply: "1007-10.0.0.0/8 unicast [p 1] * (x)\n0000 \n", wantErr: "preference"},
 		{name: "other end code", reply: "0014 Total: 3 of 3 routes\n", wantErr: "unexpected end code 0014"},
+		{
+			name: "attributes and their continuation lines",
+			reply: "1007-Table master4:\n 10.0.0.0/8           unicast [p1 14:07:47.016] * (100) [AS65001i]\n \tvia 10.99.0.1 on veth0\n" +
+				"1008-\tType: BGP univ\n1012-\tBGP.origin: IGP\n \tBGP.community: (65000,1) (65000,2)\n \t\t(65000,3)\n0000 \n",
+			want: []string{"master4 10.0.0.0/8 unicast [p1 14:07:47.016] * (100) source=BGP univ"},
+		},
+		{name: "protocols header", reply: "2002-Name       Proto      Table      State  Since         Info\n0000 \n", wantErr: "line 2002"},
+		{name: "protocol row after a route", reply: "1007-10.0.0.0/8 unicast [p 1] * (1)\n1002-p1 BGP --- up 1  Established\n0000 \n", wantErr: "line 1002"},
+		{name: "unknown code", reply: "1007-10.0.0.0/8 unicast [p 1] * (1)\n1013-something new\n0000 \n", wantErr: "not part of a route listing"},
+		{name: "messages of a command", reply: "0009-peer_b: disabled\n0000 \n", wantErr: "line 0009"},
 		{name: "error", reply: "9001 No valid tables\n", wantErr: "bird error 9001"},
 	}
 	for _, tc := range tests {

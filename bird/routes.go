@@ -8,10 +8,11 @@ import (
 	"strings"
 )
 
-// Reply codes of "show route".
+// Reply codes of "show route" (BIRD 2's nest/rt-show.c and nest/rt-attr.c).
 const (
-	codeRoute     = 1007 // table headers, routes, next hops
+	codeRoute     = 1007 // table headers, blank separators, routes, next hops
 	codeRouteType = 1008 // "\tType: …" ("all" only)
+	codeRouteAttr = 1012 // one extended attribute, e.g. "\tBGP.origin: IGP" ("all" only)
 )
 
 // Route is one route of a "show route" listing.
@@ -42,7 +43,9 @@ func RouteCommand(prefix netip.Prefix) string {
 // 8001 "Network not found" is an empty listing; other error codes are
 // returned as *Error. Lines that are not routes, table headers, next hops
 // or attributes make it fail, so a reply to another command is not taken
-// for a listing.
+// for a listing: a line of any code but 1007, 1008 and 1012 (the only ones
+// BIRD 2 prints in a listing, "all" included) before the end line, or a
+// 1007 line that is none of the above.
 func ParseRoutes(r Reply) ([]Route, error) {
 	if r.Code == CodeNetworkNotFound {
 		return nil, nil
@@ -58,7 +61,7 @@ func ParseRoutes(r Reply) ([]Route, error) {
 		table string
 		net   netip.Prefix // net of the last route line: later routes of the same net leave it blank
 	)
-	for _, l := range r.Lines {
+	for i, l := range r.Lines {
 		switch l.Code {
 		case codeRoute:
 			switch {
@@ -80,6 +83,13 @@ func ParseRoutes(r Reply) ([]Route, error) {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(l.Text), "Type:"); ok && len(out) > 0 {
 				out[len(out)-1].Source = strings.TrimSpace(v)
 			}
+		case codeRouteAttr:
+			// an attribute of the route above; not needed
+		default:
+			if i == len(r.Lines)-1 && l.Code == r.Code {
+				continue // the end line
+			}
+			return nil, fmt.Errorf("show route: line %04d %q is not part of a route listing", l.Code, l.Text)
 		}
 	}
 	return out, nil
