@@ -33,6 +33,10 @@ func TestRealBird(t *testing.T) {
 protocol device {}
 protocol direct d1 { ipv4; interface "lo"; }
 protocol static s1 { ipv4; route 192.0.2.0/24 blackhole; }
+ipv4 table t2;
+ipv4 table 'rhi-t.3';
+protocol static s2 { ipv4 { table t2; }; route 198.51.100.0/24 blackhole; }
+protocol static s3 { ipv4 { table 'rhi-t.3'; }; route 203.0.113.0/24 blackhole; }
 protocol bgp peer1 {
   local 127.0.0.1 port %d as 65001;
   neighbor 127.0.0.2 port %d as 65002;
@@ -89,6 +93,36 @@ protocol bgp peer1 {
 	routes, err := ParseRoutes(r)
 	if err != nil || len(routes) != 1 || routes[0].Proto != "s1" || routes[0].Source != "static univ" {
 		t.Errorf("routes = %+v, %v; want one route from s1", routes, err)
+	}
+	// Routes of a channel into another table: only the table form finds them,
+	// a quoted table name included.
+	for _, tc := range []struct {
+		proto, table string
+		prefix       netip.Prefix
+	}{
+		{"s1", "master4", static},
+		{"s2", "t2", netip.MustParsePrefix("198.51.100.0/24")},
+		{"s3", "rhi-t.3", netip.MustParsePrefix("203.0.113.0/24")},
+	} {
+		if ch, ok := byName[tc.proto].Channel("ipv4"); !ok || ch.Table != tc.table {
+			t.Errorf("%s channels = %+v, want ipv4 on %s", tc.proto, byName[tc.proto].Channels, tc.table)
+		}
+		cmd := TableRouteCommand(tc.prefix, tc.table)
+		r, err := c.Exec(ctx, cmd)
+		if err != nil {
+			t.Fatalf("%q: %v", cmd, err)
+		}
+		routes, err := ParseRoutes(r)
+		if err != nil || len(routes) != 1 || routes[0].Proto != tc.proto || routes[0].Table != tc.table {
+			t.Errorf("%q: routes = %+v, %v; want one route from %s in %s", cmd, routes, err, tc.proto, tc.table)
+		}
+		if tc.table == "master4" {
+			continue
+		}
+		var be *Error
+		if _, err := c.Exec(ctx, RouteCommand(tc.prefix)); !errors.As(err, &be) || be.Code != CodeNetworkNotFound {
+			t.Errorf("%q: err = %v, want 8001: the default tables do not hold it", RouteCommand(tc.prefix), err)
+		}
 	}
 	// In the table but the session is down: the channel form says "not exported".
 	if st, err := ParseExport(c.Exec(ctx, ExportCommand("peer1", static))); st != NotExported || err != nil {

@@ -235,6 +235,12 @@ func TestCommands(t *testing.T) {
 		{ExportCommand("peer_b6", netip.MustParsePrefix("fd00:255::10/128")), "show route export peer_b6.ipv6 fd00:255::10/128"},
 		{RouteCommand(netip.MustParsePrefix("10.255.0.10/32")), "show route 10.255.0.10/32 all"},
 		{RouteCommand(netip.MustParsePrefix("10.255.0.7/24")), "show route 10.255.0.0/24 all"},
+		{TableRouteCommand(netip.MustParsePrefix("10.255.0.10/32"), "vip4"), "show route 10.255.0.10/32 table vip4 all"},
+		{TableRouteCommand(netip.MustParsePrefix("fd00:255::10/128"), "master6"), "show route fd00:255::10/128 table master6 all"},
+		{TableRouteCommand(netip.MustParsePrefix("10.255.0.7/24"), "_t2"), "show route 10.255.0.0/24 table _t2 all"},
+		// Quoted in BIRD's config, printed bare by "show protocols all".
+		{TableRouteCommand(netip.MustParsePrefix("10.255.0.10/32"), "my-tab.1"), "show route 10.255.0.10/32 table 'my-tab.1' all"},
+		{TableRouteCommand(netip.MustParsePrefix("10.255.0.10/32"), "4tab"), "show route 10.255.0.10/32 table '4tab' all"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {

@@ -32,11 +32,40 @@ type Route struct {
 }
 
 // RouteCommand returns the command that lists every route BIRD holds for
-// exactly prefix, with the attributes that show where each came from. It
-// asks for the prefix itself, never "show route for", which answers with the
-// longest match, e.g. a covering /24 when the /32 is gone.
+// exactly prefix in the default tables (master4, master6), with the
+// attributes that show where each came from. It asks for the prefix itself,
+// never "show route for", which answers with the longest match, e.g. a
+// covering /24 when the /32 is gone. A protocol whose channel imports into
+// another table ("ipv4 { table vip4; }") is not seen by it: see
+// TableRouteCommand.
 func RouteCommand(prefix netip.Prefix) string {
 	return "show route " + prefix.Masked().String() + " all"
+}
+
+// TableRouteCommand is RouteCommand for one named table, e.g. the Table of
+// a Channel: "show route <prefix> table <table> all". Every BIRD 2 accepts
+// it ("table all" is missing from older 2.0 releases). A table of another
+// family is a 9001 error, not an empty listing. A name that is not a plain
+// symbol (letters, digits, '_') is quoted, as BIRD's config must have
+// quoted it.
+func TableRouteCommand(prefix netip.Prefix, table string) string {
+	return "show route " + prefix.Masked().String() + " table " + symbol(table) + " all"
+}
+
+// symbol writes a BIRD symbol name so that the command parser reads it
+// back as one symbol.
+func symbol(name string) string {
+	plain := name != ""
+	for i, c := range name {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return name
+	}
+	return "'" + name + "'"
 }
 
 // ParseRoutes parses a "show route" listing. A reply that ends with
