@@ -51,9 +51,9 @@ func vTestdata(t *testing.T, name string) string {
 // up-novip or peerdown-vip (see testdata/README.md).
 func vBirdReplies(t *testing.T, situation string) map[string]string {
 	m := map[string]string{
-		"show protocols all":     vTestdata(t, "lab-show-protocols-all."+situation+".txt"),
-		bird.RouteCommand(vVIP4): vTestdata(t, "bird2.0.12-show-route-vip-all."+situation+".txt"),
-		bird.RouteCommand(vVIP6): vTestdata(t, "bird2.0.12-show-route-for-vip6."+situation+".txt"),
+		"show protocols all":                     vTestdata(t, "lab-show-protocols-all."+situation+".txt"),
+		bird.TableRouteCommand(vVIP4, "master4"): vTestdata(t, "bird2.0.12-show-route-vip-table-master4-all."+situation+".txt"),
+		bird.TableRouteCommand(vVIP6, "master6"): vTestdata(t, "bird2.0.12-show-route-vip6-table-master6-all."+situation+".txt"),
 	}
 	if situation != "peerdown-vip" { // exports are asked only of Established sessions
 		m[bird.ExportCommand("peer_b", vVIP4)] = vTestdata(t, "bird2.0.12-show-route-export-peer_b-vip."+situation+".txt")

@@ -16,13 +16,13 @@ import (
 // check (framing, parsing, syscalls); a real BIRD adds its lookup time.
 func BenchmarkCheck(b *testing.B) {
 	const n = 1000
-	route := testdata(b, "bird2.0.12-show-route-vip-all.up-vip.txt")
+	route := testdata(b, "bird2.0.12-show-route-vip-table-master4-all.up-vip.txt")
 	export := testdata(b, "bird2.0.12-show-route-export-peer_b-vip.up-vip.txt")
 	replies := map[string]string{showProtocols: testdata(b, "lab-show-protocols-all.up-vip.txt")}
 	in := Input{}
 	for i := range n {
 		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 255, byte(i / 250), byte(i%250 + 1)}), 32)
-		replies[bird.RouteCommand(p)] = strings.ReplaceAll(route, vip4.String(), p.String())
+		replies[bird.TableRouteCommand(p, "master4")] = strings.ReplaceAll(route, vip4.String(), p.String())
 		replies[bird.ExportCommand("peer_b", p)] = strings.ReplaceAll(export, vip4.String(), p.String())
 		in.VIPs = append(in.VIPs, present(p))
 	}

@@ -63,7 +63,8 @@ type VIPReport struct {
 	Prefix      netip.Prefix `json:"vip"`
 	Expected    Expectation  `json:"expected"`
 	OnInterface bool         `json:"on_interface"`
-	// InTable: BIRD's table holds the prefix from a direct protocol.
+	// InTable: a table that a direct protocol's channel of the VIP's
+	// family imports into holds the prefix from a direct protocol.
 	InTable bool `json:"in_bird_table"`
 	// Exported holds, per selected protocol that was asked, whether it
 	// exports the VIP. Only Established protocols with a channel of the
@@ -116,10 +117,14 @@ func (r Report) ExitCode() int {
 }
 
 // Check asks BIRD about every VIP of in, over b, one command at a time:
-// "show protocols all" once, then per VIP "show route <vip> all" and, per
-// Established selected protocol with a channel of the VIP's family,
-// "show route export <protocol>.<family> <vip>". That is 1 + V×(1+P)
-// exchanges for V VIPs and P protocols per family, each a few hundred bytes.
+// "show protocols all" once, then per VIP "show route <vip> table <t> all"
+// for each table t that a Direct protocol's channel of the VIP's family
+// imports into (stopping at the first that holds it from a direct protocol)
+// and, per Established selected protocol with a channel of the VIP's family,
+// "show route export <protocol>.<family> <vip>". That is 1 + V×(T+P)
+// exchanges for V VIPs, T direct tables and P protocols per family (T is 1
+// unless direct protocols import into several tables), each a few hundred
+// bytes.
 // Sequential exchanges on one connection are cheap enough that pipelining
 // is not worth its risk (BIRD does not document it): 1,000 announced VIPs
 // with one session took 61 ms against a real BIRD 2.0.12 (24 ms withdrawn),
@@ -153,12 +158,7 @@ func Check(ctx context.Context, b Bird, in Input) Report {
 	if len(rep.Protocols) == 0 {
 		rep.Problems = append(rep.Problems, "no BGP protocol in BIRD: nothing can announce the VIPs")
 	}
-	direct := map[string]bool{}
-	for _, p := range all {
-		if p.Proto == "Direct" {
-			direct[p.Name] = true
-		}
-	}
+	direct := directOf(all)
 
 	for _, v := range in.VIPs {
 		vr, err := checkVIP(ctx, b, v, direct, selected)
@@ -236,27 +236,76 @@ func bgpInfo(p bird.Protocol) string {
 	return p.Info
 }
 
-// checkVIP asks BIRD about one VIP and judges it.
-func checkVIP(ctx context.Context, b Bird, v VIP, direct map[string]bool, protocols []bird.Protocol) (VIPReport, error) {
-	vr := VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, Exported: map[string]bool{}}
+// directs is what BIRD's Direct protocols make of the VIPs.
+type directs struct {
+	// names of the Direct protocols: a route they made is the VIP seen
+	// on the interface.
+	names map[string]bool
+	// tables holds per family ("ipv4", "ipv6") the tables that their
+	// channels of that family import into, without repeats, in BIRD's
+	// order. "" stands for the default tables, for a channel whose table
+	// the reply did not name.
+	tables map[string][]string
+}
 
-	cmd := bird.RouteCommand(v.Prefix)
-	reply, err := b.Exec(ctx, cmd)
-	var be *bird.Error
-	if err != nil && !(errors.As(err, &be) && be.Code == bird.CodeNetworkNotFound) {
-		return vr, fmt.Errorf("%q: %w", cmd, err)
+// directOf collects the Direct protocols of all and their tables.
+func directOf(all []bird.Protocol) directs {
+	d := directs{names: map[string]bool{}, tables: map[string][]string{}}
+	add := func(family, table string) {
+		if !slices.Contains(d.tables[family], table) {
+			d.tables[family] = append(d.tables[family], table)
+		}
 	}
-	routes, err := routesOf(cmd, reply, v.Prefix)
-	if err != nil {
-		return vr, err
+	for _, p := range all {
+		if p.Proto != "Direct" {
+			continue
+		}
+		d.names[p.Name] = true
+		if len(p.Channels) == 0 {
+			// No channel listed: look where a channel with no table
+			// option imports, the default tables.
+			add("ipv4", "")
+			add("ipv6", "")
+		}
+		for _, c := range p.Channels {
+			add(c.Name, c.Table)
+		}
 	}
-	for _, rt := range routes {
-		if direct[rt.Proto] {
-			vr.InTable = true
+	return d
+}
+
+// checkVIP asks BIRD about one VIP and judges it.
+func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol) (VIPReport, error) {
+	vr := VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, Exported: map[string]bool{}}
+	family := bird.Family(v.Prefix)
+
+	for _, table := range direct.tables[family] {
+		cmd := bird.TableRouteCommand(v.Prefix, table)
+		if table == "" {
+			cmd = bird.RouteCommand(v.Prefix)
+		}
+		reply, err := b.Exec(ctx, cmd)
+		var be *bird.Error
+		if err != nil && !(errors.As(err, &be) && be.Code == bird.CodeNetworkNotFound) {
+			return vr, fmt.Errorf("%q: %w", cmd, err)
+		}
+		routes, err := routesOf(cmd, reply, v.Prefix)
+		if err != nil {
+			return vr, err
+		}
+		for _, rt := range routes {
+			if table != "" && rt.Table != table {
+				return vr, fmt.Errorf("%q: reply lists a route of table %q", cmd, rt.Table)
+			}
+			if direct.names[rt.Proto] {
+				vr.InTable = true
+			}
+		}
+		if vr.InTable {
+			break // found: the other tables cannot change the verdict
 		}
 	}
 
-	family := bird.Family(v.Prefix)
 	for _, p := range protocols {
 		if _, ok := p.Channel(family); !ok && len(p.Channels) > 0 {
 			continue // this session does not carry the VIP's family

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -24,11 +25,12 @@ var (
 
 const (
 	showProtocols = "show protocols all"
-	route4        = "show route 10.255.0.10/32 all"
-	route6        = "show route fd00:255::10/128 all"
+	route4        = "show route 10.255.0.10/32 table master4 all"
+	route6        = "show route fd00:255::10/128 table master6 all"
 	export4       = "show route export peer_b.ipv4 10.255.0.10/32"
 	export6       = "show route export peer_b6.ipv6 fd00:255::10/128"
-	routeAgg      = "show route 10.255.0.0/24 all"
+	routeAgg      = "show route 10.255.0.0/24 table master4 all"
+	routeVip4     = "show route 10.255.0.10/32 table vip4 all" // the viptable lab: rhi_direct's ipv4 channel imports into vip4
 	exportAgg     = "show route export peer_b.ipv4 10.255.0.0/24"
 )
 
@@ -56,9 +58,9 @@ func lab(t testing.TB, situation string) map[string]string {
 	}[situation]
 	m := map[string]string{
 		showProtocols: testdata(t, "lab-show-protocols-all."+situation+".txt"),
-		route4:        testdata(t, "bird2.0.12-show-route-vip-all."+routes+".txt"),
-		route6:        testdata(t, "bird2.0.12-show-route-for-vip6."+routes+".txt"),
-		routeAgg:      testdata(t, "bird2.0.12-show-route-for-vip.up-novip.txt"), // exactly the /24
+		route4:        testdata(t, "bird2.0.12-show-route-vip-table-master4-all."+routes+".txt"),
+		route6:        testdata(t, "bird2.0.12-show-route-vip6-table-master6-all."+routes+".txt"),
+		routeAgg:      testdata(t, "bird2.0.12-show-route-aggregate-table-master4-all.up-vip.txt"),
 		exportAgg:     testdata(t, "bird2.0.12-show-route-export-peer_b-aggregate.up-vip.txt"),
 	}
 	if exports == "peerdown-vip" {
@@ -231,13 +233,115 @@ func checkCases() []checkCase {
 			situation: "up-vip",
 			replies: map[string]string{showProtocols: "2002-Name       Proto      Table      State  Since         Info\n" +
 				"1002-device1    Device     ---        up     14:07:33.693  \n1006-\n" +
-				"1002-rhi_direct Direct     ---        up     14:07:33.693  \n1006-  Channel ipv4\n     State:          UP\n \n0000 \n"},
+				"1002-rhi_direct Direct     ---        up     14:07:33.693  \n1006-  Channel ipv4\n     State:          UP\n     Table:          master4\n \n0000 \n"},
 			in: Input{VIPs: []VIP{present(vip4)}},
 			want: Report{
 				VIPs:     []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true}},
 				Problems: []string{"no BGP protocol in BIRD: nothing can announce the VIPs"},
 			},
 			wantExit: ExitMismatch,
+		},
+		{
+			name:      "direct protocol imports into another table",
+			situation: "up-vip",
+			replies: map[string]string{
+				showProtocols: testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"),
+				// The default tables do not hold it: BIRD's real answer.
+				"show route 10.255.0.10/32 all": testdataNoT("bird2.0.12-show-route-vip-all.viptable-up-vip.txt"),
+				route4:                          testdataNoT("bird2.0.12-show-route-vip-table-master4-all.up-novip.txt"),
+				routeVip4:                       testdataNoT("bird2.0.12-show-route-vip-table-vip4-all.viptable-up-vip.txt"),
+				route6:                          testdataNoT("bird2.0.12-show-route-vip6-table-master6-all.viptable-up-vip.txt"),
+				export4:                         testdataNoT("bird2.0.12-show-route-export-peer_b.ipv4-vip.viptable-up-vip.txt"),
+			},
+			in: Input{VIPs: []VIP{present(vip4), present(vip6)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{
+					{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
+				},
+			},
+			// Each VIP is looked up in the table of its family's channel.
+			wantCmds: []string{"restrict", showProtocols, routeVip4, export4, route6, export6},
+			wantExit: ExitConsistent,
+		},
+		{
+			name:      "withdrawn from another table: consistent",
+			situation: "up-novip",
+			replies: map[string]string{
+				showProtocols: testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"),
+				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-vip4-all.viptable-up-novip.txt"),
+				route6:        testdataNoT("bird2.0.12-show-route-vip6-table-master6-all.viptable-up-novip.txt"),
+			},
+			in: Input{VIPs: []VIP{absent(vip4), absent(vip6)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{
+					{Prefix: vip4, Expected: Absent, Exported: map[string]bool{"peer_b": false}, Agrees: true},
+					{Prefix: vip6, Expected: Absent, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
+				},
+			},
+			wantExit: ExitConsistent,
+		},
+		{
+			name:      "two direct tables: each asked until one holds the VIP",
+			situation: "up-vip",
+			replies: map[string]string{
+				showProtocols: withDirect(testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"), "other_direct", "master4", true),
+				route4:        testdataNoT("bird2.0.12-show-route-vip-table-master4-all.up-novip.txt"),
+				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-vip4-all.viptable-up-vip.txt"),
+				export4:       testdataNoT("bird2.0.12-show-route-export-peer_b.ipv4-vip.viptable-up-vip.txt"),
+			},
+			in: Input{VIPs: []VIP{present(vip4)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+			},
+			wantCmds: []string{"restrict", showProtocols, route4, routeVip4, export4},
+			wantExit: ExitConsistent,
+		},
+		{
+			name:      "two direct tables: the first that holds the VIP ends the search",
+			situation: "up-vip",
+			replies: map[string]string{
+				showProtocols: withDirect(testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"), "other_direct", "master4", false),
+				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-vip4-all.viptable-up-vip.txt"),
+				export4:       testdataNoT("bird2.0.12-show-route-export-peer_b.ipv4-vip.viptable-up-vip.txt"),
+			},
+			in: Input{VIPs: []VIP{present(vip4)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+			},
+			wantCmds: []string{"restrict", showProtocols, routeVip4, export4},
+			wantExit: ExitConsistent,
+		},
+		{
+			name:      "direct channel whose table the reply does not name: the default tables",
+			situation: "up-vip",
+			replies: map[string]string{
+				showProtocols:                   strings.Replace(testdataNoT("lab-show-protocols-all.up-vip.txt"), "     Table:          master4\n", "", 1),
+				"show route 10.255.0.10/32 all": testdataNoT("bird2.0.12-show-route-vip-all.up-vip.txt"),
+			},
+			in: Input{VIPs: []VIP{present(vip4)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+			},
+			wantCmds: []string{"restrict", showProtocols, "show route 10.255.0.10/32 all", export4},
+			wantExit: ExitConsistent,
+		},
+		{
+			name:      "route reply from another table",
+			situation: "up-vip",
+			replies: map[string]string{
+				showProtocols: testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"),
+				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-master4-all.up-vip.txt"),
+			},
+			in:       Input{VIPs: []VIP{present(vip4)}},
+			want:     Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			wantErr:  `"show route 10.255.0.10/32 table vip4 all": reply lists a route of table "master4"`,
+			wantExit: ExitUnchecked,
 		},
 		{
 			name:      "a static route is not a direct one",
@@ -265,7 +369,7 @@ func checkCases() []checkCase {
 			replies:   map[string]string{route4: "9001 syntax error, unexpected CF_SYM_UNDEFINED\n"},
 			in:        Input{VIPs: []VIP{present(vip4)}},
 			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
-			wantErr:   `vip "10.255.0.10/32": "show route 10.255.0.10/32 all": bird error 9001`,
+			wantErr:   `vip "10.255.0.10/32": "show route 10.255.0.10/32 table master4 all": bird error 9001`,
 			wantExit:  ExitUnchecked,
 		},
 		{
@@ -274,7 +378,7 @@ func checkCases() []checkCase {
 			replies:   map[string]string{route4: testdataNoT("bird2.0.12-show-route-for-vip.up-novip.txt")},
 			in:        Input{VIPs: []VIP{absent(vip4)}},
 			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
-			wantErr:   `"show route 10.255.0.10/32 all": reply lists "10.255.0.0/24"`,
+			wantErr:   `"show route 10.255.0.10/32 table master4 all": reply lists "10.255.0.0/24"`,
 			wantExit:  ExitUnchecked,
 		},
 		{
@@ -312,6 +416,18 @@ func checkCases() []checkCase {
 			wantExit:  ExitUnchecked,
 		},
 	}
+}
+
+// withDirect adds a Direct protocol with an UP ipv4 channel into table to a
+// "show protocols all" reply, before the others when first, else after them.
+func withDirect(reply, name, table string, first bool) string {
+	block := fmt.Sprintf("1002-%-10s Direct     ---        up     19:47:45.126  \n"+
+		"1006-  Channel ipv4\n     State:          UP\n     Table:          %s\n \n", name, table)
+	if first {
+		header, rest, _ := strings.Cut(reply, "\n")
+		return header + "\n" + block + rest
+	}
+	return strings.TrimSuffix(reply, "0000 \n") + block + "0000 \n"
 }
 
 // testdataNoT reads a file for a table built before t exists.
