@@ -66,6 +66,13 @@ type VIPReport struct {
 	// InTable: a table that a direct protocol's channel of the VIP's
 	// family imports into holds the prefix from a direct protocol.
 	InTable bool `json:"in_bird_table"`
+	// DirectUp: BIRD has a Direct protocol that is up with an UP channel
+	// of the VIP's family, so an address on the interface can enter
+	// BIRD's table. When it is false a VIP missing from the table is
+	// explained by BIRD's own state or config (a report Problem says
+	// which family), not by a missed netlink notification: renewing the
+	// address cannot help.
+	DirectUp bool `json:"direct_up"`
 	// Exported holds, per selected protocol that was asked, whether it
 	// exports the VIP. Only Established protocols with a channel of the
 	// VIP's family are asked.
@@ -159,6 +166,13 @@ func Check(ctx context.Context, b Bird, in Input) Report {
 		rep.Problems = append(rep.Problems, "no BGP protocol in BIRD: nothing can announce the VIPs")
 	}
 	direct := directOf(all)
+	for _, family := range familiesOf(in.VIPs) {
+		if !direct.up[family] {
+			// "IPv4 VIPs", for people, from BIRD's "ipv4".
+			rep.Problems = append(rep.Problems, fmt.Sprintf("no direct protocol in BIRD imports %s routes: IP%s VIPs cannot be announced",
+				family, strings.TrimPrefix(family, "ip")))
+		}
+	}
 
 	for _, v := range in.VIPs {
 		vr, err := checkVIP(ctx, b, v, direct, selected)
@@ -246,11 +260,14 @@ type directs struct {
 	// order. "" stands for the default tables, for a channel whose table
 	// the reply did not name.
 	tables map[string][]string
+	// up holds the families for which a Direct protocol is up with an UP
+	// channel.
+	up map[string]bool
 }
 
 // directOf collects the Direct protocols of all and their tables.
 func directOf(all []bird.Protocol) directs {
-	d := directs{names: map[string]bool{}, tables: map[string][]string{}}
+	d := directs{names: map[string]bool{}, tables: map[string][]string{}, up: map[string]bool{}}
 	add := func(family, table string) {
 		if !slices.Contains(d.tables[family], table) {
 			d.tables[family] = append(d.tables[family], table)
@@ -263,21 +280,45 @@ func directOf(all []bird.Protocol) directs {
 		d.names[p.Name] = true
 		if len(p.Channels) == 0 {
 			// No channel listed: look where a channel with no table
-			// option imports, the default tables.
-			add("ipv4", "")
-			add("ipv6", "")
+			// option imports, the default tables, and take the
+			// protocol's state for its channels'.
+			for _, family := range []string{"ipv4", "ipv6"} {
+				add(family, "")
+				d.up[family] = d.up[family] || p.State == "up"
+			}
 		}
 		for _, c := range p.Channels {
 			add(c.Name, c.Table)
+			d.up[c.Name] = d.up[c.Name] || p.State == "up" && c.State == "UP"
 		}
 	}
 	return d
 }
 
+// familiesOf returns the families of vips, IPv4 first.
+func familiesOf(vips []VIP) []string {
+	var has4, has6 bool
+	for _, v := range vips {
+		if v.Prefix.Addr().Is4() {
+			has4 = true
+		} else {
+			has6 = true
+		}
+	}
+	var out []string
+	if has4 {
+		out = append(out, "ipv4")
+	}
+	if has6 {
+		out = append(out, "ipv6")
+	}
+	return out
+}
+
 // checkVIP asks BIRD about one VIP and judges it.
 func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol) (VIPReport, error) {
-	vr := VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, Exported: map[string]bool{}}
 	family := bird.Family(v.Prefix)
+	vr := VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, DirectUp: direct.up[family], Exported: map[string]bool{}}
 
 	for _, table := range direct.tables[family] {
 		cmd := bird.TableRouteCommand(v.Prefix, table)
@@ -357,7 +398,10 @@ func judge(vr VIPReport) (bool, string) {
 		if !vr.OnInterface {
 			problems = append(problems, "not on the interface")
 		}
-		if !vr.InTable {
+		switch {
+		case !vr.InTable && !vr.DirectUp:
+			problems = append(problems, "not in BIRD's table: no direct protocol imports "+bird.Family(vr.Prefix)+" routes")
+		case !vr.InTable:
 			problems = append(problems, "not in BIRD's table from a direct protocol")
 		}
 		for name, exported := range vr.Exported {

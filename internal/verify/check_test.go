@@ -105,8 +105,8 @@ func checkCases() []checkCase {
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
 				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
-					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
+					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
 				},
 			},
 			// Each session is asked only about its own family.
@@ -120,8 +120,8 @@ func checkCases() []checkCase {
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
 				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Absent, Exported: map[string]bool{"peer_b": false}, Agrees: true},
-					{Prefix: vip6, Expected: Absent, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
+					{Prefix: vip4, Expected: Absent, DirectUp: true, Exported: map[string]bool{"peer_b": false}, Agrees: true},
+					{Prefix: vip6, Expected: Absent, DirectUp: true, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
 				},
 			},
 			wantExit: ExitConsistent,
@@ -133,9 +133,9 @@ func checkCases() []checkCase {
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
 				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Absent, InTable: true, Exported: map[string]bool{"peer_b": true},
+					{Prefix: vip4, Expected: Absent, DirectUp: true, InTable: true, Exported: map[string]bool{"peer_b": true},
 						Problem: "still in BIRD's table; still exported to peer_b"},
-					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
+					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
 				},
 			},
 			wantExit: ExitMismatch,
@@ -146,7 +146,7 @@ func checkCases() []checkCase {
 			in:        Input{VIPs: []VIP{present(vip4)}},
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, Exported: map[string]bool{"peer_b": false},
 					Problem: "not in BIRD's table from a direct protocol; not exported to peer_b"}},
 			},
 			wantExit: ExitMismatch,
@@ -157,7 +157,7 @@ func checkCases() []checkCase {
 			in:        Input{VIPs: []VIP{{Prefix: vip4, Expected: Present}}},
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, InTable: true, Exported: map[string]bool{"peer_b": true},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, InTable: true, Exported: map[string]bool{"peer_b": true},
 					Problem: "not on the interface"}},
 			},
 			wantExit: ExitMismatch,
@@ -168,7 +168,7 @@ func checkCases() []checkCase {
 			in:        Input{VIPs: []VIP{{Prefix: vip4, Expected: Absent, OnInterface: true}}},
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Absent, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Absent, DirectUp: true, OnInterface: true, Exported: map[string]bool{"peer_b": false},
 					Problem: "still on the interface"}},
 			},
 			wantExit: ExitMismatch,
@@ -180,8 +180,8 @@ func checkCases() []checkCase {
 			want: Report{
 				Protocols: []ProtocolState{peerBDown, peerB6Dn},
 				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
-					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
+					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
+					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
 				},
 			},
 			wantCmds: []string{"restrict", showProtocols, route4, route6},
@@ -196,7 +196,7 @@ func checkCases() []checkCase {
 					{Name: "peer_b", State: "down", BGPState: "Down", Problem: "not Established"},
 					peerB6Dn,
 				},
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true}},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true}},
 			},
 			wantExit: ExitMismatch,
 		},
@@ -207,8 +207,8 @@ func checkCases() []checkCase {
 			want: Report{
 				Protocols: []ProtocolState{peerBUp},
 				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
-					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
+					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
 				},
 			},
 			wantCmds: []string{"restrict", showProtocols, route4, export4, route6},
@@ -224,7 +224,7 @@ func checkCases() []checkCase {
 					peerB6Up,
 					{Name: "rhi_direct", State: "up", Problem: "not a BGP protocol (Direct)"},
 				},
-				VIPs: []VIPReport{{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true}},
+				VIPs: []VIPReport{{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true}},
 			},
 			wantExit: ExitMismatch,
 		},
@@ -236,7 +236,7 @@ func checkCases() []checkCase {
 				"1002-rhi_direct Direct     ---        up     14:07:33.693  \n1006-  Channel ipv4\n     State:          UP\n     Table:          master4\n \n0000 \n"},
 			in: Input{VIPs: []VIP{present(vip4)}},
 			want: Report{
-				VIPs:     []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true}},
+				VIPs:     []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true}},
 				Problems: []string{"no BGP protocol in BIRD: nothing can announce the VIPs"},
 			},
 			wantExit: ExitMismatch,
@@ -257,8 +257,8 @@ func checkCases() []checkCase {
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
 				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
-					{Prefix: vip6, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
+					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
 				},
 			},
 			// Each VIP is looked up in the table of its family's channel.
@@ -277,8 +277,8 @@ func checkCases() []checkCase {
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
 				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Absent, Exported: map[string]bool{"peer_b": false}, Agrees: true},
-					{Prefix: vip6, Expected: Absent, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
+					{Prefix: vip4, Expected: Absent, DirectUp: true, Exported: map[string]bool{"peer_b": false}, Agrees: true},
+					{Prefix: vip6, Expected: Absent, DirectUp: true, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
 				},
 			},
 			wantExit: ExitConsistent,
@@ -295,7 +295,7 @@ func checkCases() []checkCase {
 			in: Input{VIPs: []VIP{present(vip4)}},
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
 			},
 			wantCmds: []string{"restrict", showProtocols, route4, routeVip4, export4},
 			wantExit: ExitConsistent,
@@ -311,7 +311,7 @@ func checkCases() []checkCase {
 			in: Input{VIPs: []VIP{present(vip4)}},
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
 			},
 			wantCmds: []string{"restrict", showProtocols, routeVip4, export4},
 			wantExit: ExitConsistent,
@@ -326,10 +326,56 @@ func checkCases() []checkCase {
 			in: Input{VIPs: []VIP{present(vip4)}},
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
 			},
 			wantCmds: []string{"restrict", showProtocols, "show route 10.255.0.10/32 all", export4},
 			wantExit: ExitConsistent,
+		},
+		{
+			name:      "direct protocol down: said once for the report, and per VIP",
+			situation: "up-novip", // the table is empty, as BIRD says once rhi_direct is down
+			replies: map[string]string{
+				showProtocols: testdataNoT("bird2.0.12-show-protocols-all.viptable-directdown-vip.txt"),
+				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-vip4-all.viptable-directdown-vip.txt"),
+			},
+			in: Input{VIPs: []VIP{present(vip4), present(vip6)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{
+					{Prefix: vip4, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+						Problem: "not in BIRD's table: no direct protocol imports ipv4 routes; not exported to peer_b"},
+					{Prefix: vip6, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b6": false},
+						Problem: "not in BIRD's table: no direct protocol imports ipv6 routes; not exported to peer_b6"},
+				},
+				Problems: []string{
+					"no direct protocol in BIRD imports ipv4 routes: IPv4 VIPs cannot be announced",
+					"no direct protocol in BIRD imports ipv6 routes: IPv6 VIPs cannot be announced",
+				},
+			},
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "no direct channel of the VIP's family",
+			situation: "up-vip",
+			replies: map[string]string{
+				showProtocols: withoutDirectIPv6(testdataNoT("lab-show-protocols-all.up-vip.txt")),
+				export6:       testdataNoT("bird2.0.12-show-route-export-peer_b6-vip6.up-novip.txt"),
+				"show route export peer_b6.ipv6 fd00:255::11/128": "8001 Network not found\n",
+			},
+			in: Input{VIPs: []VIP{present(vip4), present(vip6), absent(netip.MustParsePrefix("fd00:255::11/128"))}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up},
+				VIPs: []VIPReport{
+					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b6": false},
+						Problem: "not in BIRD's table: no direct protocol imports ipv6 routes; not exported to peer_b6"},
+					{Prefix: netip.MustParsePrefix("fd00:255::11/128"), Expected: Absent, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
+				},
+				Problems: []string{"no direct protocol in BIRD imports ipv6 routes: IPv6 VIPs cannot be announced"},
+			},
+			// No table to look the IPv6 VIPs up in.
+			wantCmds: []string{"restrict", showProtocols, route4, export4, export6, "show route export peer_b6.ipv6 fd00:255::11/128"},
+			wantExit: ExitMismatch,
 		},
 		{
 			name:      "route reply from another table",
@@ -349,7 +395,7 @@ func checkCases() []checkCase {
 			in:        Input{VIPs: []VIP{present(agg)}},
 			want: Report{
 				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{{Prefix: agg, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+				VIPs: []VIPReport{{Prefix: agg, Expected: Present, DirectUp: true, OnInterface: true, Exported: map[string]bool{"peer_b": false},
 					Problem: "not in BIRD's table from a direct protocol; not exported to peer_b"}},
 			},
 			wantExit: ExitMismatch,
@@ -428,6 +474,17 @@ func withDirect(reply, name, table string, first bool) string {
 		return header + "\n" + block + rest
 	}
 	return strings.TrimSuffix(reply, "0000 \n") + block + "0000 \n"
+}
+
+// withoutDirectIPv6 drops rhi_direct's ipv6 channel from a "show protocols
+// all" reply of the lab, as for "protocol direct { ipv4; }".
+func withoutDirectIPv6(reply string) string {
+	start := strings.Index(reply, "   Channel ipv6\n")
+	end := strings.Index(reply, " \n1002-peer_b ")
+	if start < 0 || end < start {
+		panic("withoutDirectIPv6: not the lab's reply")
+	}
+	return reply[:start] + reply[end:]
 }
 
 // testdataNoT reads a file for a table built before t exists.

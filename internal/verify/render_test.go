@@ -38,6 +38,7 @@ func TestRender(t *testing.T) {
 		"mismatch":        "withdrawn but BIRD still announces (missed netlink removal)",
 		"protocol-down":   "S3 peer down: sessions not asked, reported",
 		"could-not-check": "BIRD stalls: each exchange has its own deadline",
+		"direct-down":     "direct protocol down: said once for the report, and per VIP",
 	}
 	cases := map[string]checkCase{}
 	for _, tc := range checkCases() {
