@@ -387,3 +387,32 @@ func TestConfirmRecordsExpectation(t *testing.T) {
 		t.Fatalf("vip bird = %+v, want agreeing on absent", vb)
 	}
 }
+
+// TestNoRenewalWithoutDirect: with no direct protocol up in BIRD, no VIP can
+// be in its table. That is BIRD's state, not a missed notification:
+// renewing serving addresses cannot help, so rhi does not.
+func TestNoRenewalWithoutDirect(t *testing.T) {
+	link := newFakeLink()
+	r, b := newConfirmRig(t, link)
+	b.directDown = true
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	for range 3 {
+		if r.confirm(t) {
+			t.Fatal("BIRD has none of the VIPs: should disagree")
+		}
+		r.clock.advance(renewAfter)
+	}
+	select {
+	case m := <-r.d.renewals:
+		t.Fatalf("renewal requested with no direct protocol up: %v", m)
+	default:
+	}
+	if len(link.renewed) != 0 {
+		t.Errorf("renewed %v", link.renewed)
+	}
+	b.directDown = false
+	if !r.confirm(t) {
+		t.Errorf("direct protocol back: BIRD should agree: %+v", r.d.Status().Bird)
+	}
+}

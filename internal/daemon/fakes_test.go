@@ -231,8 +231,10 @@ func (l *fakeLink) Renew(ctx context.Context, p netip.Prefix, present bool) erro
 type fakeBird struct {
 	mu     sync.Mutex
 	missed map[netip.Prefix]bool // BIRD's stale belief: in its table or not
-	err    error
-	checks int
+	// directDown: no direct protocol is up, so nothing is in the table.
+	directDown bool
+	err        error
+	checks     int
 }
 
 func newFakeBird(l *fakeLink) *fakeBird {
@@ -254,13 +256,13 @@ func (b *fakeBird) Check(ctx context.Context, in verify.Input) verify.Report {
 	}
 	rep := verify.Report{Protocols: []verify.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}}}
 	for _, v := range in.VIPs {
-		inTable := v.OnInterface
+		inTable := v.OnInterface && !b.directDown
 		if stale, ok := b.missed[v.Prefix]; ok {
 			inTable = stale
 		}
 		want := v.Expected == verify.Present
 		r := verify.VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, InTable: inTable,
-			Exported: map[string]bool{"peer_4": inTable}}
+			DirectUp: !b.directDown, Exported: map[string]bool{"peer_4": inTable}}
 		r.Agrees = v.OnInterface == want && inTable == want
 		if !r.Agrees {
 			r.Problem = fmt.Sprintf("interface %v, bird table %v", v.OnInterface, inTable)
