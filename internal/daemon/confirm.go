@@ -2,9 +2,7 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -239,7 +237,7 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 	ok := rep.ExitCode() == verify.ExitConsistent
 	c.status.Agree, c.status.Disagree = 0, 0
 	renew := map[netip.Prefix]bool{}
-	var gaveUp []netip.Prefix
+	var vlog vipLog // one line per problem, not one per VIP
 	seen := make(map[netip.Prefix]bool, len(rep.VIPs))
 	for _, r := range rep.VIPs {
 		seen[r.Prefix] = true
@@ -256,7 +254,6 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 			vc.DisagreeingSince = prev.DisagreeingSince
 			vc.agreed, vc.tries, vc.gaveUp = prev.agreed, prev.tries, prev.gaveUp
 		}
-		e := c.log.WithFields(logrus.Fields{"vip": r.Prefix.String(), "expected": string(r.Expected)})
 		if r.Agrees {
 			c.status.Agree++
 			if vc.Latency == 0 && !changed.IsZero() {
@@ -267,7 +264,7 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 				vc.Latency = now.Sub(from)
 			}
 			if vc.warned {
-				e.WithField("after", now.Sub(changed).Round(time.Millisecond)).Warn("BIRD agrees now")
+				vlog.agrees(r, now.Sub(vc.DisagreeingSince))
 			}
 			vc.DisagreeingSince = time.Time{}
 			vc.warned, vc.agreed, vc.tries, vc.gaveUp = false, true, 0, false
@@ -282,14 +279,14 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 				since = vc.DisagreeingSince
 			}
 			if !vc.warned && now.Sub(since) >= confirmGrace {
-				e.WithFields(logrus.Fields{"problem": r.Problem, "for": now.Sub(since).Round(time.Millisecond)}).Error("BIRD disagrees with the interface")
+				vlog.disagrees(r, now.Sub(since))
 				vc.warned = true
 			}
 			if job.ifaceUp && missedNetlink(r) && now.Sub(vc.DisagreeingSince) >= renewAfter {
 				switch {
 				case vc.tries >= maxRenewals:
 					if !vc.gaveUp {
-						gaveUp = append(gaveUp, r.Prefix)
+						vlog.renewalsFailed(r)
 						vc.gaveUp = true
 					}
 				case len(renew) < renewBatch:
@@ -302,37 +299,17 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 		}
 		c.vips[r.Prefix] = vc
 	}
+	vlog.flush(c.log)
 	for p := range c.vips {
 		if !seen[p] {
 			delete(c.vips, p)
 		}
-	}
-	if len(gaveUp) > 0 {
-		c.log.WithFields(logrus.Fields{"vips": len(gaveUp), "sample": sample(gaveUp, 5)}).Errorf(
-			"BIRD still does not see these addresses as rhi0 holds them after %d renewals: not a missed notification; check BIRD's direct protocol (its interface pattern and table); rhi stops renewing them until they change", maxRenewals)
 	}
 	if len(renew) > 0 {
 		c.log.WithField("vips", len(renew)).Warn("BIRD missed address changes (netlink overflow?); renewing those addresses so the kernel tells it again")
 		c.renew(renew)
 	}
 	return ok
-}
-
-// sample lists up to n prefixes, and how many more there are, for a log
-// line about many VIPs.
-func sample(ps []netip.Prefix, n int) string {
-	var b strings.Builder
-	for i, p := range ps {
-		if i == n {
-			fmt.Fprintf(&b, " and %d more", len(ps)-n)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(p.String())
-	}
-	return b.String()
 }
 
 // snapshot returns BIRD's status and a copy of the per-VIP results.

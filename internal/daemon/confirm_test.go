@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
@@ -414,5 +415,51 @@ func TestNoRenewalWithoutDirect(t *testing.T) {
 	b.directDown = false
 	if !r.confirm(t) {
 		t.Errorf("direct protocol back: BIRD should agree: %+v", r.d.Status().Bird)
+	}
+}
+
+// TestConfirmLogsOneLinePerProblem: VIPs that disagree for the same reason
+// (here BIRD never sees two of them; a session down does the same to all)
+// are one error line, not one per VIP; a different problem has its own
+// line; the VIPs agreeing again are one warning.
+func TestConfirmLogsOneLinePerProblem(t *testing.T) {
+	r, b := newConfirmRig(t, newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.confirm(t)
+
+	unseen := []netip.Prefix{netip.MustParsePrefix("10.0.0.101/32"), netip.MustParsePrefix("10.0.0.102/32")}
+	for _, p := range unseen {
+		b.missed[p] = false // BIRD lost them
+	}
+	stale := netip.MustParsePrefix("10.0.0.100/32")
+	b.missed[stale] = true // BIRD misses the withdrawal
+	r.d.ann = noRenew{r.link}
+	r.health.set(apisix.Down, api)
+	r.tick(t)
+	r.confirm(t)
+	r.clock.advance(confirmGrace)
+	r.confirm(t)
+	r.clock.advance(time.Second)
+	r.confirm(t)
+
+	var lines []string
+	for _, e := range r.logs.AllEntries() {
+		if e.Message == "BIRD disagrees with the interface" {
+			lines = append(lines, fmt.Sprintf("%v %v %v", e.Data["vip"], e.Data["vips"], e.Data["problem"]))
+		}
+	}
+	want := []string{
+		"10.0.0.100/32 <nil> interface false, bird table true",
+		"10.0.0.101/32, 10.0.0.102/32 2 interface true, bird table false",
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("disagreements logged (-want +got):\n%s", diff)
+	}
+
+	clear(b.missed)
+	r.confirm(t)
+	if n := r.count(logrus.WarnLevel, "BIRD agrees now"); n != 1 {
+		t.Errorf("agreement logged %d times, want once for the 3 VIPs", n)
 	}
 }
