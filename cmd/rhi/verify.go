@@ -34,8 +34,9 @@ const verifySynopsis = "[--config PATH] [--bird-socket PATH] [--json]"
 const verifyHelp = `Checks that BIRD announces what rhi wants, and only that: per VIP, the
 expected state, whether the address is on the interface, whether BIRD's table
 holds it from the direct protocol and whether each selected BGP protocol
-exports it; and that every selected protocol is Established. It changes
-nothing.
+exports it; and that every selected protocol is Established. A VIP that should
+be announced but that no Established selected session carries is a mismatch.
+It changes nothing.
 
 The expected state comes from the running daemon at status_listen when it
 answers (what it decided). Otherwise it comes from one fresh poll of the

@@ -64,8 +64,9 @@ func vBirdReplies(t *testing.T, situation string) map[string]string {
 
 // verifyEnv is the world one `rhi verify` runs in.
 type verifyEnv struct {
-	bird  string // BIRD's situation; "": nothing listens on bird.socket
-	stall bool   // BIRD never answers "show protocols all"
+	bird      string   // BIRD's situation; "": nothing listens on bird.socket
+	stall     bool     // BIRD never answers "show protocols all"
+	protocols []string // bird.protocols; nil: every BGP protocol
 
 	daemon   *daemon.Status // nil: nothing listens at status_listen
 	noStatus bool           // status_listen is empty
@@ -146,19 +147,23 @@ func (e verifyEnv) start(t *testing.T) verifyWorld {
 		t.Cleanup(api.Close)
 	}
 
+	protocols := ""
+	if e.protocols != nil {
+		protocols = fmt.Sprintf("\n  protocols: [%s]", strings.Join(e.protocols, ", "))
+	}
 	cfg := fmt.Sprintf(`apisix_control_url: %s
 apisix_timeout: 2s
 interface: rhi0
 status_listen: "%s"
 bird:
   socket: %s
-  timeout: 1s
+  timeout: 1s%s
 vips:
   - address: 10.255.0.10
     upstreams: ["/apisix/upstreams/api4"]
   - address: fd00:255::10
     upstreams: ["/apisix/upstreams/api6"]
-`, apiURL, status, socket)
+`, apiURL, status, socket, protocols)
 	path := filepath.Join(dir, "rhi.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -254,6 +259,12 @@ func TestVerifyGolden(t *testing.T) {
 		{
 			name: "daemon-peer-down",
 			env:  verifyEnv{bird: "peerdown-vip", daemon: vDaemonWants(true, true), iface: vBoth},
+			code: 1,
+		},
+		{
+			// peer_b is IPv4 only: nothing announces the IPv6 VIP.
+			name: "daemon-selected-protocol-lacks-a-family",
+			env:  verifyEnv{bird: "up-vip", protocols: []string{"peer_b"}, daemon: vDaemonWants(true, true), iface: vBoth},
 			code: 1,
 		},
 		{

@@ -160,7 +160,7 @@ func Check(ctx context.Context, b Bird, in Input) Report {
 	}
 
 	var rep Report
-	var selected []bird.Protocol // the Established ones, asked about exports
+	var selected []bird.Protocol // the BGP ones; the Established among them are asked about exports
 	rep.Protocols, selected = selectProtocols(all, in.Protocols)
 	if len(rep.Protocols) == 0 {
 		rep.Problems = append(rep.Problems, "no BGP protocol in BIRD: nothing can announce the VIPs")
@@ -175,7 +175,7 @@ func Check(ctx context.Context, b Bird, in Input) Report {
 	}
 
 	for _, v := range in.VIPs {
-		vr, err := checkVIP(ctx, b, v, direct, selected)
+		vr, err := checkVIP(ctx, b, v, direct, selected, len(in.Protocols) > 0)
 		if err != nil {
 			return Report{Protocols: rep.Protocols, Err: fmt.Errorf("vip %q: %w", v.Prefix, err)}
 		}
@@ -201,15 +201,14 @@ func (t timed) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
 
 // selectProtocols picks the protocols to check: the named ones in the
 // given order, or every BGP protocol in BIRD's order. It returns their
-// states and the Established ones.
-func selectProtocols(all []bird.Protocol, names []string) (states []ProtocolState, established []bird.Protocol) {
+// states and the BGP ones among them.
+func selectProtocols(all []bird.Protocol, names []string) (states []ProtocolState, bgp []bird.Protocol) {
 	add := func(p bird.Protocol) {
 		ps := ProtocolState{Name: p.Name, State: p.State, BGPState: p.BGPState, Info: bgpInfo(p), Established: p.Established()}
-		if ps.Established {
-			established = append(established, p)
-		} else {
+		if !ps.Established {
 			ps.Problem = "not Established"
 		}
+		bgp = append(bgp, p)
 		states = append(states, ps)
 	}
 	if len(names) == 0 {
@@ -218,7 +217,7 @@ func selectProtocols(all []bird.Protocol, names []string) (states []ProtocolStat
 				add(p)
 			}
 		}
-		return states, established
+		return states, bgp
 	}
 	seen := map[string]bool{}
 	for _, name := range names {
@@ -237,7 +236,7 @@ func selectProtocols(all []bird.Protocol, names []string) (states []ProtocolStat
 			add(all[i])
 		}
 	}
-	return states, established
+	return states, bgp
 }
 
 // bgpInfo drops the session state from the Info column, which BGP prints
@@ -315,8 +314,10 @@ func familiesOf(vips []VIP) []string {
 	return out
 }
 
-// checkVIP asks BIRD about one VIP and judges it.
-func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol) (VIPReport, error) {
+// checkVIP asks BIRD about one VIP and judges it. protocols are the
+// selected BGP protocols; named says they were named by the config rather
+// than taken all from BIRD.
+func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol, named bool) (VIPReport, error) {
 	family := bird.Family(v.Prefix)
 	vr := VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, DirectUp: direct.up[family], Exported: map[string]bool{}}
 
@@ -347,9 +348,14 @@ func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bi
 		}
 	}
 
+	carried := false // a selected protocol has a channel of the family
 	for _, p := range protocols {
 		if _, ok := p.Channel(family); !ok && len(p.Channels) > 0 {
 			continue // this session does not carry the VIP's family
+		}
+		carried = true
+		if !p.Established() {
+			continue // it exports nothing; reported with the protocols
 		}
 		cmd := bird.ExportCommand(p.Name, v.Prefix)
 		reply, err := b.Exec(ctx, cmd)
@@ -365,7 +371,17 @@ func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bi
 		}
 		vr.Exported[p.Name] = state == bird.Exported
 	}
-	vr.Agrees, vr.Problem = judge(vr)
+	// "Exported to every session asked" is vacuous when none was asked.
+	var noCarrier string
+	switch {
+	case !carried && named:
+		noCarrier = "none of bird.protocols has an " + family + " channel"
+	case !carried:
+		noCarrier = "no BGP protocol in BIRD has an " + family + " channel"
+	case len(vr.Exported) == 0:
+		noCarrier = "no Established BGP session carries it"
+	}
+	vr.Agrees, vr.Problem = judge(vr, noCarrier)
 	return vr, nil
 }
 
@@ -386,12 +402,13 @@ func routesOf(cmd string, reply bird.Reply, prefix netip.Prefix) ([]bird.Route, 
 }
 
 // judge applies the agreement rule. Present: on the interface, in BIRD's
-// table from a direct protocol, exported to every protocol asked. Absent:
+// table from a direct protocol, exported to every protocol asked, and at
+// least one was asked: noCarrier, when set, says why none was. Absent:
 // off the interface, exported to none, and not in BIRD's table either: a
 // direct route for an address that left the interface means BIRD missed the
 // change (netlink overflow) and will announce it as soon as a session comes
 // up, so it is caught even while no session is Established.
-func judge(vr VIPReport) (bool, string) {
+func judge(vr VIPReport, noCarrier string) (bool, string) {
 	var problems, names []string
 	switch vr.Expected {
 	case Present:
@@ -412,6 +429,9 @@ func judge(vr VIPReport) (bool, string) {
 		if len(names) > 0 {
 			slices.Sort(names)
 			problems = append(problems, "not exported to "+strings.Join(names, ", "))
+		}
+		if noCarrier != "" {
+			problems = append(problems, noCarrier)
 		}
 	case Absent:
 		if vr.OnInterface {

@@ -18,9 +18,10 @@ import (
 )
 
 var (
-	vip4 = netip.MustParsePrefix("10.255.0.10/32")
-	vip6 = netip.MustParsePrefix("fd00:255::10/128")
-	agg  = netip.MustParsePrefix("10.255.0.0/24") // lab_static's blackhole: in master4, never exported
+	vip4  = netip.MustParsePrefix("10.255.0.10/32")
+	vip6  = netip.MustParsePrefix("fd00:255::10/128")
+	agg   = netip.MustParsePrefix("10.255.0.0/24")    // lab_static's blackhole: in master4, never exported
+	vip6b = netip.MustParsePrefix("fd00:255::11/128") // a second IPv6 VIP, in no table
 )
 
 const (
@@ -30,6 +31,7 @@ const (
 	export4       = "show route export peer_b.ipv4 10.255.0.10/32"
 	export6       = "show route export peer_b6.ipv6 fd00:255::10/128"
 	routeAgg      = "show route 10.255.0.0/24 table master4 all"
+	route6b       = "show route fd00:255::11/128 table master6 all"
 	routeVip4     = "show route 10.255.0.10/32 table vip4 all" // the viptable lab: rhi_direct's ipv4 channel imports into vip4
 	exportAgg     = "show route export peer_b.ipv4 10.255.0.0/24"
 )
@@ -174,21 +176,26 @@ func checkCases() []checkCase {
 			wantExit: ExitMismatch,
 		},
 		{
-			name:      "S3 peer down: sessions not asked, reported",
+			name:      "S3 peer down: sessions not asked, no VIP carried",
 			situation: "peerdown-vip",
-			in:        Input{VIPs: []VIP{present(vip4), present(vip6)}},
+			replies:   map[string]string{route6b: testdataNoT("bird2.0.12-show-route-vip6-table-master6-all.up-novip.txt")},
+			in:        Input{VIPs: []VIP{present(vip4), present(vip6), absent(vip6b)}},
 			want: Report{
 				Protocols: []ProtocolState{peerBDown, peerB6Dn},
 				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
-					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
+					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+						Problem: "no Established BGP session carries it"},
+					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+						Problem: "no Established BGP session carries it"},
+					// Withdrawn: exported nowhere is what is wanted.
+					{Prefix: vip6b, Expected: Absent, DirectUp: true, Exported: map[string]bool{}, Agrees: true},
 				},
 			},
-			wantCmds: []string{"restrict", showProtocols, route4, route6},
+			wantCmds: []string{"restrict", showProtocols, route4, route6, route6b},
 			wantExit: ExitMismatch,
 		},
 		{
-			name:      "S4 peer_b disabled, peer_b6 still asked",
+			name:      "S4 peer_b disabled: its family is carried by no other session",
 			situation: "disabled-vip",
 			in:        Input{VIPs: []VIP{present(vip4)}},
 			want: Report{
@@ -196,7 +203,8 @@ func checkCases() []checkCase {
 					{Name: "peer_b", State: "down", BGPState: "Down", Problem: "not Established"},
 					peerB6Dn,
 				},
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true}},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+					Problem: "no Established BGP session carries it"}},
 			},
 			wantExit: ExitMismatch,
 		},
@@ -208,11 +216,25 @@ func checkCases() []checkCase {
 				Protocols: []ProtocolState{peerBUp},
 				VIPs: []VIPReport{
 					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
-					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true},
+					// peer_b is IPv4 only.
+					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+						Problem: "none of bird.protocols has an ipv6 channel"},
 				},
 			},
 			wantCmds: []string{"restrict", showProtocols, route4, export4, route6},
-			wantExit: ExitConsistent,
+			wantExit: ExitMismatch,
+		},
+		{
+			name:      "one of two sessions down: the other carries the VIP",
+			situation: "up-vip",
+			replies:   map[string]string{showProtocols: withPeerC(testdataNoT("lab-show-protocols-all.up-vip.txt"), testdataNoT("lab-show-protocols-all.peerdown-vip.txt"))},
+			in:        Input{VIPs: []VIP{present(vip4)}},
+			want: Report{
+				Protocols: []ProtocolState{peerBUp, peerB6Up, {Name: "peer_c", State: "start", BGPState: "Active", Info: "Socket: Connection refused", Problem: "not Established"}},
+				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+			},
+			wantCmds: []string{"restrict", showProtocols, route4, export4},
+			wantExit: ExitMismatch, // peer_c is not Established
 		},
 		{
 			name:      "selected names that are missing or not BGP",
@@ -236,7 +258,8 @@ func checkCases() []checkCase {
 				"1002-rhi_direct Direct     ---        up     14:07:33.693  \n1006-  Channel ipv4\n     State:          UP\n     Table:          master4\n \n0000 \n"},
 			in: Input{VIPs: []VIP{present(vip4)}},
 			want: Report{
-				VIPs:     []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{}, Agrees: true}},
+				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+					Problem: "no BGP protocol in BIRD has an ipv4 channel"}},
 				Problems: []string{"no BGP protocol in BIRD: nothing can announce the VIPs"},
 			},
 			wantExit: ExitMismatch,
@@ -473,6 +496,19 @@ func withDirect(reply, name, table string, first bool) string {
 		header, rest, _ := strings.Cut(reply, "\n")
 		return header + "\n" + block + rest
 	}
+	return strings.TrimSuffix(reply, "0000 \n") + block + "0000 \n"
+}
+
+// withPeerC adds to a "show protocols all" reply of the lab a second IPv4
+// session, peer_c: peer_b's block of down (a reply of the lab with the
+// peer down), renamed.
+func withPeerC(reply, down string) string {
+	start := strings.Index(down, "1002-peer_b ")
+	end := strings.Index(down, " \n1002-peer_b6 ")
+	if start < 0 || end < start {
+		panic("withPeerC: not the lab's reply")
+	}
+	block := strings.Replace(down[start:end+len(" \n")], "1002-peer_b ", "1002-peer_c ", 1)
 	return strings.TrimSuffix(reply, "0000 \n") + block + "0000 \n"
 }
 
