@@ -48,7 +48,7 @@ func (d Dialer) Dial(ctx context.Context, path string) (*Conn, error) {
 	var nd net.Dialer
 	nc, err := nd.DialContext(ctx, "unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("bird: dial %q: %w", path, err)
+		return nil, fmt.Errorf("bird: dial %q: %w", path, withoutAddr(err))
 	}
 	c := &Conn{nc: nc, fr: newFrameReader(nc, maxLine, maxReply)}
 	if err := c.handshake(ctx); err != nil {
@@ -197,5 +197,16 @@ func ioError(ctx context.Context, op string, err error) error {
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%s: connection closed by bird: %w", op, io.ErrUnexpectedEOF)
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return fmt.Errorf("%s: %w", op, withoutAddr(err))
+}
+
+// withoutAddr drops the *net.OpError around err, whose text repeats the
+// socket path ("dial unix /run/bird/bird.ctl: connect: …"), which the
+// caller's own message names once. The cause stays, for errors.Is.
+func withoutAddr(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err
+	}
+	return err
 }

@@ -423,8 +423,8 @@ func TestDialFailures(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
 			}
-			if !strings.Contains(err.Error(), path) {
-				t.Errorf("err = %v, want the socket path in it", err)
+			if n := strings.Count(err.Error(), path); n != 1 {
+				t.Errorf("err = %v: names the socket %d times, want once", err, n)
 			}
 			var be *Error
 			switch {
@@ -455,5 +455,8 @@ func TestDialMissingSocket(t *testing.T) {
 	_, err := Dial(testCtx(t), path)
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), `"`+path+`"`) {
 		t.Fatalf("err = %v, want a quoted not-exist error", err)
+	}
+	if n := strings.Count(err.Error(), path); n != 1 {
+		t.Errorf("err = %v: names the socket %d times, want once", err, n)
 	}
 }

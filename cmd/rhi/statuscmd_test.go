@@ -48,7 +48,7 @@ func TestStatusTableGolden(t *testing.T) {
 		{"status-starting", daemon.Status{}},
 		{"status-bird-away", func() daemon.Status {
 			s := statusSample()
-			s.Bird.Error = "dial unix /run/bird/bird.ctl: connect: no such file or directory"
+			s.Bird.Error = `bird: dial "/run/bird/bird.ctl": connect: no such file or directory` // what verify.Socket reports
 			s.Bird.LastOK = statusNow.Add(-2 * time.Minute)
 			for i := range s.VIPs {
 				s.VIPs[i].Bird.Stale = true // what BIRD said two minutes ago

@@ -71,7 +71,7 @@ func TestConfirmAfterChange(t *testing.T) {
 
 func TestConfirmBirdAway(t *testing.T) {
 	r, b := newConfirmRig(t, newFakeLink())
-	b.err = errors.New("dial unix /run/bird/bird.ctl: connect: no such file or directory")
+	b.err = errors.New(`bird: dial "/run/bird/bird.ctl": connect: no such file or directory`)
 	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	for range 3 {

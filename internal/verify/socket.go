@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/rhi-daemon/rhi/bird"
 )
@@ -24,7 +23,7 @@ func (s Socket) Check(ctx context.Context, in Input) Report {
 	}
 	conn, err := bird.Dial(dctx, s.Path)
 	if err != nil {
-		return Report{Err: fmt.Errorf("bird socket %q: %w", s.Path, err)}
+		return Report{Err: err} // it names the socket
 	}
 	defer conn.Close()
 	return Check(ctx, conn, in)
