@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
+	"github.com/rhi-daemon/rhi/integration/lab"
 )
 
 // verifyDeadline bounds each wait for `rhi verify` to reach an exit code:
@@ -34,6 +37,7 @@ type verifyDoc struct {
 		Source string `json:"source"`
 	} `json:"expectation"`
 	Check struct {
+		Problems  []string `json:"problems"`
 		Protocols []struct {
 			Name        string `json:"name"`
 			Established bool   `json:"established"`
@@ -144,12 +148,21 @@ func TestVerifyPeerSession(t *testing.T) {
 	if down == 0 {
 		t.Errorf("exit 1 without a protocol that is not Established\n%s", r)
 	}
+	// The session carried every (IPv4) VIP: none is announced now.
+	for _, v := range r.doc.Check.VIPs {
+		if v.Agrees {
+			t.Errorf("%s agrees while the only session that carries it is down\n%s", v.VIP, r)
+		}
+	}
+	// The daemon says so once for all of them, after its grace period.
+	s.logLines(t, "rhi-error.log", 1, "BIRD disagrees with the interface", "no Established BGP session carries it", fmt.Sprintf("vips=%d", len(Seed)))
 
 	if _, err := w.lab.Peer.Birdc(ctx, "enable "+peerSession); err != nil {
 		t.Fatal(err)
 	}
 	r = w.verifyExits(t, s, 0)
 	wantVIPs(t, r, "daemon", "present", len(Seed))
+	s.logLines(t, "rhi-error.log", 1, "BIRD agrees now", fmt.Sprintf("vips=%d", len(Seed)))
 
 	r, err := runVerify(ctx, s, "--bird-socket", "/nonexistent/bird.ctl")
 	if err != nil {
@@ -214,4 +227,88 @@ func summary(stdout string) string {
 	}
 	_ = json.Unmarshal([]byte(stdout), &doc)
 	return doc.Check.Summary
+}
+
+// renewWait covers the daemon's renewAfter (2 s) of disagreement and the
+// confirmation retry that would act on it (at 3 s).
+const renewWait = 4 * time.Second
+
+// logLines waits until the site's log file holds a line with every one of
+// substrs, then checks that it holds exactly want of them.
+func (s *Site) logLines(t *testing.T, file string, want int, substrs ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), verifyDeadline)
+	defer cancel()
+	err := waitFor(ctx, func() error {
+		if s.logCount(t, file, substrs...) == 0 {
+			return fmt.Errorf("no line with %q in %s", substrs, file)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a second line would come with the same check
+	if n := s.logCount(t, file, substrs...); n != want {
+		t.Errorf("%d lines with %q in %s, want %d", n, substrs, file, want)
+	}
+}
+
+// TestVerifyDirectInAnotherTable: with the ADC's direct protocol importing
+// IPv4 into its own table vip4 (the sessions export from it), verify finds
+// the VIPs there (exit 0) and the daemon renews nothing. With the direct
+// protocol disabled, verify says why nothing can be announced (exit 1), and
+// the daemon still renews nothing: the addresses are fine, BIRD is not.
+func TestVerifyDirectInAnotherTable(t *testing.T) {
+	conf := replaceOnce(t, birdconf.ADC(), "protocol direct rhi_direct {\n  ipv4;\n",
+		"ipv4 table vip4;\n\nprotocol direct rhi_direct {\n  ipv4 { table vip4; };\n")
+	conf = replaceOnce(t, conf, "template bgp rhi_peer4 {\n  connect retry time 5;\n  ipv4 {\n",
+		"template bgp rhi_peer4 {\n  connect retry time 5;\n  ipv4 {\n    table vip4;\n")
+	l := lab.ForTest(t, lab.Options{DCs: 1, ADCConfig: conf})
+	w := &world{lab: l}
+	ctx := context.Background()
+	s, err := NewSite(ctx, l.DCs[0], bins, Config{VIPs: Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartRHI(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.sites = []*Site{s}
+	t.Cleanup(func() { s.StopRHI() })
+	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
+
+	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(Seed))
+	noRenewals := func() {
+		t.Helper()
+		time.Sleep(2 * renewWait)
+		st, err := s.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range st.VIPs {
+			if v.Bird != nil && v.Bird.Renewed > 0 {
+				t.Errorf("%s renewed %d times", v.Address, v.Bird.Renewed)
+			}
+		}
+		if n := s.logCount(t, "rhi-main.log", "renewing those addresses"); n != 0 {
+			t.Errorf("%d renewals logged", n)
+		}
+	}
+	noRenewals()
+
+	if _, err := s.DC.Birdc(ctx, "disable rhi_direct"); err != nil {
+		t.Fatal(err)
+	}
+	r := w.verifyExits(t, s, 1)
+	const problem = "no direct protocol in BIRD imports ipv4 routes: IPv4 VIPs cannot be announced"
+	if len(r.doc.Check.Problems) == 0 || r.doc.Check.Problems[0] != problem {
+		t.Errorf("problems %q, want %q first\n%s", r.doc.Check.Problems, problem, r)
+	}
+	noRenewals()
+
+	if _, err := s.DC.Birdc(ctx, "enable rhi_direct"); err != nil {
+		t.Fatal(err)
+	}
+	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(Seed))
 }
