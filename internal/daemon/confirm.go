@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -222,6 +223,18 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 	c.status.Error = ""
 	c.status.LastOK = now
 	c.status.Protocols = rep.Protocols
+	if !slices.Equal(rep.Problems, c.status.Problems) {
+		// Problems of the whole set (no BGP protocol, no direct protocol
+		// for a family): logged once when they appear or go.
+		for _, pr := range rep.Problems {
+			if !slices.Contains(c.status.Problems, pr) {
+				c.log.WithField("problem", pr).Error("BIRD cannot announce VIPs")
+			}
+		}
+		if len(rep.Problems) == 0 {
+			c.log.Info("BIRD problems cleared")
+		}
+	}
 	c.status.Problems = rep.Problems
 	for _, p := range rep.Protocols {
 		if was, seen := c.estab[p.Name]; !seen || was != p.Established {

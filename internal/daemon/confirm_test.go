@@ -412,9 +412,15 @@ func TestNoRenewalWithoutDirect(t *testing.T) {
 	if len(link.renewed) != 0 {
 		t.Errorf("renewed %v", link.renewed)
 	}
+	if n := r.count(logrus.ErrorLevel, "BIRD cannot announce VIPs"); n != 1 {
+		t.Errorf("the missing direct protocol logged %d times, want once", n)
+	}
 	b.directDown = false
 	if !r.confirm(t) {
 		t.Errorf("direct protocol back: BIRD should agree: %+v", r.d.Status().Bird)
+	}
+	if n := r.count(logrus.InfoLevel, "BIRD problems cleared"); n != 1 {
+		t.Errorf("the recovery logged %d times, want once", n)
 	}
 }
 

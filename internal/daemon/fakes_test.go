@@ -255,6 +255,9 @@ func (b *fakeBird) Check(ctx context.Context, in verify.Input) verify.Report {
 		return verify.Report{Err: b.err}
 	}
 	rep := verify.Report{Protocols: []verify.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}}}
+	if b.directDown {
+		rep.Problems = []string{"no direct protocol in BIRD imports ipv4 routes: IPv4 VIPs cannot be announced"}
+	}
 	for _, v := range in.VIPs {
 		inTable := v.OnInterface && !b.directDown
 		if stale, ok := b.missed[v.Prefix]; ok {
