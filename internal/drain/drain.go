@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // maxSize bounds what Read accepts: a line per VIP.
@@ -128,8 +129,18 @@ func Format(s Set) []byte {
 	return b.Bytes()
 }
 
+// fileMode is the drain file's mode. The list is not secret; who may change
+// it is decided by the permissions of its directory.
+const fileMode = 0o644
+
 // Write replaces the drain file with s atomically (a temporary file in the
 // same directory, synced, then renamed over it).
+//
+// The file is made readable by the daemon whoever writes it: mode 0644 and,
+// when the writer is root (`sudo rhi drain`), the owner and group of the
+// directory. Root's own file in the daemon's StateDirectory would otherwise
+// be one the daemon, which runs as its own user without CAP_DAC_OVERRIDE,
+// cannot open.
 func Write(path string, s Set) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, ".drain-*")
@@ -137,15 +148,7 @@ func Write(path string, s Set) error {
 		return fmt.Errorf("write drain file: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
-	if _, err := tmp.Write(Format(s)); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write drain file %q: %w", path, err)
-	}
-	if err := tmp.Chmod(0o640); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write drain file %q: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
+	if err := fill(tmp, dir, Format(s)); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write drain file %q: %w", path, err)
 	}
@@ -156,4 +159,27 @@ func Write(path string, s Set) error {
 		return fmt.Errorf("write drain file %q: %w", path, err)
 	}
 	return nil
+}
+
+// fill writes data to the temporary file f in dir, gives it its final owner
+// and mode, and syncs it.
+func fill(f *os.File, dir string, data []byte) error {
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.Chmod(fileMode); err != nil {
+		return err
+	}
+	return f.Sync()
 }

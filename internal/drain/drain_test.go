@@ -74,6 +74,9 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if !strings.Contains(string(b), "all\n10.0.0.1/32\n10.0.0.2/32\nfd00::1/128\n") {
 		t.Errorf("file not sorted:\n%s", b)
 	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode of the drain file: %v, %v; want 0644 (not secret; the directory guards it)", fi.Mode(), err)
+	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
 	if len(entries) != 1 {
 		t.Errorf("temporary files left behind: %v", entries)
