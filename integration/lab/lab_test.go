@@ -127,6 +127,62 @@ func TestAnycastFailover(t *testing.T) {
 	}
 }
 
+// TestOnlyHostRoutesLeave checks the shipped export filter: of what is on
+// rhi0, only /32 and /128 routes reach the peer; a subnet added by hand (its
+// direct route is the subnet's) stays in the ADC's table.
+func TestOnlyHostRoutesLeave(t *testing.T) {
+	t.Parallel()
+	l := ForTest(t, Options{DCs: 1})
+	dc1 := l.DCs[0]
+	families := []struct {
+		subnetAddr string       // added to rhi0: gives a route for subnet
+		subnet     netip.Prefix // must stay home
+		host       netip.Prefix // a VIP: must reach the peer
+		hop        string       // dc1's address towards the peer
+		proto      string       // dc1's session
+	}{
+		{"10.255.30.1/24", netip.MustParsePrefix("10.255.30.0/24"), netip.MustParsePrefix("10.255.0.30/32"), "10.99.1.2", "peer_4"},
+		{"fd00:255:30::1/64", netip.MustParsePrefix("fd00:255:30::/64"), netip.MustParsePrefix("fd00:255::30/128"), "fd00:99:1::2", "peer_6"},
+	}
+	add := func(addr string) {
+		t.Helper()
+		if _, err := dc1.Run(t.Context(), "ip", "addr", "add", addr, "dev", dc1.Iface, "nodad"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The subnets first: by the time the peer has the host routes, added
+	// after them, it would have the subnets too if they were exported.
+	for _, f := range families {
+		add(f.subnetAddr)
+	}
+	for _, f := range families {
+		add(f.host.String())
+	}
+	for _, f := range families {
+		err := l.WaitFor(t.Context(), func(ctx context.Context) (bool, error) {
+			rs, err := dc1.Routes(ctx, f.subnet)
+			return len(rs) > 0 && rs[0].Protocol == "rhi_direct", err
+		})
+		if err != nil {
+			t.Fatalf("%s not in dc1's table from rhi_direct: %v", f.subnet, err)
+		}
+		waitPaths(t, l, f.host, []string{"dc1 via " + f.hop + " best"})
+	}
+	for _, f := range families {
+		if got, err := paths(t.Context(), l.Peer, f.subnet); err != nil || len(got) > 0 {
+			t.Errorf("peer's paths for %s: %v, %v; want none", f.subnet, got, err)
+		}
+		out, err := dc1.Birdc(t.Context(), "show route export "+f.proto+" "+f.subnet.String())
+		var be *BirdError
+		if err != nil && (!errors.As(err, &be) || be.Code != 8001) {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, f.subnet.String()) {
+			t.Errorf("dc1 exports %s to %s:\n%s", f.subnet, f.proto, out)
+		}
+	}
+}
+
 // TestPeerKernelRoute checks that the router installs its best path, which
 // is what `make demo` shows with `ip route`.
 func TestPeerKernelRoute(t *testing.T) {
