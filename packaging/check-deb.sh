@@ -106,7 +106,8 @@ cat >"$tmp/files.want" <<'LIST'
 -rw-r--r-- ./usr/share/lintian/overrides/rhi
 -rw-r--r-- ./usr/share/man/man8/rhi.8.gz
 -rw-r--r-- ./usr/share/rhi/bird/adc.conf
--rw-r--r-- ./usr/share/rhi/bird/examples/adc.conf
+-rw-r--r-- ./usr/share/rhi/bird/base.conf
+-rw-r--r-- ./usr/share/rhi/bird/examples/bird.conf
 LIST
 if [ -f README.md ]; then
 	echo '-rw-r--r-- ./usr/share/doc/rhi/README.md' >>"$tmp/files.want"
@@ -136,7 +137,8 @@ deploy/systemd/rhi.sysusers /usr/lib/sysusers.d/rhi.conf
 deploy/networkd/50-rhi0.netdev /usr/lib/systemd/network/50-rhi0.netdev
 deploy/networkd/50-rhi0.network /usr/lib/systemd/network/50-rhi0.network
 deploy/bird/adc.conf /usr/share/rhi/bird/adc.conf
-deploy/bird/examples/adc.conf /usr/share/rhi/bird/examples/adc.conf
+deploy/bird/base.conf /usr/share/rhi/bird/base.conf
+deploy/bird/examples/bird.conf /usr/share/rhi/bird/examples/bird.conf
 packaging/README.Debian /usr/share/doc/rhi/README.Debian
 packaging/copyright /usr/share/doc/rhi/copyright
 packaging/lintian-overrides /usr/share/lintian/overrides/rhi
@@ -145,8 +147,58 @@ if [ -f README.md ] && ! cmp -s README.md "$root/usr/share/doc/rhi/README.md"; t
 	fail "/usr/share/doc/rhi/README.md differs from README.md"
 fi
 if [ "$fails" = "$before" ]; then ok "shipped files equal their sources"; fi
-# The example host config includes "../adc.conf": it must resolve.
-if [ -f "$root/usr/share/rhi/bird/examples/../adc.conf" ]; then ok "bird example's include resolves"; else fail "bird example's ../adc.conf is missing"; fi
+# BIRD: what the operator gets must parse as README.Debian tells them to use
+# it, with the files where the package puts them (the includes rewritten
+# into the extracted package).
+bird_example=$root/usr/share/rhi/bird/examples/bird.conf
+includes=$(sed -n 's/^include "\([^"]*\)";.*/\1/p' "$bird_example")
+[ -n "$includes" ] || fail "examples/bird.conf includes nothing"
+for f in $includes; do
+	case $f in
+	/usr/share/rhi/bird/*) [ -f "$root$f" ] || fail "examples/bird.conf includes $f, which the package does not ship" ;;
+	*) fail "examples/bird.conf includes \"$f\": not an installed absolute path" ;;
+	esac
+done
+# README.Debian tells operators with a bird.conf of their own to merge
+# base.conf's two settings: it must quote them as base.conf has them.
+for re in 'scan time [0-9]*;' 'netlink rx buffer [0-9]*;'; do
+	setting=$(grep -v '^[[:space:]]*#' deploy/bird/base.conf | grep -o "$re" | head -n 1)
+	if [ -z "$setting" ]; then
+		fail "deploy/bird/base.conf has no \"$re\""
+	elif ! grep -qF "$setting" packaging/README.Debian; then
+		fail "README.Debian does not quote base.conf's \"$setting\""
+	fi
+done
+if need bird "bird -p -c on the shipped BIRD files"; then
+	sed "s#^include \"/#include \"$root/#" "$bird_example" >"$tmp/bird-example.conf"
+	if out=$(bird -p -c "$tmp/bird-example.conf" 2>&1); then
+		ok "bird -p -c examples/bird.conf (with base.conf and adc.conf as shipped)"
+	else
+		fail "bird -p -c examples/bird.conf: $out"
+	fi
+	# Debian's stock bird.conf, as the installed bird2 has it, with our
+	# include appended (README.Debian, step 2).
+	stock=""
+	for f in /usr/share/bird2/bird.conf /etc/bird/bird.conf; do
+		if [ -r "$f" ]; then
+			stock=$f
+			break
+		fi
+	done
+	if [ -z "$stock" ]; then
+		if [ "${CI:-}" = true ]; then fail "no stock bird.conf of bird2 here"; else echo "check-deb: SKIPPED: stock bird.conf + adc.conf (no stock bird.conf)"; fi
+	else
+		{
+			cat "$stock"
+			printf '\ninclude "%s/usr/share/rhi/bird/adc.conf";\n' "$root"
+		} >"$tmp/bird-stock.conf"
+		if out=$(bird -p -c "$tmp/bird-stock.conf" 2>&1); then
+			ok "bird -p -c $stock + include adc.conf"
+		else
+			fail "bird -p -c $stock + include adc.conf: $out"
+		fi
+	fi
+fi
 
 # --- 3. the binary ---------------------------------------------------------
 bin=$root/usr/bin/rhi

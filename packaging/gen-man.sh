@@ -112,10 +112,15 @@ to be enabled.
 .TP
 .I /usr/share/rhi/bird/
 The BIRD configuration shared by every ADC host
-.RI ( adc.conf ),
+.RI ( adc.conf ,
 to be included from the host's
-.IR bird.conf ,
-and an example of one.
+.IR bird.conf ),
+the device and kernel protocols for a
+.I bird.conf
+that has none of its own
+.RI ( base.conf ),
+and a whole example
+.IR bird.conf .
 .TP
 .I /var/log/rhi/
 .B main_log

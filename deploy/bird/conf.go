@@ -4,9 +4,11 @@
 // The directory is deploy/bird; the package is named birdconf so that it does
 // not read like the BIRD control-socket client in bird/.
 //
-// Each host's bird.conf sets its router id, includes adc.conf (ADC hosts) or
-// peer.conf (the lab's router) and declares its BGP sessions from the
-// templates those files define; examples/ shows both shapes.
+// An ADC host's bird.conf sets its router id, includes adc.conf and declares
+// its BGP sessions from the templates adc.conf defines. adc.conf clashes with
+// nothing a host's own bird.conf defines; the device and kernel protocols
+// with rhi's settings are in base.conf, for a bird.conf that has none (as in
+// the labs and examples/bird.conf). The lab's router includes peer.conf.
 package birdconf
 
 import _ "embed"
@@ -14,13 +16,24 @@ import _ "embed"
 //go:embed adc.conf
 var adc string
 
+//go:embed base.conf
+var base string
+
 //go:embed peer.conf
 var peer string
 
-// ADC returns adc.conf: the device scan time, the netlink receive buffer, the
-// direct protocol on rhi0 and the templates rhi_peer4 and rhi_peer6 whose
-// sessions export only the VIPs.
+// InstallDir is where the Debian package installs adc.conf and base.conf;
+// examples/bird.conf includes them from there.
+const InstallDir = "/usr/share/rhi/bird"
+
+// ADC returns adc.conf: the direct protocol on rhi0, the export filter
+// rhi_vips (host routes from rhi0 only) and the templates rhi_peer4 and
+// rhi_peer6 whose sessions export through it.
 func ADC() string { return adc }
+
+// Base returns base.conf: the device protocol with a 5 s scan and a kernel
+// protocol that only sets the 8 MiB netlink receive buffer.
+func Base() string { return base }
 
 // Peer returns peer.conf: the lab router's kernel export and the templates
 // rhi_adc4 and rhi_adc6 whose sessions import everything and export nothing.

@@ -63,7 +63,7 @@ func plan(l *Lab, dcs int) {
 			PeerProtos: []string{host + "_4", host + "_6"},
 		}
 		d.Router = newRouter(host, peerASN+uint32(i), d.ADCAddr4)
-		d.include = "adc.conf"
+		d.includes = []string{"base.conf", "adc.conf"}
 		d.sessions = []session{
 			{Name: d.Protocols[0], Template: "rhi_peer4", Local: d.ADCAddr4, LocalASN: d.ASN, Neighbor: d.PeerAddr4, NeighborAS: peerASN, Host: "peer"},
 			{Name: d.Protocols[1], Template: "rhi_peer6", Local: d.ADCAddr6, LocalASN: d.ASN, Neighbor: d.PeerAddr6, NeighborAS: peerASN, Host: "peer"},
@@ -74,7 +74,7 @@ func plan(l *Lab, dcs int) {
 		)
 		l.DCs = append(l.DCs, d)
 	}
-	l.Peer.include = "peer.conf"
+	l.Peer.includes = []string{"peer.conf"}
 }
 
 // hostConf is the host file around the shared configuration. The timers are
@@ -84,8 +84,8 @@ var hostConf = template.Must(template.New("host").Parse(`# netns lab {{.Lab}}, h
 log "{{.Log}}" all;
 router id {{.RouterID}};
 
-include "{{.Include}}";
-{{range .Sessions}}
+{{range .Includes}}include "{{.}}";
+{{end}}{{range .Sessions}}
 protocol bgp {{.Name}} from {{.Template}} {
   local {{.Local}} as {{.LocalASN}};
   neighbor {{.Neighbor}} as {{.NeighborAS}};
@@ -104,11 +104,14 @@ func writeConfigs(l *Lab) error {
 	if err := os.MkdirAll(shared, 0o755); err != nil {
 		return err
 	}
-	adc := birdconf.ADC()
+	adc, base := birdconf.ADC(), birdconf.Base()
 	if l.adc != "" {
 		adc = l.adc
 	}
-	for name, text := range map[string]string{"adc.conf": adc, "peer.conf": birdconf.Peer()} {
+	if l.base != "" {
+		base = l.base
+	}
+	for name, text := range map[string]string{"adc.conf": adc, "base.conf": base, "peer.conf": birdconf.Peer()} {
 		if err := os.WriteFile(filepath.Join(shared, name), []byte(text), 0o644); err != nil {
 			return err
 		}
@@ -117,13 +120,17 @@ func writeConfigs(l *Lab) error {
 		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 			return err
 		}
+		var includes []string
+		for _, name := range r.includes {
+			includes = append(includes, filepath.Join(shared, name))
+		}
 		var b bytes.Buffer
 		err := hostConf.Execute(&b, map[string]any{
 			"Lab":      l.Name,
 			"Host":     r.Name,
 			"Log":      r.BirdLog,
 			"RouterID": r.RouterID,
-			"Include":  filepath.Join(shared, r.include),
+			"Includes": includes,
 			"Sessions": r.sessions,
 		})
 		if err != nil {

@@ -22,7 +22,7 @@ type Router struct {
 	RouterID   netip.Addr
 
 	lab      *Lab
-	include  string // shared file the host file includes
+	includes []string // shared files the host file includes, in order
 	sessions []session
 }
 

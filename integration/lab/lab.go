@@ -42,8 +42,12 @@ type Options struct {
 	// deadline of bring-up likewise. Default 30 s.
 	Wait time.Duration
 	// ADCConfig, if set, replaces the shipped deploy/bird/adc.conf on every
-	// ADC host: for tests of a BIRD without rhi's tuning.
+	// ADC host.
 	ADCConfig string
+	// BaseConfig, if set, replaces the shipped deploy/bird/base.conf (device
+	// and kernel protocols) on every ADC host: for tests of a BIRD without
+	// rhi's tuning.
+	BaseConfig string
 }
 
 // Lab is a running netns lab. Its methods are safe for concurrent use.
@@ -56,6 +60,7 @@ type Lab struct {
 	log  logrus.FieldLogger
 	wait time.Duration
 	adc  string // the ADCs' shared BIRD file; "" = the shipped one
+	base string // the ADCs' device and kernel protocols; "" = the shipped ones
 
 	mu         sync.Mutex
 	closed     bool
@@ -124,6 +129,7 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		log:  opts.Log.WithField("lab", name),
 		wait: opts.Wait,
 		adc:  opts.ADCConfig,
+		base: opts.BaseConfig,
 	}
 	plan(l, opts.DCs)
 	if n := len(l.DCs[len(l.DCs)-1].BirdSocket); n > 107 {

@@ -6,7 +6,8 @@
 #   Vagrantfile   ruby -c, vagrant validate -p (provider settings ignored:
 #                 no provider is installed here)
 #   scripts       shellcheck on every script of integration/vagrant
-#   BIRD          bird -p -c on each ADC's bird.conf with deploy/bird/adc.conf
+#   BIRD          bird -p -c on each ADC's bird.conf with deploy/bird/base.conf
+#                 and adc.conf
 #   FRR           vtysh --dryrun -f on the router's frr.conf
 #   APISIX        config.yaml and the rendered apisix.yaml parsed and checked
 #                 against deploy/rhi.yaml (check-yaml.rb)
@@ -50,10 +51,11 @@ shellcheck integration/vagrant/*.sh
 ok "shellcheck integration/vagrant/*.sh"
 
 for h in "${LAB_ADCS[@]}"; do
+	install -D -m 0644 "$LAB_BIRD_BASE" "$tmp/bird-$h/rhi/base.conf"
 	install -D -m 0644 "$LAB_BIRD_SHARED" "$tmp/bird-$h/rhi/adc.conf"
 	render_adc_bird "$h" >"$tmp/bird-$h/bird.conf"
 	bird -p -c "$tmp/bird-$h/bird.conf"
-	ok "bird -p -c ($h bird.conf + deploy/bird/adc.conf)"
+	ok "bird -p -c ($h bird.conf + deploy/bird/base.conf, adc.conf)"
 done
 
 render_router_frr >"$tmp/frr.conf"

@@ -12,6 +12,7 @@
 # Sources of truth, all in the repository:
 #   integration/vagrant/topology   hosts, roles, addresses, ASNs
 #   deploy/rhi.yaml                the VIPs and their upstreams (the ADCs run it as it is)
+#   deploy/bird/base.conf          BIRD's device and kernel protocols on the ADCs
 #   deploy/bird/adc.conf           BIRD on the ADCs (the host file adds identity and session)
 
 LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,6 +20,7 @@ LAB_REPO=$(cd "$LAB_DIR/../.." && pwd)
 LAB_TOPOLOGY=$LAB_DIR/topology
 LAB_RHI_CONFIG=$LAB_REPO/deploy/rhi.yaml
 LAB_BIRD_SHARED=$LAB_REPO/deploy/bird/adc.conf
+LAB_BIRD_BASE=$LAB_REPO/deploy/bird/base.conf
 
 # Backends per upstream. Two, because APISIX up to 3.12 creates no health
 # checker for an upstream with a single node, and because "every node down"
@@ -120,8 +122,9 @@ lab_ports() {
 }
 
 # render_adc_bird HOST: /etc/bird/bird.conf of an ADC, the shape of
-# deploy/bird/examples/adc.conf. The include is relative to this file, so
-# the same text works in /etc/bird (next to rhi/adc.conf) and in check.sh's
+# deploy/bird/examples/bird.conf (a BIRD that runs for rhi only, so it takes
+# base.conf's device and kernel protocols). The includes are relative to this
+# file, so the same text works in /etc/bird (next to rhi/) and in check.sh's
 # scratch directory.
 render_adc_bird() {
 	local host=$1 router=$LAB_ROUTER
@@ -129,11 +132,12 @@ render_adc_bird() {
 	cat <<EOF
 # bird.conf of $host in the Vagrant lab. Rendered by integration/vagrant/lab.sh
 # from integration/vagrant/topology; do not edit in place. Everything shared
-# is in rhi/adc.conf, a copy of deploy/bird/adc.conf.
+# is in rhi/base.conf and rhi/adc.conf, copies of deploy/bird/.
 
 log syslog all;
 router id ${LAB_ADDR[$host]};
 
+include "rhi/base.conf";
 include "rhi/adc.conf";
 
 # The session to $router (FRR). The lab carries IPv4 only.

@@ -67,10 +67,12 @@ for ((i = 0; i < 30; i++)); do
 done
 ip link show rhi0 >/dev/null || lab_die "rhi0 did not appear (journalctl -u systemd-networkd)"
 
-# --- BIRD: the host file around deploy/bird/adc.conf, as in production.
+# --- BIRD: the host file around deploy/bird/base.conf and adc.conf, as on a
+# production host that takes examples/bird.conf whole.
 log "BIRD"
 install -d -m 0750 -o root -g bird /etc/bird/rhi
-changed=$(put "$LAB_BIRD_SHARED" /etc/bird/rhi/adc.conf 640 root:bird)
+changed=$(put "$LAB_BIRD_BASE" /etc/bird/rhi/base.conf 640 root:bird)
+changed+=$(put "$LAB_BIRD_SHARED" /etc/bird/rhi/adc.conf 640 root:bird)
 changed+=$(render render_adc_bird /etc/bird/bird.conf 640 root:bird "$host")
 bird -p -c /etc/bird/bird.conf
 systemctl enable bird.service
