@@ -200,6 +200,14 @@ if need bird "bird -p -c on the shipped BIRD files"; then
 	fi
 fi
 
+# The unit's ordering and restart policy (systemd-analyze verify, in
+# check-deploy, accepts any): never network-online.target, whose wait can
+# hold rhi for minutes on an ifupdown host with systemd-networkd enabled.
+unit=$root/usr/lib/systemd/system/rhi.service
+unit_has() { grep -qx "$1" "$unit" || fail "rhi.service: no line \"$1\""; }
+if grep -v '^#' "$unit" | grep -q 'network-online'; then fail "rhi.service refers to network-online.target"; fi
+unit_has 'After=network.target systemd-networkd.service bird.service'
+
 # --- 3. the binary ---------------------------------------------------------
 bin=$root/usr/bin/rhi
 if ldd "$bin" >/dev/null 2>&1; then
