@@ -207,6 +207,10 @@ unit=$root/usr/lib/systemd/system/rhi.service
 unit_has() { grep -qx "$1" "$unit" || fail "rhi.service: no line \"$1\""; }
 if grep -v '^#' "$unit" | grep -q 'network-online'; then fail "rhi.service refers to network-online.target"; fi
 unit_has 'After=network.target systemd-networkd.service bird.service'
+# A failed rhi leaves VIPs announced and unmonitored: it must keep restarting.
+unit_has 'StartLimitIntervalSec=0'
+unit_has 'Restart=on-failure'
+unit_has 'RestartSec=5s'
 
 # --- 3. the binary ---------------------------------------------------------
 bin=$root/usr/bin/rhi
