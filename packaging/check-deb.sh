@@ -211,6 +211,11 @@ unit_has 'After=network.target systemd-networkd.service bird.service'
 unit_has 'StartLimitIntervalSec=0'
 unit_has 'Restart=on-failure'
 unit_has 'RestartSec=5s'
+# systemctl reload fails visibly on a bad file: check-config runs first.
+reload=$(sed -n 's/^ExecReload=//p' "$unit")
+# shellcheck disable=SC2016 # $MAINPID is systemd's, not ours
+want_reload=$(printf '%s\n%s' '/usr/bin/rhi check-config --quiet --config /etc/rhi/rhi.yaml' '/bin/kill -HUP $MAINPID')
+[ "$reload" = "$want_reload" ] || fail "rhi.service ExecReload: got \"$reload\", want \"$want_reload\""
 
 # --- 3. the binary ---------------------------------------------------------
 bin=$root/usr/bin/rhi

@@ -77,6 +77,10 @@ cat <<'TAIL'
 Reload the configuration. A file with errors is logged, every problem on its
 own line, and the running configuration stays. VIPs whose configuration did not
 change are not touched.
+.B systemctl reload rhi
+runs
+.B rhi check\-config \-\-quiet
+first, so that it fails, printing the problems, on a bad file.
 .TP
 .B SIGUSR1
 Reopen

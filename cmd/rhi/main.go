@@ -35,7 +35,7 @@ Usage:
   rhi drain        [--config PATH] (--all | VIP...)  withdraw VIPs whatever their health, until undrained;
                                                     waits for the daemon and BIRD to confirm
   rhi undrain      [--config PATH] (--all | VIP...)  let health decide again
-  rhi check-config [--config PATH]                  validate, print the effective config
+  rhi check-config [--config PATH] [--quiet]        validate, print the effective config
   rhi version                                       print the version
 
 --config defaults to ` + defaultConfig + `.

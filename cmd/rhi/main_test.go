@@ -34,6 +34,27 @@ func TestShippedExampleIsValid(t *testing.T) {
 	}
 }
 
+// TestCheckConfigQuiet: the unit's ExecStartPre and ExecReload use --quiet,
+// which prints nothing for a valid file and the same problems for a bad one.
+func TestCheckConfigQuiet(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"check-config", "--quiet", "--config", "../../deploy/rhi.yaml"}, &out, &errb); code != exitOK || out.Len() != 0 || errb.Len() != 0 {
+		t.Errorf("valid file: exit %d, stdout %q, stderr %q; want 0 and nothing printed", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	bad := "../../internal/config/testdata/invalid/bad_address.yaml"
+	want, err := os.ReadFile(strings.TrimSuffix(bad, ".yaml") + ".err")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := run([]string{"check-config", "--quiet", "--config", bad}, &out, &errb)
+	got := strings.ReplaceAll(errb.String(), filepath.Dir(bad)+"/", "")
+	if code != exitBadInput || out.Len() != 0 || !strings.Contains(got, strings.TrimSpace(string(want))) {
+		t.Errorf("invalid file: exit %d, stdout %q, stderr %q; want %d and the problems on stderr", code, out.String(), got, exitBadInput)
+	}
+}
+
 func TestCheckConfigInvalid(t *testing.T) {
 	files, _ := filepath.Glob("../../internal/config/testdata/invalid/*.yaml")
 	if len(files) == 0 {
