@@ -25,6 +25,14 @@ import (
 const netlinkTimeout = 2 * time.Second
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
+	// First of all: until signal.Notify, SIGHUP and SIGUSR1 (which logrotate
+	// sends) kill the process, Go's default for them. One that arrives while
+	// the logs, netlink and the status server are being set up waits here
+	// for handleSignals.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+
 	fs := flags("run", "[--config PATH] [--debug] [--dry-run]", stdout, stderr)
 	path := fs.String("config", defaultConfig, "configuration file")
 	debug := fs.Bool("debug", false, "log per-tick detail")
@@ -92,7 +100,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 	}
-	go handleSignals(ctx, *path, cfg, d, metrics, logs, log)
+	go handleSignals(ctx, sigs, *path, cfg, d, metrics, logs, log)
 	go watchdog(ctx, d, time.Now, log)
 	go vip.Watch(ctx, cfg.Interface, d.Hint, log)
 	defer notifyStopping()
@@ -110,16 +118,13 @@ func newHealth(cfg *config.Config) (*apisix.Client, error) {
 }
 
 // handleSignals reloads on SIGHUP (a bad file keeps the old config) and
-// reopens the logs on SIGUSR1.
-func handleSignals(ctx context.Context, path string, started *config.Config, d *daemon.Daemon, metrics *status.Metrics, logs *logfile.Logs, log logrus.FieldLogger) {
+// reopens the logs on SIGUSR1, as they arrive on ch.
+func handleSignals(ctx context.Context, ch <-chan os.Signal, path string, started *config.Config, d *daemon.Daemon, metrics *status.Metrics, logs *logfile.Logs, log logrus.FieldLogger) {
 	reloaded := func(ok bool) {
 		if metrics != nil {
 			metrics.Reloaded(ok, time.Now())
 		}
 	}
-	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, syscall.SIGHUP, syscall.SIGUSR1)
-	defer signal.Stop(ch)
 	for {
 		select {
 		case <-ctx.Done():
