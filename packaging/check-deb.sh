@@ -82,6 +82,12 @@ if sort "$tmp/control/conffiles" | cmp -s - "$tmp/conffiles.want"; then
 else
 	fail "conffiles: got \"$(tr '\n' ' ' <"$tmp/control/conffiles")\", want \"$(tr '\n' ' ' <"$tmp/conffiles.want")\""
 fi
+# bird2 installed after rhi re-runs the group step (postinst triggered).
+if [ "$(cat "$tmp/control/triggers" 2>/dev/null)" = "interest-noawait /usr/sbin/bird" ]; then
+	ok "triggers: interest-noawait /usr/sbin/bird"
+else
+	fail "triggers: got \"$(cat "$tmp/control/triggers" 2>/dev/null)\", want \"interest-noawait /usr/sbin/bird\""
+fi
 for s in postinst prerm postrm; do
 	if [ -x "$tmp/control/$s" ] && cmp -s "$tmp/control/$s" "packaging/scripts/$s"; then
 		ok "control: $s is packaging/scripts/$s, executable"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# check-install.sh DEB: installs, reinstalls, removes and purges the rhi
+# check-install.sh DEB: installs, triggers, reinstalls, removes and purges the rhi
 # package, checking what each step leaves. check-deb.sh runs it as root
 # inside a throwaway root (overlay over /, private mount namespace); never
 # run it on a host you care about.
@@ -42,6 +42,24 @@ if getent group bird >/dev/null; then
 	esac
 fi
 [ -L "$wants" ] || fail "after install: rhi.service not enabled ($wants missing)"
+
+# bird2 installed after rhi: unpacking /usr/sbin/bird fires rhi's trigger,
+# and postinst triggered adds rhi to the group bird2's postinst created.
+# This root has bird2 (the host's) or not: take rhi out of the group, or
+# make the group as bird2 would, then fire the trigger as dpkg would.
+if getent group bird >/dev/null; then
+	gpasswd -d rhi bird >/dev/null
+else
+	groupadd --system bird
+fi
+dpkg-trigger --no-await /usr/sbin/bird
+dpkg --triggers-only rhi >/tmp/rhi-check/trigger.log 2>&1 || { cat /tmp/rhi-check/trigger.log >&2; fail "dpkg --triggers-only rhi"; }
+case " $(id -nG rhi) " in
+*" bird "*) ;;
+*) fail "after the trigger on /usr/sbin/bird: rhi is not in group bird: $(id -nG rhi)" ;;
+esac
+grep -q 'added user rhi to group bird' /tmp/rhi-check/trigger.log || fail "postinst triggered did not say it added rhi to group bird: $(cat /tmp/rhi-check/trigger.log)"
+[ "$(state)" = "ii " ] || fail "after the trigger: dpkg state \"$(state)\""
 # The daemon's user can read its config and the binary accepts it.
 chroot --userspec=rhi:rhi / rhi check-config --config /etc/rhi/rhi.yaml >/dev/null ||
 	fail "rhi check-config as user rhi fails"
@@ -85,4 +103,4 @@ dpkg_quiet --install "$deb"
 if [ "$fails" != 0 ]; then
 	exit 1
 fi
-echo "check-install: install, postinst twice, reinstall, remove, purge, install again: ok"
+echo "check-install: install, trigger on /usr/sbin/bird, postinst twice, reinstall, remove, purge, install again: ok"

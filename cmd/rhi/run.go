@@ -83,7 +83,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		Health:    health,
 		Announcer: ann,
 		Log:       log,
-		Confirmer: verify.Socket{Path: cfg.Bird.Socket},
+		Confirmer: birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
 		NewHealth: func(c *config.Config) daemon.HealthSource {
 			h, err := newHealth(c)
 			if err != nil { // reload checked it: cannot happen

@@ -256,7 +256,7 @@ func checkBird(ctx context.Context, socket string, timeout time.Duration, in ver
 	conn, err := bird.Dial(dctx, socket)
 	cancel()
 	if err != nil {
-		return verify.Report{Err: err}
+		return verify.Report{Err: birdHint(err, birdHintVerify)}
 	}
 	defer conn.Close()
 	return verify.Check(ctx, conn, in)

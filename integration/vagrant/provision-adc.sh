@@ -168,8 +168,8 @@ else
 	install -D -m 0644 "$repo/deploy/logrotate/rhi" /etc/logrotate.d/rhi
 	systemd-sysusers
 fi
-# The unit reaches BIRD's socket through SupplementaryGroups=bird; membership
-# lets `rhi verify` and `rhi status` work as rhi too.
+# rhi reaches BIRD's socket (bird:bird 0660) as a member of group bird. The
+# package's postinst adds it; the bin/ install path has no postinst.
 usermod -a -G bird rhi
 install -D -m 0640 -o root -g rhi "$LAB_RHI_CONFIG" /etc/rhi/rhi.yaml
 rhi check-config --config /etc/rhi/rhi.yaml >/dev/null
