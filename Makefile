@@ -42,6 +42,7 @@ check-deploy: build
 	@t=$$(mktemp -d); sed "s#/usr/bin/rhi#$(CURDIR)/$(BIN)#g" deploy/systemd/rhi.service > $$t/rhi.service; \
 		systemd-analyze verify $$t/rhi.service && echo "systemd-analyze verify: rhi.service ok"; rc=$$?; rm -rf $$t; exit $$rc
 	./$(BIN) check-config --config deploy/rhi.yaml >/dev/null && echo "deploy/rhi.yaml ok"
+	./$(BIN) check-config --config deploy/rhi.minimal.yaml | grep -qx 'vips: \[\]' && echo "deploy/rhi.minimal.yaml ok (no VIPs)"
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -109,6 +109,7 @@ cat >"$tmp/files.want" <<'LIST'
 -rw-r--r-- ./usr/share/doc/rhi/README.Debian
 -rw-r--r-- ./usr/share/doc/rhi/changelog.gz
 -rw-r--r-- ./usr/share/doc/rhi/copyright
+-rw-r--r-- ./usr/share/doc/rhi/examples/rhi.yaml
 -rw-r--r-- ./usr/share/lintian/overrides/rhi
 -rw-r--r-- ./usr/share/man/man8/rhi.8.gz
 -rw-r--r-- ./usr/share/rhi/bird/adc.conf
@@ -136,7 +137,8 @@ before=$fails
 while read -r src dst; do
 	if cmp -s "$src" "$root$dst"; then :; else fail "$dst differs from $src"; fi
 done <<'MAP'
-deploy/rhi.yaml /etc/rhi/rhi.yaml
+deploy/rhi.minimal.yaml /etc/rhi/rhi.yaml
+deploy/rhi.yaml /usr/share/doc/rhi/examples/rhi.yaml
 deploy/logrotate/rhi /etc/logrotate.d/rhi
 deploy/systemd/rhi.service /usr/lib/systemd/system/rhi.service
 deploy/systemd/rhi.sysusers /usr/lib/sysusers.d/rhi.conf
@@ -232,10 +234,20 @@ else
 fi
 got=$("$bin" version)
 if [ "$got" = "rhi $want_version" ]; then ok "rhi version: $got"; else fail "rhi version: got \"$got\", want \"rhi $want_version\""; fi
-if "$bin" check-config --config "$root/etc/rhi/rhi.yaml" >/dev/null; then
-	ok "shipped /etc/rhi/rhi.yaml passes rhi check-config"
+# The conffile is valid and announces nothing; the example is valid.
+if "$bin" check-config --config "$root/etc/rhi/rhi.yaml" >"$tmp/effective.yaml"; then
+	if grep -qx 'vips: \[\]' "$tmp/effective.yaml"; then
+		ok "shipped /etc/rhi/rhi.yaml passes rhi check-config and has no VIPs"
+	else
+		fail "shipped /etc/rhi/rhi.yaml has VIPs: $(grep -A3 '^vips:' "$tmp/effective.yaml")"
+	fi
 else
 	fail "shipped /etc/rhi/rhi.yaml fails rhi check-config"
+fi
+if "$bin" check-config --quiet --config "$root/usr/share/doc/rhi/examples/rhi.yaml"; then
+	ok "shipped examples/rhi.yaml passes rhi check-config"
+else
+	fail "shipped examples/rhi.yaml fails rhi check-config"
 fi
 
 # --- 4. man page, changelog, scripts, lintian ------------------------------

@@ -96,9 +96,12 @@ says.
 .SH FILES
 .TP
 .I /etc/rhi/rhi.yaml
-The configuration;
+The configuration; as shipped it lists no VIPs.
 .B rhi check\-config
 prints it with every default filled in.
+.TP
+.I /usr/share/doc/rhi/examples/rhi.yaml
+Every key, with example VIPs.
 .TP
 .I /usr/lib/systemd/system/rhi.service
 The unit. It is enabled, not started, when the package is first installed:

@@ -34,6 +34,28 @@ func TestShippedExampleIsValid(t *testing.T) {
 	}
 }
 
+// TestShippedConffileAnnouncesNothing: the package's /etc/rhi/rhi.yaml is
+// valid and lists no VIP, so rhi started before anyone edits it (at boot,
+// once enabled) puts nothing on rhi0.
+func TestShippedConffileAnnouncesNothing(t *testing.T) {
+	cfg, err := config.Load("../../deploy/rhi.minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.VIPs) != 0 {
+		t.Errorf("deploy/rhi.minimal.yaml has %d VIPs, want none", len(cfg.VIPs))
+	}
+	example, err := config.Load("../../deploy/rhi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the minimal file sets, it sets as the example does.
+	if cfg.ControlURL != example.ControlURL || cfg.Interface != example.Interface || cfg.MainLog != example.MainLog ||
+		cfg.ErrorLog != example.ErrorLog || cfg.Bird.Socket != example.Bird.Socket || cfg.StatusListen != example.StatusListen {
+		t.Errorf("deploy/rhi.minimal.yaml and deploy/rhi.yaml disagree on a host setting:\n%+v\n%+v", cfg, example)
+	}
+}
+
 // TestCheckConfigQuiet: the unit's ExecStartPre and ExecReload use --quiet,
 // which prints nothing for a valid file and the same problems for a bad one.
 func TestCheckConfigQuiet(t *testing.T) {
