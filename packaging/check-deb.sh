@@ -9,8 +9,9 @@
 #  3. the binary: static, and `rhi version` prints the package version
 #  4. man page, changelog, maintainer scripts (shellcheck), lintian
 #  5. as root: install, reinstall, remove and purge for real in a throwaway
-#     root (an overlay over / in a private mount namespace: the host's files
-#     are only read), checking the user, the enablement and what stays.
+#     root (an overlay over / in private mount and network namespaces: the
+#     host's files are only read, its interfaces never seen), checking the
+#     user, the enablement, what stays, and that removal withdraws the VIPs.
 #
 # A tool that is missing is reported as SKIPPED, or fails the check when
 # CI=true, where .ci/run installs them all.
@@ -291,15 +292,18 @@ fi
 # --- 5. install for real, in a throwaway root ------------------------------
 if [ "$(id -u)" != 0 ]; then
 	echo "check-deb: SKIPPED: install test in a throwaway root (needs root: mount namespaces, overlayfs)"
-elif ! unshare --mount --propagation private true 2>/dev/null; then
-	if [ "${CI:-}" = true ]; then fail "unshare --mount fails"; else echo "check-deb: SKIPPED: install test (no mount namespaces)"; fi
+elif ! unshare --mount --net --propagation private true 2>/dev/null; then
+	if [ "${CI:-}" = true ]; then fail "unshare --mount --net fails"; else echo "check-deb: SKIPPED: install test (no mount or network namespaces)"; fi
 else
 	cp "$deb" "$tmp/rhi.deb"
 	cp packaging/check-install.sh "$tmp/check-install.sh"
 	# The inner script expands its own $1 (the temp dir).
 	# shellcheck disable=SC2016
-	if unshare --mount --propagation private sh -eu -c '
+	if unshare --mount --net --propagation private sh -eu -c '
 		t=$1
+		# A network namespace of its own: the removal test puts a VIP on an
+		# rhi0 there and runs BIRD and rhi on it.
+		if command -v ip >/dev/null; then ip link set lo up; fi
 		mkdir "$t/ovl"
 		mount -t tmpfs rhi-check "$t/ovl"
 		mkdir "$t/ovl/upper" "$t/ovl/work" "$t/ovl/root"

@@ -78,15 +78,113 @@ dpkg_quiet --install "$deb"
 grep -q '^# edited by the operator$' /etc/rhi/rhi.yaml || fail "reinstall replaced the edited /etc/rhi/rhi.yaml"
 ln -s /usr/lib/systemd/system/rhi.service "$wants"
 
-# Remove: program gone; config, enablement and user stay.
+# An interface and a VIP on it, for the removal tests: only in a network
+# namespace of our own (check-deb.sh makes one), never on the host's.
+vip=192.0.2.100/32
+netns=""
+if [ "$(readlink /proc/self/ns/net)" = "$(readlink /proc/1/ns/net)" ]; then
+	echo "check-install: SKIPPED: removal with VIPs on rhi0 (not in a network namespace of our own)"
+elif ! command -v ip >/dev/null 2>&1; then
+	echo "check-install: SKIPPED: removal with VIPs on rhi0 (no ip)"
+elif ! ip link add rhi0 type ifb 2>/dev/null && ! ip link add rhi0 type dummy 2>/dev/null; then
+	echo "check-install: SKIPPED: removal with VIPs on rhi0 (cannot make an ifb or dummy link)"
+else
+	ip link set rhi0 up
+	ip address add "$vip" dev rhi0
+	netns=yes
+fi
+on_rhi0() { ip -o address show dev rhi0 scope global | awk '{ print $4 }'; }
+
+# Remove: program gone; config, enablement and user stay. rhi is not running,
+# so prerm says that the VIPs on rhi0 stay announced, and how to remove them.
 mkdir -p /var/lib/rhi /var/log/rhi
-touch /var/lib/rhi/drain /var/log/rhi/main.log
+echo 192.0.2.101 >/var/lib/rhi/drain
+cp /var/lib/rhi/drain /tmp/rhi-check/drain.operator
+touch /var/log/rhi/main.log
 dpkg_quiet --remove rhi
 [ "$(state)" = "rc " ] || fail "after remove: dpkg state \"$(state)\""
 [ -e /usr/bin/rhi ] && fail "after remove: /usr/bin/rhi is still there"
 [ -f /etc/rhi/rhi.yaml ] || fail "after remove: /etc/rhi/rhi.yaml is gone"
 [ -L "$wants" ] || fail "after remove: enablement is gone"
 [ -e /var/lib/rhi/drain ] || fail "after remove: /var/lib/rhi is gone"
+cmp -s /var/lib/rhi/drain /tmp/rhi-check/drain.operator || fail "remove without a daemon changed the drain file"
+[ -e /var/lib/rhi/drain.before-remove ] && fail "remove without a daemon kept a drain file aside"
+if [ -n "$netns" ]; then
+	if ! { grep -q "stay on rhi0" /tmp/rhi-check/dpkg.log && grep -q "^rhi:   $vip\$" /tmp/rhi-check/dpkg.log &&
+		grep -q "ip address flush dev rhi0 scope global" /tmp/rhi-check/dpkg.log; }; then
+		fail "remove without a daemon did not list $vip as staying on rhi0: $(cat /tmp/rhi-check/dpkg.log)"
+	fi
+	[ "$(on_rhi0)" = "$vip" ] || fail "remove without a daemon changed rhi0: $(on_rhi0)"
+fi
+
+# Remove with rhi running (here without systemd: prerm asks rhi status), on
+# a BIRD with the shipped base.conf and adc.conf: prerm drains everything,
+# waits for BIRD to confirm, and keeps the operator's drains aside; a
+# reinstall puts them back.
+dpkg_quiet --install "$deb"
+cmp -s /var/lib/rhi/drain /tmp/rhi-check/drain.operator || fail "reinstall changed the drain file"
+if [ -z "$netns" ]; then
+	:
+elif ! command -v bird >/dev/null 2>&1; then
+	echo "check-install: SKIPPED: removal with rhi running (no bird)"
+else
+	cp /etc/rhi/rhi.yaml /tmp/rhi-check/rhi.yaml.operator
+	# The control API is nowhere and the policy is announce: rhi keeps the
+	# VIP it finds on rhi0, so only the drain can take it away.
+	cat >/etc/rhi/rhi.yaml <<'YAML'
+apisix_control_url: http://127.0.0.1:1
+apisix_poll_interval: 500ms
+interface: rhi0
+main_log: /var/log/rhi/main.log
+failure_policy:
+  control_api_unreachable: announce
+bird:
+  socket: /run/bird/bird.ctl
+status_listen: 127.0.0.1:9711
+vips:
+  - address: 192.0.2.100
+    upstreams: ["/apisix/upstreams/a"]
+  - address: 192.0.2.101
+    upstreams: ["/apisix/upstreams/b"]
+YAML
+	cat >/tmp/rhi-check/bird.conf <<'CONF'
+log "/tmp/rhi-check/bird.log" all;
+router id 192.0.2.1;
+include "/usr/share/rhi/bird/base.conf";
+include "/usr/share/rhi/bird/adc.conf";
+CONF
+	mkdir -p /run/bird
+	bird -c /tmp/rhi-check/bird.conf -s /run/bird/bird.ctl -P /tmp/rhi-check/bird.pid ||
+		fail "bird does not start with the shipped base.conf and adc.conf"
+	rhi run --config /etc/rhi/rhi.yaml >/tmp/rhi-check/rhi.out 2>&1 &
+	rhi_pid=$!
+	i=0
+	until rhi status --config /etc/rhi/rhi.yaml >/dev/null 2>&1 || [ $i -ge 50 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	rhi status --config /etc/rhi/rhi.yaml >/dev/null 2>&1 || fail "rhi did not start: $(cat /tmp/rhi-check/rhi.out)"
+	[ "$(on_rhi0)" = "$vip" ] || fail "before remove: rhi0 holds \"$(on_rhi0)\", want $vip"
+	dpkg_quiet --remove rhi || fail "remove with rhi running"
+	grep -q "every VIP is withdrawn and BIRD confirms it" /tmp/rhi-check/dpkg.log ||
+		fail "remove with rhi running did not confirm the withdrawal: $(cat /tmp/rhi-check/dpkg.log)"
+	[ -z "$(on_rhi0)" ] || fail "after remove with rhi running: rhi0 still holds $(on_rhi0)"
+	grep -q "stay on rhi0" /tmp/rhi-check/dpkg.log && fail "remove with rhi running says VIPs stay on rhi0"
+	cmp -s /var/lib/rhi/drain.before-remove /tmp/rhi-check/drain.operator ||
+		fail "remove did not keep the operator's drains aside in /var/lib/rhi/drain.before-remove"
+	grep -qx all /var/lib/rhi/drain || fail "after remove: the drain file does not drain all: $(cat /var/lib/rhi/drain)"
+	kill "$rhi_pid" "$(cat /tmp/rhi-check/bird.pid)"
+	wait "$rhi_pid" || true
+
+	dpkg_quiet --install "$deb"
+	grep -q "restored /var/lib/rhi/drain" /tmp/rhi-check/dpkg.log || fail "reinstall did not say it restored the drains: $(cat /tmp/rhi-check/dpkg.log)"
+	cmp -s /var/lib/rhi/drain /tmp/rhi-check/drain.operator || fail "reinstall did not restore the operator's drains: $(cat /var/lib/rhi/drain)"
+	[ -e /var/lib/rhi/drain.before-remove ] && fail "reinstall left /var/lib/rhi/drain.before-remove"
+	[ "$(stat -c %a /var/lib/rhi/drain)" = 644 ] || fail "restored drain file has mode $(stat -c %a /var/lib/rhi/drain), want 644"
+	cp /tmp/rhi-check/rhi.yaml.operator /etc/rhi/rhi.yaml
+	# Purge must delete drains kept aside, too.
+	cp /var/lib/rhi/drain /var/lib/rhi/drain.before-remove
+fi
 
 # Purge: config, state, logs and enablement gone; the user stays.
 dpkg_quiet --purge rhi
@@ -103,4 +201,4 @@ dpkg_quiet --install "$deb"
 if [ "$fails" != 0 ]; then
 	exit 1
 fi
-echo "check-install: install, trigger on /usr/sbin/bird, postinst twice, reinstall, remove, purge, install again: ok"
+echo "check-install: install, trigger on /usr/sbin/bird, postinst twice, reinstall, remove (with VIPs left, with rhi running), reinstall, purge, install again: ok"
