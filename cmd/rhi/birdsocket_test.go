@@ -4,13 +4,12 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/asuser"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -47,27 +46,8 @@ func TestBirdPermissionHint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "rhi.test")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestBirdPermissionHint$", "-test.v")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), birdSocketEnv+"="+sock)
-	const nobody = 65534
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("as uid %d: %v\n%s", nobody, err, out)
+	if out, err := asuser.Run(t.Context(), dir, "TestBirdPermissionHint", asuser.Nobody, asuser.Nobody, birdSocketEnv+"="+sock); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
 

@@ -1,15 +1,14 @@
 package drain
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/rhi-daemon/rhi/internal/asuser"
 )
 
 // helperEnv, when set to a drain file's path, makes TestHelperRead read
@@ -26,7 +25,7 @@ func TestWrittenByRootReadByOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: writes as root, reads as another user")
 	}
-	const uid, gid = 65534, 65534 // nobody, nogroup: any uid that is not root
+	const uid, gid = asuser.Nobody, asuser.Nobody // any uid that is not root
 
 	// t.TempDir's directories are 0700 root: the reader must get through.
 	base := t.TempDir()
@@ -55,26 +54,7 @@ func TestWrittenByRootReadByOwner(t *testing.T) {
 		t.Errorf("drain file: owner %d:%d mode %v; want %d:%d %v (the directory's owner)", st.Uid, st.Gid, fi.Mode().Perm(), uid, gid, os.FileMode(fileMode))
 	}
 
-	// The test binary sits in a root-only build directory: run a copy.
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(base, "drain.test")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestHelperRead$")
-	cmd.Dir = base
-	cmd.Env = append(os.Environ(), helperEnv+"="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
-	out, err := cmd.CombinedOutput()
+	out, err := asuser.Run(t.Context(), base, "TestHelperRead", uid, gid, helperEnv+"="+path)
 	if err != nil || !strings.Contains(string(out), "read: 10.0.0.100/32\n") {
 		t.Fatalf("reading as uid %d: %v\n%s", uid, err, out)
 	}
