@@ -173,16 +173,35 @@ func (d *addrDumper) dump(index int, into map[netip.Prefix]struct{}) error {
 	if err := unix.Sendto(d.fd, d.req[:], 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("address dump: send: %w", err)
 	}
+	return collect(d.recv, d.seq, index, into)
+}
+
+// recv reads one datagram of a dump into d.buf.
+func (d *addrDumper) recv() ([]byte, error) {
+	n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
+	if err != nil {
+		if errors.Is(err, unix.EAGAIN) {
+			return nil, fmt.Errorf("address dump: no answer within %s: %w", d.timeout, err)
+		}
+		return nil, fmt.Errorf("address dump: receive: %w", err)
+	}
+	return d.buf[:n], nil
+}
+
+// collect reads the datagrams of the dump numbered seq from next, up to
+// its end, adding the addresses of link index to into. The kernel flags
+// with NLM_F_DUMP_INTR the message at which it saw the addresses change,
+// which need not be in the last datagram, so the flag is remembered until
+// the end: then the dump is reported as netlink.ErrDumpInterrupted, having
+// been read to its end so that no rest of it is left on the socket.
+func collect(next func() ([]byte, error), seq uint32, index int, into map[netip.Prefix]struct{}) error {
 	interrupted := false
 	for {
-		n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
+		b, err := next()
 		if err != nil {
-			if errors.Is(err, unix.EAGAIN) {
-				return fmt.Errorf("address dump: no answer within %s: %w", d.timeout, err)
-			}
-			return fmt.Errorf("address dump: receive: %w", err)
+			return err
 		}
-		done, intr, err := parseAddrMessages(d.buf[:n], d.seq, index, into)
+		done, intr, err := parseAddrMessages(b, seq, index, into)
 		interrupted = interrupted || intr
 		if err != nil {
 			return err

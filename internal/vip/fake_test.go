@@ -1,6 +1,8 @@
 package vip
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -24,9 +26,11 @@ type fakeKernel struct {
 
 	failAdd map[netip.Prefix]error // AddrAdd of this prefix fails with the error
 	failDel map[netip.Prefix]error
-	// interrupted is how many of the next AddrList calls return half of
-	// the list and netlink.ErrDumpInterrupted.
+	// interrupted is how many of the next reads (AddrList, or the lean
+	// dump of leanKernel) return half of the list and say that the dump was
+	// interrupted.
 	interrupted int
+	seq         uint32 // of the last lean dump
 	// beforeWrite, when set, runs before each write is applied, to play
 	// someone else changing the interface at the same time.
 	beforeWrite func(op string, p netip.Prefix)
@@ -182,4 +186,68 @@ func (f *fakeKernel) String() string {
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
+}
+
+// leanKernel is the fake reached through the lean dump, the read path of
+// the production Handle: its ListPrefixes encodes the link's addresses as
+// the kernel's RTM_NEWADDR messages, two to a datagram after a late message
+// of an earlier dump, and hands the datagrams to the Handle's own collect.
+// An interrupted dump carries NLM_F_DUMP_INTR on its last address message,
+// not on its end, as the kernel flags the message at which it noticed the
+// change.
+type leanKernel struct{ *fakeKernel }
+
+var _ prefixLister = leanKernel{}
+
+func (k leanKernel) ListPrefixes(index int, into map[netip.Prefix]struct{}) error {
+	f := k.fakeKernel
+	f.seq++
+	var msgs [][]byte
+	if l := f.byIndex(index); l != nil {
+		for p, a := range l.addrs {
+			msgs = append(msgs, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, f.seq, kernelIfaddr(p, a, uint32(l.index))))
+		}
+	}
+	end := nlmsg(unix.NLMSG_DONE, unix.NLM_F_MULTI, f.seq, []byte{0, 0, 0, 0})
+	if f.interrupted > 0 {
+		f.interrupted--
+		msgs = msgs[:len(msgs)/2]
+		flagged := end
+		if len(msgs) > 0 {
+			flagged = msgs[len(msgs)-1]
+		}
+		binary.NativeEndian.PutUint16(flagged[6:], binary.NativeEndian.Uint16(flagged[6:])|unix.NLM_F_DUMP_INTR)
+	}
+	late := nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, f.seq-1, kernelIfaddr(netip.MustParsePrefix("192.0.2.99/32"), fakeAddr{}, uint32(index)))
+	datagrams := [][]byte{late}
+	for i, m := range msgs {
+		if i%2 == 0 && i > 0 {
+			datagrams = append(datagrams, nil)
+		}
+		datagrams[len(datagrams)-1] = append(datagrams[len(datagrams)-1], m...)
+	}
+	datagrams = append(datagrams, end)
+	next := func() ([]byte, error) {
+		if len(datagrams) == 0 {
+			return nil, errors.New("fake: read past the end of the dump")
+		}
+		b := datagrams[0]
+		datagrams = datagrams[1:]
+		return b, nil
+	}
+	return collect(next, f.seq, index, into)
+}
+
+// kernelIfaddr encodes an address as the kernel does in a dump: an IPv4
+// entry carries IFA_LOCAL and IFA_ADDRESS, an IPv6 one only IFA_ADDRESS.
+func kernelIfaddr(p netip.Prefix, a fakeAddr, index uint32) []byte {
+	attrs := map[uint16][]byte{unix.IFA_ADDRESS: p.Addr().AsSlice()}
+	family := byte(unix.AF_INET6)
+	if p.Addr().Is4() {
+		family = unix.AF_INET
+		attrs[unix.IFA_LOCAL] = p.Addr().AsSlice()
+	}
+	b := ifaddr(family, byte(p.Bits()), index, attrs)
+	b[2], b[3] = byte(a.flags), byte(a.scope)
+	return b
 }

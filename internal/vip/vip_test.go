@@ -26,11 +26,32 @@ func cmpDiff(x, y any) string {
 
 func newTest(t *testing.T, addrs ...string) (*fakeKernel, *Announcer, *logtest.Hook) {
 	t.Helper()
+	return newTestOn(t, libraryPath, addrs...)
+}
+
+// readPath is one of the two ways an Announcer reads the interface.
+type readPath struct {
+	name string
+	wrap func(*fakeKernel) Netlink
+}
+
+var (
+	// libraryPath reads with the netlink library's AddrList, as for any
+	// Netlink that is not a Handle.
+	libraryPath = readPath{"AddrList", func(f *fakeKernel) Netlink { return f }}
+	// leanPath reads with the lean dump's parser, as a Handle does.
+	leanPath  = readPath{"lean dump", func(f *fakeKernel) Netlink { return leanKernel{f} }}
+	readPaths = []readPath{libraryPath, leanPath}
+)
+
+// newTestOn is newTest with the Announcer reading through path.
+func newTestOn(t *testing.T, path readPath, addrs ...string) (*fakeKernel, *Announcer, *logtest.Hook) {
+	t.Helper()
 	f := newFakeKernel()
 	f.addLink(iface, addrs...)
 	log, hook := logtest.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
-	return f, New(f, iface, log), hook
+	return f, New(path.wrap(f), iface, log), hook
 }
 
 // want builds the fake's expected text for an up rhi0 holding lines, each
@@ -301,44 +322,46 @@ func TestInterfaceRemovedBetweenReadAndWrite(t *testing.T) {
 }
 
 func TestDumpInterrupted(t *testing.T) {
-	start := []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32"}
-	desired := owned("10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32")
+	start := []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32", "2001:db8::1/128", "2001:db8::2/128"}
+	desired := owned(start...)
 
-	t.Run("once", func(t *testing.T) {
-		f, a, _ := newTest(t, start...)
-		f.interrupted = 1
-		st, err := a.Set(context.Background(), desired)
-		if err != nil {
-			t.Fatalf("Set: %v", err)
-		}
-		// Trusting the half list would have re-added two addresses.
-		if f.writes != 0 {
-			t.Errorf("Set made writes %v after an interrupted dump", f.ops)
-		}
-		if diff := cmpDiff(prefixes(start...), st.Present); diff != "" {
-			t.Errorf("Present (-want +got):\n%s", diff)
-		}
+	for _, path := range readPaths {
+		t.Run(path.name+"/once", func(t *testing.T) {
+			f, a, _ := newTestOn(t, path, start...)
+			f.interrupted = 1
+			st, err := a.Set(context.Background(), desired)
+			if err != nil {
+				t.Fatalf("Set: %v", err)
+			}
+			// Trusting the half list would have re-added three addresses.
+			if f.writes != 0 {
+				t.Errorf("Set made writes %v after an interrupted dump", f.ops)
+			}
+			if diff := cmpDiff(prefixes(start...), st.Present); diff != "" {
+				t.Errorf("Present (-want +got):\n%s", diff)
+			}
 
-		f.interrupted = 1
-		obs, err := a.Observe(context.Background())
-		if err != nil {
-			t.Fatalf("Observe: %v", err)
-		}
-		if diff := cmpDiff(prefixes(start...), obs.Present); diff != "" {
-			t.Errorf("Observe Present (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("always", func(t *testing.T) {
-		f, a, _ := newTest(t, start...)
-		f.interrupted = maxReads
-		_, err := a.Set(context.Background(), owned("-10.0.0.1/32"))
-		if !errors.Is(err, netlink.ErrDumpInterrupted) {
-			t.Errorf("Set error = %v, want ErrDumpInterrupted", err)
-		}
-		if f.writes != 0 || f.interrupted != 0 {
-			t.Errorf("Set made writes %v, left %d interruptions; want no writes after %d reads", f.ops, f.interrupted, maxReads)
-		}
-	})
+			f.interrupted = 1
+			obs, err := a.Observe(context.Background())
+			if err != nil {
+				t.Fatalf("Observe: %v", err)
+			}
+			if diff := cmpDiff(prefixes(start...), obs.Present); diff != "" {
+				t.Errorf("Observe Present (-want +got):\n%s", diff)
+			}
+		})
+		t.Run(path.name+"/always", func(t *testing.T) {
+			f, a, _ := newTestOn(t, path, start...)
+			f.interrupted = maxReads
+			_, err := a.Set(context.Background(), owned("-10.0.0.1/32"))
+			if !errors.Is(err, netlink.ErrDumpInterrupted) {
+				t.Errorf("Set error = %v, want ErrDumpInterrupted", err)
+			}
+			if f.writes != 0 || f.interrupted != 0 {
+				t.Errorf("Set made writes %v, left %d interruptions; want no writes after %d reads", f.ops, f.interrupted, maxReads)
+			}
+		})
+	}
 }
 
 func TestRepairsExternalChanges(t *testing.T) {
