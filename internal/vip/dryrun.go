@@ -33,7 +33,7 @@ func (d *DryRun) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, e
 	if err != nil {
 		return State{}, err
 	}
-	st := State{Exists: seen.Exists, Up: seen.Up, LowerUp: seen.LowerUp, Foreign: slices.Clone(seen.Foreign)}
+	st := State{Exists: seen.Exists, Up: seen.Up, LowerUp: seen.LowerUp, Foreign: slices.Clone(seen.Foreign), ForeignPeers: seen.ForeignPeers}
 	var add, del []string
 	for _, p := range seen.Present {
 		if _, ok := owned[p]; ok {

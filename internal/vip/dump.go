@@ -1,6 +1,7 @@
 package vip
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -71,15 +72,17 @@ func (h *Handle) Close() {
 }
 
 // ListPrefixes adds to into every address on the link with the given index,
-// with its prefix length, leaving out link-local ones. An error that is
-// netlink.ErrDumpInterrupted means the list may be incomplete.
-func (h *Handle) ListPrefixes(index int, into map[netip.Prefix]struct{}) error {
-	return h.dump.list(index, into)
+// with its prefix length, and appends to peers, returning the result, every
+// point-to-point entry (one whose peer is not its local address), leaving
+// out link-local ones. An error that is netlink.ErrDumpInterrupted means
+// the lists may be incomplete.
+func (h *Handle) ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
+	return h.dump.list(index, into, peers)
 }
 
 // prefixLister is the fast path readOnce takes when the Netlink has one.
 type prefixLister interface {
-	ListPrefixes(index int, into map[netip.Prefix]struct{}) error
+	ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error)
 }
 
 var _ prefixLister = (*Handle)(nil)
@@ -138,17 +141,17 @@ const nlmsgHdrLen = 16
 
 func align4(n int) int { return (n + 3) &^ 3 }
 
-func (d *addrDumper) list(index int, into map[netip.Prefix]struct{}) error {
+func (d *addrDumper) list(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fd < 0 {
 		// A socket that timed out may still get the rest of that dump:
 		// start afresh rather than sort old answers from new.
 		if err := d.open(); err != nil {
-			return err
+			return peers, err
 		}
 	}
-	err := d.dump(index, into)
+	err := d.dump(index, into, &peers)
 	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 		var errno syscall.Errno
 		if !errors.As(err, &errno) || errno == unix.EAGAIN || errno == unix.EINTR || errno == unix.ENOBUFS {
@@ -156,10 +159,10 @@ func (d *addrDumper) list(index int, into map[netip.Prefix]struct{}) error {
 			d.fd = -1
 		}
 	}
-	return err
+	return peers, err
 }
 
-func (d *addrDumper) dump(index int, into map[netip.Prefix]struct{}) error {
+func (d *addrDumper) dump(index int, into map[netip.Prefix]struct{}, peers *[]Peer) error {
 	d.seq++
 	ne := binary.NativeEndian
 	ne.PutUint32(d.req[0:], uint32(len(d.req)))
@@ -173,7 +176,7 @@ func (d *addrDumper) dump(index int, into map[netip.Prefix]struct{}) error {
 	if err := unix.Sendto(d.fd, d.req[:], 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("address dump: send: %w", err)
 	}
-	return collect(d.recv, d.seq, index, into)
+	return collect(d.recv, d.seq, index, into, peers)
 }
 
 // recv reads one datagram of a dump into d.buf.
@@ -189,19 +192,20 @@ func (d *addrDumper) recv() ([]byte, error) {
 }
 
 // collect reads the datagrams of the dump numbered seq from next, up to
-// its end, adding the addresses of link index to into. The kernel flags
+// its end, adding the addresses of link index to into and its
+// point-to-point entries to peers. The kernel flags
 // with NLM_F_DUMP_INTR the message at which it saw the addresses change,
 // which need not be in the last datagram, so the flag is remembered until
 // the end: then the dump is reported as netlink.ErrDumpInterrupted, having
 // been read to its end so that no rest of it is left on the socket.
-func collect(next func() ([]byte, error), seq uint32, index int, into map[netip.Prefix]struct{}) error {
+func collect(next func() ([]byte, error), seq uint32, index int, into map[netip.Prefix]struct{}, peers *[]Peer) error {
 	interrupted := false
 	for {
 		b, err := next()
 		if err != nil {
 			return err
 		}
-		done, intr, err := parseAddrMessages(b, seq, index, into)
+		done, intr, err := parseAddrMessages(b, seq, index, into, peers)
 		interrupted = interrupted || intr
 		if err != nil {
 			return err
@@ -219,7 +223,7 @@ func collect(next func() ([]byte, error), seq uint32, index int, into map[netip.
 // end of the dump, interrupted when the kernel flagged the dump as
 // inconsistent. Messages of another sequence (a late answer to an earlier
 // request) are skipped.
-func parseAddrMessages(b []byte, seq uint32, index int, into map[netip.Prefix]struct{}) (done, interrupted bool, err error) {
+func parseAddrMessages(b []byte, seq uint32, index int, into map[netip.Prefix]struct{}, peers *[]Peer) (done, interrupted bool, err error) {
 	ne := binary.NativeEndian
 	for len(b) >= nlmsgHdrLen {
 		l := int(ne.Uint32(b[0:]))
@@ -251,32 +255,39 @@ func parseAddrMessages(b []byte, seq uint32, index int, into map[netip.Prefix]st
 				return true, interrupted, fmt.Errorf("address dump: %w", syscall.Errno(-e))
 			}
 		case unix.RTM_NEWADDR:
-			if p, ok := parseIfaddr(msg, index); ok {
-				into[p] = struct{}{}
+			if p, peer, ok := parseIfaddr(msg, index); ok {
+				if peer.Local.IsValid() {
+					*peers = append(*peers, peer)
+				} else {
+					into[p] = struct{}{}
+				}
 			}
 		}
 	}
 	return false, interrupted, nil
 }
 
-// parseIfaddr reads an ifaddrmsg and its attributes: the address of an
-// IPv4 entry is IFA_LOCAL (IFA_ADDRESS is the peer on point-to-point
-// links), of an IPv6 entry IFA_ADDRESS.
-func parseIfaddr(msg []byte, index int) (netip.Prefix, bool) {
+// parseIfaddr reads an ifaddrmsg and its attributes. The address is
+// IFA_LOCAL when there is one, else IFA_ADDRESS, as in the netlink library:
+// the kernel sends both for IPv4, and for an IPv6 point-to-point entry,
+// with IFA_ADDRESS the peer, and only IFA_ADDRESS for other IPv6 entries.
+// An entry whose peer is not its local address comes back as a Peer (the
+// prefix length is the peer's), any other as a prefix.
+func parseIfaddr(msg []byte, index int) (netip.Prefix, Peer, bool) {
 	const ifaddrLen = 8
 	if len(msg) < ifaddrLen {
-		return netip.Prefix{}, false
+		return netip.Prefix{}, Peer{}, false
 	}
 	family, bits := msg[0], int(msg[1])
 	if int(binary.NativeEndian.Uint32(msg[4:])) != index {
-		return netip.Prefix{}, false
+		return netip.Prefix{}, Peer{}, false
 	}
 	var local, address []byte
 	for a := msg[ifaddrLen:]; len(a) >= 4; {
 		l := int(binary.NativeEndian.Uint16(a[0:]))
 		typ := binary.NativeEndian.Uint16(a[2:])
 		if l < 4 || l > len(a) {
-			return netip.Prefix{}, false
+			return netip.Prefix{}, Peer{}, false
 		}
 		switch typ {
 		case unix.IFA_LOCAL:
@@ -287,20 +298,30 @@ func parseIfaddr(msg []byte, index int) (netip.Prefix, bool) {
 		a = a[min(align4(l), len(a)):]
 	}
 	raw := address
-	if family == unix.AF_INET && local != nil {
+	if local != nil {
 		raw = local
 	}
-	var addr netip.Addr
+	addr, ok := ipOf(family, raw)
+	if !ok || addr.IsLinkLocalUnicast() || bits > addr.BitLen() {
+		return netip.Prefix{}, Peer{}, false
+	}
+	if local == nil || address == nil || bytes.Equal(local, address) {
+		return netip.PrefixFrom(addr, bits), Peer{}, true
+	}
+	peer, ok := ipOf(family, address)
+	if !ok {
+		return netip.Prefix{}, Peer{}, false
+	}
+	return netip.Prefix{}, Peer{Local: addr, Peer: netip.PrefixFrom(peer, bits)}, true
+}
+
+// ipOf reads an address attribute of the given family.
+func ipOf(family byte, raw []byte) (netip.Addr, bool) {
 	switch {
 	case family == unix.AF_INET && len(raw) == 4:
-		addr = netip.AddrFrom4([4]byte(raw))
+		return netip.AddrFrom4([4]byte(raw)), true
 	case family == unix.AF_INET6 && len(raw) == 16:
-		addr = netip.AddrFrom16([16]byte(raw))
-	default:
-		return netip.Prefix{}, false
+		return netip.AddrFrom16([16]byte(raw)), true
 	}
-	if addr.IsLinkLocalUnicast() || bits > addr.BitLen() {
-		return netip.Prefix{}, false
-	}
-	return netip.PrefixFrom(addr, bits), true
+	return netip.Addr{}, false
 }

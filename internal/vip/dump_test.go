@@ -51,48 +51,77 @@ func ip(s string) []byte { return netip.MustParseAddr(s).AsSlice() }
 func TestParseAddrMessages(t *testing.T) {
 	const seq, index = 7, 3
 	var b []byte
-	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, ifaddr(unix.AF_INET, 32, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("10.0.0.2"), unix.IFA_LOCAL: ip("10.0.0.1")}))...)
-	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, ifaddr(unix.AF_INET6, 128, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("2001:db8::1")}))...)
-	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, ifaddr(unix.AF_INET6, 64, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("fe80::1")}))...)
-	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, ifaddr(unix.AF_INET, 32, index+1, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.9")}))...)
-	b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq-1, ifaddr(unix.AF_INET, 32, index, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.8")}))...)
+	add := func(seq uint32, family, bits byte, index uint32, attrs map[uint16][]byte) {
+		b = append(b, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, ifaddr(family, bits, index, attrs))...)
+	}
+	// As the kernel sends them: IPv4 always with IFA_LOCAL and IFA_ADDRESS,
+	// the latter the peer when there is one; IPv6 with IFA_ADDRESS only,
+	// unless there is a peer: then IFA_LOCAL is the address, IFA_ADDRESS the peer.
+	add(seq, unix.AF_INET, 32, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("10.0.0.1"), unix.IFA_LOCAL: ip("10.0.0.1")})
+	add(seq, unix.AF_INET, 24, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("10.0.0.100"), unix.IFA_LOCAL: ip("10.0.0.100")})
+	add(seq, unix.AF_INET, 32, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("10.9.0.2"), unix.IFA_LOCAL: ip("10.9.0.1")})
+	add(seq, unix.AF_INET6, 128, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("2001:db8::1")})
+	add(seq, unix.AF_INET6, 128, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("2001:db8:1::2"), unix.IFA_LOCAL: ip("2001:db8:1::1")})
+	add(seq, unix.AF_INET6, 64, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("2001:db8:2::1"), unix.IFA_LOCAL: ip("2001:db8:2::1")})
+	add(seq, unix.AF_INET6, 64, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("fe80::1")})
+	add(seq, unix.AF_INET6, 128, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("2001:db8:3::2"), unix.IFA_LOCAL: ip("fe80::1")})
+	add(seq, unix.AF_INET, 32, index+1, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.9")})
+	add(seq-1, unix.AF_INET, 32, index, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.8")})
 	got := map[netip.Prefix]struct{}{}
-	done, intr, err := parseAddrMessages(b, seq, index, got)
+	var peers []Peer
+	done, intr, err := parseAddrMessages(b, seq, index, got, &peers)
 	if err != nil || done || intr {
 		t.Fatalf("done %v, interrupted %v, err %v", done, intr, err)
 	}
-	want := map[netip.Prefix]struct{}{netip.MustParsePrefix("10.0.0.1/32"): {}, netip.MustParsePrefix("2001:db8::1/128"): {}}
+	want := map[netip.Prefix]struct{}{}
+	for _, p := range prefixes("10.0.0.1/32", "10.0.0.100/24", "2001:db8::1/128", "2001:db8:2::1/64") {
+		want[p] = struct{}{}
+	}
 	if diff := cmpDiff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+		t.Errorf("prefixes (-want +got):\n%s", diff)
+	}
+	wantPeers := []Peer{
+		{netip.MustParseAddr("10.9.0.1"), netip.MustParsePrefix("10.9.0.2/32")},
+		{netip.MustParseAddr("2001:db8:1::1"), netip.MustParsePrefix("2001:db8:1::2/128")},
+	}
+	if diff := cmpDiff(wantPeers, peers); diff != "" {
+		t.Errorf("peers (-want +got):\n%s", diff)
 	}
 
 	end := nlmsg(unix.NLMSG_DONE, unix.NLM_F_MULTI|unix.NLM_F_DUMP_INTR, seq, []byte{0, 0, 0, 0})
-	if done, intr, err := parseAddrMessages(end, seq, index, got); !done || !intr || err != nil {
+	if done, intr, err := parseAddrMessages(end, seq, index, got, &peers); !done || !intr || err != nil {
 		t.Errorf("end of an interrupted dump: done %v, interrupted %v, err %v", done, intr, err)
 	}
 	e := make([]byte, 4)
 	errno := -int32(unix.EINVAL)
 	binary.NativeEndian.PutUint32(e, uint32(errno))
-	_, _, err = parseAddrMessages(nlmsg(unix.NLMSG_ERROR, 0, seq, append(e, make([]byte, 16)...)), seq, index, got)
+	_, _, err = parseAddrMessages(nlmsg(unix.NLMSG_ERROR, 0, seq, append(e, make([]byte, 16)...)), seq, index, got, &peers)
 	if !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("error message: %v, want EINVAL", err)
 	}
 	bad := nlmsg(unix.RTM_NEWADDR, 0, seq, nil)
 	binary.NativeEndian.PutUint32(bad[0:], 999)
-	if _, _, err := parseAddrMessages(bad, seq, index, got); err == nil {
+	if _, _, err := parseAddrMessages(bad, seq, index, got, &peers); err == nil {
 		t.Error("a message longer than the datagram was accepted")
 	}
 }
 
 func FuzzParseAddrMessages(f *testing.F) {
 	f.Add(nlmsg(unix.RTM_NEWADDR, 0, 1, ifaddr(unix.AF_INET, 32, 2, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.1")})))
+	f.Add(nlmsg(unix.RTM_NEWADDR, 0, 1, ifaddr(unix.AF_INET6, 128, 2, map[uint16][]byte{unix.IFA_LOCAL: ip("2001:db8::1"), unix.IFA_ADDRESS: ip("2001:db8::2")})))
 	f.Add(nlmsg(unix.NLMSG_DONE, 0, 1, []byte{0, 0, 0, 0}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		into := map[netip.Prefix]struct{}{}
-		parseAddrMessages(b, 1, 2, into)
+		var peers []Peer
+		parseAddrMessages(b, 1, 2, into, &peers)
 		for p := range into {
 			if !p.IsValid() || p.Addr().IsLinkLocalUnicast() {
 				t.Fatalf("bad prefix %v", p)
+			}
+		}
+		for _, p := range peers {
+			if !p.Local.IsValid() || !p.Peer.IsValid() || p.Local.IsLinkLocalUnicast() || p.Local.Is4() != p.Peer.Addr().Is4() || p.Local == p.Peer.Addr() {
+				t.Fatalf("bad peer %v", p)
 			}
 		}
 	})

@@ -15,9 +15,16 @@ import (
 
 // fakeKernel is a Netlink that behaves like the kernel where rhi cares:
 // adding an address twice fails with EEXIST (for IPv6 the same address
-// with any prefix length counts, as in the kernel), deleting one that is not
-// there fails with EADDRNOTAVAIL, links are found by index, and a link that
-// is missing answers ENODEV. It logs every write and can inject failures.
+// with any prefix length or peer counts, as in the kernel), deleting one
+// that is not there fails with EADDRNOTAVAIL, links are found by index, and
+// a link that is missing answers ENODEV. It logs every write and can inject
+// failures.
+//
+// Point-to-point entries ("10.9.0.1 peer 10.9.0.2/32") are kept apart, as
+// the kernel matches them: an IPv4 one is another entry than 10.9.0.1/32
+// (both can be there, and deleting 10.9.0.1/32 never takes the peer entry),
+// while IPv6 matches a delete on address and length only, so deleting
+// 2001:db8::1/128 takes 2001:db8::1 peer 2001:db8::2/128.
 type fakeKernel struct {
 	links map[string]*fakeLink
 
@@ -40,6 +47,7 @@ type fakeLink struct {
 	index int
 	up    bool
 	addrs map[netip.Prefix]fakeAddr
+	peers map[Peer]fakeAddr
 }
 
 type fakeAddr struct {
@@ -51,14 +59,36 @@ func newFakeKernel() *fakeKernel {
 	return &fakeKernel{links: map[string]*fakeLink{}}
 }
 
-// addLink creates an up link with the given addresses, as if by ip(8).
+// addLink creates an up link with the given addresses, as if by ip(8):
+// "10.0.0.1/32", or "10.9.0.1 peer 10.9.0.2/32".
 func (f *fakeKernel) addLink(name string, addrs ...string) *fakeLink {
-	l := &fakeLink{index: len(f.links) + 2, up: true, addrs: map[netip.Prefix]fakeAddr{}}
+	l := &fakeLink{index: len(f.links) + 2, up: true, addrs: map[netip.Prefix]fakeAddr{}, peers: map[Peer]fakeAddr{}}
 	f.links[name] = l
 	for _, a := range addrs {
+		if local, peer, ok := strings.Cut(a, " peer "); ok {
+			l.peers[Peer{Local: netip.MustParseAddr(local), Peer: netip.MustParsePrefix(peer)}] = fakeAddr{}
+			continue
+		}
 		l.addrs[netip.MustParsePrefix(a)] = fakeAddr{}
 	}
 	return l
+}
+
+// peerOf returns the point-to-point entry addr describes, if it is one.
+func peerOf(addr *netlink.Addr) (Peer, bool) {
+	_, peer, ok := fromLibrary(*addr)
+	return peer, ok && peer.Local.IsValid()
+}
+
+// ipv6Del finds the entry an IPv6 delete of p takes: the kernel matches on
+// address and prefix length only, peer or not.
+func (l *fakeLink) ipv6Del(p netip.Prefix) (Peer, bool) {
+	for q := range l.peers {
+		if q.Local == p.Addr() && q.Peer.Bits() == p.Bits() {
+			return q, true
+		}
+	}
+	return Peer{}, false
 }
 
 func (f *fakeKernel) byIndex(i int) *fakeLink {
@@ -101,6 +131,18 @@ func (f *fakeKernel) AddrList(link netlink.Link, family int) ([]netlink.Addr, er
 			LinkIndex: l.index,
 		})
 	}
+	for p, a := range l.peers {
+		// As the library reads the kernel's message: the local address with
+		// a full-length mask, the peer with the entry's prefix length.
+		n := p.Local.BitLen()
+		out = append(out, netlink.Addr{
+			IPNet:     &net.IPNet{IP: p.Local.AsSlice(), Mask: net.CIDRMask(n, n)},
+			Peer:      &net.IPNet{IP: p.Peer.Addr().AsSlice(), Mask: net.CIDRMask(p.Peer.Bits(), n)},
+			Flags:     a.flags,
+			Scope:     a.scope,
+			LinkIndex: l.index,
+		})
+	}
 	if f.interrupted > 0 {
 		f.interrupted--
 		return out[:len(out)/2], netlink.ErrDumpInterrupted
@@ -114,7 +156,11 @@ func (f *fakeKernel) write(op string, link netlink.Link, addr *netlink.Addr) (*f
 	if !ok {
 		return nil, p, unix.EINVAL
 	}
-	f.ops = append(f.ops, op+" "+p.String())
+	if peer, ok := peerOf(addr); ok {
+		f.ops = append(f.ops, op+" "+peer.String())
+	} else {
+		f.ops = append(f.ops, op+" "+p.String())
+	}
 	if f.beforeWrite != nil {
 		f.beforeWrite(op, p)
 	}
@@ -133,17 +179,31 @@ func (f *fakeKernel) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
 	if err := f.failAdd[p]; err != nil {
 		return err
 	}
-	if _, ok := l.addrs[p]; ok {
-		return unix.EEXIST
-	}
+	peer, isPeer := peerOf(addr)
 	if p.Addr().Is6() {
 		for q := range l.addrs {
 			if q.Addr() == p.Addr() {
 				return unix.EEXIST
 			}
 		}
+		for q := range l.peers {
+			if q.Local == p.Addr() {
+				return unix.EEXIST
+			}
+		}
 	}
-	l.addrs[p] = fakeAddr{flags: addr.Flags, scope: addr.Scope}
+	a := fakeAddr{flags: addr.Flags, scope: addr.Scope}
+	if isPeer {
+		if _, ok := l.peers[peer]; ok {
+			return unix.EEXIST
+		}
+		l.peers[peer] = a
+		return nil
+	}
+	if _, ok := l.addrs[p]; ok {
+		return unix.EEXIST
+	}
+	l.addrs[p] = a
 	return nil
 }
 
@@ -155,6 +215,28 @@ func (f *fakeKernel) AddrDel(link netlink.Link, addr *netlink.Addr) error {
 	if err := f.failDel[p]; err != nil {
 		return err
 	}
+	peer, isPeer := peerOf(addr)
+	if p.Addr().Is6() {
+		if isPeer {
+			p = netip.PrefixFrom(peer.Local, peer.Peer.Bits())
+		}
+		if _, ok := l.addrs[p]; ok {
+			delete(l.addrs, p)
+			return nil
+		}
+		if q, ok := l.ipv6Del(p); ok {
+			delete(l.peers, q)
+			return nil
+		}
+		return unix.EADDRNOTAVAIL
+	}
+	if isPeer {
+		if _, ok := l.peers[peer]; !ok {
+			return unix.EADDRNOTAVAIL
+		}
+		delete(l.peers, peer)
+		return nil
+	}
 	if _, ok := l.addrs[p]; !ok {
 		return unix.EADDRNOTAVAIL
 	}
@@ -163,8 +245,8 @@ func (f *fakeKernel) AddrDel(link netlink.Link, addr *netlink.Addr) error {
 }
 
 // String prints every link and address, sorted, one per line:
-// "rhi0 up", "rhi0 2001:db8::1/128 nodad". Scope is printed only when it
-// is not global.
+// "rhi0 up", "rhi0 2001:db8::1/128 nodad", "rhi0 10.9.0.1 peer 10.9.0.2/32".
+// Scope is printed only when it is not global.
 func (f *fakeKernel) String() string {
 	var lines []string
 	for name, l := range f.links {
@@ -173,7 +255,7 @@ func (f *fakeKernel) String() string {
 			state = "up"
 		}
 		lines = append(lines, name+" "+state)
-		for p, a := range l.addrs {
+		line := func(p fmt.Stringer, a fakeAddr) string {
 			line := name + " " + p.String()
 			if a.flags&unix.IFA_F_NODAD != 0 {
 				line += " nodad"
@@ -181,7 +263,13 @@ func (f *fakeKernel) String() string {
 			if a.scope != unix.RT_SCOPE_UNIVERSE {
 				line += fmt.Sprintf(" scope %d", a.scope)
 			}
-			lines = append(lines, line)
+			return line
+		}
+		for p, a := range l.addrs {
+			lines = append(lines, line(p, a))
+		}
+		for p, a := range l.peers {
+			lines = append(lines, line(p, a))
 		}
 	}
 	slices.Sort(lines)
@@ -199,13 +287,16 @@ type leanKernel struct{ *fakeKernel }
 
 var _ prefixLister = leanKernel{}
 
-func (k leanKernel) ListPrefixes(index int, into map[netip.Prefix]struct{}) error {
+func (k leanKernel) ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
 	f := k.fakeKernel
 	f.seq++
 	var msgs [][]byte
 	if l := f.byIndex(index); l != nil {
 		for p, a := range l.addrs {
 			msgs = append(msgs, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, f.seq, kernelIfaddr(p, a, uint32(l.index))))
+		}
+		for p, a := range l.peers {
+			msgs = append(msgs, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, f.seq, kernelPeer(p, a, uint32(l.index))))
 		}
 	}
 	end := nlmsg(unix.NLMSG_DONE, unix.NLM_F_MULTI, f.seq, []byte{0, 0, 0, 0})
@@ -235,7 +326,8 @@ func (k leanKernel) ListPrefixes(index int, into map[netip.Prefix]struct{}) erro
 		datagrams = datagrams[1:]
 		return b, nil
 	}
-	return collect(next, f.seq, index, into)
+	err := collect(next, f.seq, index, into, &peers)
+	return peers, err
 }
 
 // kernelIfaddr encodes an address as the kernel does in a dump: an IPv4
@@ -248,6 +340,19 @@ func kernelIfaddr(p netip.Prefix, a fakeAddr, index uint32) []byte {
 		attrs[unix.IFA_LOCAL] = p.Addr().AsSlice()
 	}
 	b := ifaddr(family, byte(p.Bits()), index, attrs)
+	b[2], b[3] = byte(a.flags), byte(a.scope)
+	return b
+}
+
+// kernelPeer encodes a point-to-point entry as the kernel does, for both
+// families: IFA_LOCAL the local address, IFA_ADDRESS the peer, and the
+// peer's prefix length.
+func kernelPeer(p Peer, a fakeAddr, index uint32) []byte {
+	family := byte(unix.AF_INET6)
+	if p.Local.Is4() {
+		family = unix.AF_INET
+	}
+	b := ifaddr(family, byte(p.Peer.Bits()), index, map[uint16][]byte{unix.IFA_LOCAL: p.Local.AsSlice(), unix.IFA_ADDRESS: p.Peer.Addr().AsSlice()})
 	b[2], b[3] = byte(a.flags), byte(a.scope)
 	return b
 }

@@ -91,13 +91,15 @@ func setLink(t testing.TB, h *Handle, up bool) {
 
 // ipAddrs returns what `ip -j addr show` says rhi0 holds, one sorted line
 // per address: "10.0.0.1/32 global", "2001:db8::1/128 global nodad",
-// plus whether the link is administratively up.
+// "10.9.0.1 peer 10.9.0.2/32 global", plus whether the link is
+// administratively up.
 func ipAddrs(t *testing.T, ns string) ([]string, bool) {
 	t.Helper()
 	var links []struct {
 		Flags    []string `json:"flags"`
 		AddrInfo []struct {
 			Local     string `json:"local"`
+			Address   string `json:"address"` // the peer, when there is one
 			PrefixLen int    `json:"prefixlen"`
 			Scope     string `json:"scope"`
 			NoDAD     bool   `json:"nodad"`
@@ -111,6 +113,9 @@ func ipAddrs(t *testing.T, ns string) ([]string, bool) {
 	var lines []string
 	for _, a := range links[0].AddrInfo {
 		line := fmt.Sprintf("%s/%d %s", a.Local, a.PrefixLen, a.Scope)
+		if a.Address != "" && a.Address != a.Local {
+			line = fmt.Sprintf("%s peer %s/%d %s", a.Local, a.Address, a.PrefixLen, a.Scope)
+		}
 		if a.NoDAD {
 			line += " nodad"
 		}
@@ -380,11 +385,13 @@ func TestLeanDumpAgreesWithTheLibrary(t *testing.T) {
 	ns, h := labNS(t)
 	ipCmd(t, "-n", ns, "link", "add", "other0", "type", "ifb")
 	ipCmd(t, "-n", ns, "link", "set", "other0", "up")
-	for _, a := range []string{"10.0.0.1/32", "10.0.0.100/24", "192.0.2.1/32", "10.9.0.1/32 peer 10.9.0.2/32"} {
+	for _, a := range []string{"10.0.0.1/32", "10.0.0.100/24", "192.0.2.1/32", "10.9.0.1 peer 10.9.0.2/32", "10.9.1.1 peer 10.9.1.0/24"} {
 		ipCmd(t, append([]string{"-n", ns, "addr", "add"}, append(strings.Fields(a), "dev", iface)...)...)
 	}
-	for _, a := range []string{"2001:db8::1/128", "2001:db8:1::1/64"} {
-		ipCmd(t, "-n", ns, "addr", "add", a, "dev", iface, "nodad")
+	// The kernel sends IFA_LOCAL for IPv6 only with a peer, then with
+	// IFA_ADDRESS the peer; a peer equal to the address is no peer at all.
+	for _, a := range []string{"2001:db8::1/128", "2001:db8:1::1/64", "2001:db8:2::1 peer 2001:db8:2::2/128", "2001:db8:3::1 peer 2001:db8:3::1/128"} {
+		ipCmd(t, append([]string{"-n", ns, "addr", "add"}, append(strings.Fields(a), "dev", iface, "nodad")...)...)
 	}
 	for i := 0; i < 300; i++ { // more than one datagram's worth
 		ipCmd(t, "-n", ns, "addr", "add", fmt.Sprintf("10.1.%d.%d/32", i/250, i%250+1), "dev", iface)
@@ -395,7 +402,8 @@ func TestLeanDumpAgreesWithTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	fast := map[netip.Prefix]struct{}{}
-	if err := h.ListPrefixes(link.Attrs().Index, fast); err != nil {
+	fastPeers, err := h.ListPrefixes(link.Attrs().Index, fast, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	list, err := h.AddrList(link, netlink.FAMILY_ALL)
@@ -403,8 +411,15 @@ func TestLeanDumpAgreesWithTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow := map[netip.Prefix]struct{}{}
+	var slowPeers []Peer
 	for _, ad := range list {
-		if p, ok := toPrefix(ad); ok && !p.Addr().IsLinkLocalUnicast() {
+		p, peer, ok := fromLibrary(ad)
+		switch {
+		case !ok:
+			t.Errorf("library address %+v not understood", ad)
+		case peer.Local.IsValid():
+			slowPeers = append(slowPeers, peer)
+		case !p.Addr().IsLinkLocalUnicast():
 			slow[p] = struct{}{}
 		}
 	}
@@ -414,12 +429,91 @@ func TestLeanDumpAgreesWithTheLibrary(t *testing.T) {
 	if diff := cmpDiff(slow, fast); diff != "" {
 		t.Errorf("lean dump differs from AddrList (-library +lean):\n%s", diff)
 	}
-	if _, ok := fast[netip.MustParsePrefix("10.9.0.1/32")]; !ok {
-		t.Error("point-to-point address: the local end is the address")
+	slices.SortFunc(fastPeers, comparePeers)
+	slices.SortFunc(slowPeers, comparePeers)
+	if diff := cmpDiff(slowPeers, fastPeers); diff != "" {
+		t.Errorf("lean dump's peers differ from AddrList's (-library +lean):\n%s", diff)
+	}
+	wantPeers := peers("10.9.0.1 peer 10.9.0.2/32", "10.9.1.1 peer 10.9.1.0/24", "2001:db8:2::1 peer 2001:db8:2::2/128")
+	if diff := cmpDiff(wantPeers, fastPeers); diff != "" {
+		t.Errorf("point-to-point entries (-want +got):\n%s", diff)
+	}
+	for _, p := range prefixes("10.9.0.1/32", "2001:db8:2::1/128", "2001:db8:2::2/128") {
+		if _, ok := fast[p]; ok {
+			t.Errorf("the point-to-point entry was read as the address %s", p)
+		}
+	}
+	if _, ok := fast[netip.MustParsePrefix("2001:db8:3::1/128")]; !ok {
+		t.Error("an IPv6 entry whose peer is its own address: not read as that address")
 	}
 	// Again, on the same socket: sequence numbers keep answers apart.
 	again := map[netip.Prefix]struct{}{}
-	if err := h.ListPrefixes(link.Attrs().Index, again); err != nil || len(again) != len(fast) {
-		t.Errorf("second dump: %d addresses, %v", len(again), err)
+	againPeers, err := h.ListPrefixes(link.Attrs().Index, again, nil)
+	if err != nil || len(again) != len(fast) || len(againPeers) != len(fastPeers) {
+		t.Errorf("second dump: %d addresses, %d peers, %v", len(again), len(againPeers), err)
+	}
+}
+
+// TestNetlinkIntegrationPointToPoint: with the kernel's own point-to-point
+// entries on the link, rhi never takes one for its VIP, never deletes one,
+// and reports them as foreign in ip(8)'s form.
+func TestNetlinkIntegrationPointToPoint(t *testing.T) {
+	ns, h := labNS(t)
+	ipCmd(t, "-n", ns, "addr", "add", "10.9.0.1", "peer", "10.9.0.2/32", "dev", iface)
+	ipCmd(t, "-n", ns, "addr", "add", "2001:db8::1", "peer", "2001:db8::2/128", "dev", iface, "nodad")
+	ptp := []string{"10.9.0.1 peer 10.9.0.2/32 global", "2001:db8::1 peer 2001:db8::2/128 global nodad"}
+	log, hook := logtest.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	a := New(h, iface, log)
+	ctx := context.Background()
+
+	none := owned("-10.9.0.1/32", "-10.9.0.2/32", "-2001:db8::1/128", "-2001:db8::2/128")
+	for range 2 {
+		st, err := a.Set(ctx, none)
+		if err != nil {
+			t.Fatalf("Set, all withdrawn: %v", err)
+		}
+		if st.Changed != 0 || len(st.Present) != 0 {
+			t.Errorf("Set, all withdrawn: state %+v, want no change and nothing present", st)
+		}
+		if diff := cmpDiff(peers("10.9.0.1 peer 10.9.0.2/32", "2001:db8::1 peer 2001:db8::2/128"), st.ForeignPeers); diff != "" {
+			t.Errorf("ForeignPeers (-want +got):\n%s", diff)
+		}
+	}
+	got, _ := ipAddrs(t, ns)
+	if diff := cmpDiff(ptp, withoutLinkLocal(got)); diff != "" {
+		t.Errorf("ip addr show (-want +got):\n%s", diff)
+	}
+	wantLog := []string{"info foreign addresses on interface, left alone: [10.9.0.1 peer 10.9.0.2/32 2001:db8::1 peer 2001:db8::2/128]"}
+	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+
+	// Wanted: Linux takes 10.9.0.1/32 as another entry, but holds an IPv6
+	// address once.
+	both := owned("10.9.0.1/32", "2001:db8::1/128")
+	for i := range 2 {
+		st, err := a.Set(ctx, both)
+		wantErr := `vip "2001:db8::1/128": add on "rhi0": the address is already there as "2001:db8::1 peer 2001:db8::2/128"`
+		if err == nil || err.Error() != wantErr {
+			t.Errorf("Set error = %v, want %s", err, wantErr)
+		}
+		if diff := cmpDiff(prefixes("10.9.0.1/32"), st.Present); diff != "" || st.Changed != 1-i {
+			t.Errorf("Set %d: %d changed, Present (-want +got):\n%s", i, st.Changed, diff)
+		}
+	}
+	got, _ = ipAddrs(t, ns)
+	if diff := cmpDiff([]string{"10.9.0.1 peer 10.9.0.2/32 global", "10.9.0.1/32 global", "2001:db8::1 peer 2001:db8::2/128 global nodad"}, withoutLinkLocal(got)); diff != "" {
+		t.Errorf("ip addr show (-want +got):\n%s", diff)
+	}
+
+	// Withdrawn: rhi's own entry goes, the peer entry stays.
+	st, err := a.Set(ctx, none)
+	if err != nil || st.Changed != 1 {
+		t.Fatalf("Set, withdrawn again: %d changed, %v", st.Changed, err)
+	}
+	got, _ = ipAddrs(t, ns)
+	if diff := cmpDiff(ptp, withoutLinkLocal(got)); diff != "" {
+		t.Errorf("ip addr show (-want +got):\n%s", diff)
 	}
 }

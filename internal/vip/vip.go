@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/sirupsen/logrus"
 	"github.com/vishvananda/netlink"
@@ -42,9 +43,32 @@ type State struct {
 	// 10.0.0.100/32 is a VIP). From Set: everything not owned. From Observe:
 	// every address that is not a host prefix.
 	Foreign []netip.Prefix
+	// ForeignPeers lists, sorted, the point-to-point entries on the
+	// interface: those whose peer is not their local address. They are
+	// foreign too, and never in Present: a 10.9.0.1 peer 10.9.0.2/32 is not
+	// the VIP 10.9.0.1/32 (BIRD announces its peer prefix, and the kernel
+	// will not delete it as 10.9.0.1/32), whatever its local address.
+	ForeignPeers []Peer
 	// Changed counts the addresses Set added or deleted in this call
 	// (repairs included); always 0 from Observe.
 	Changed int
+}
+
+// Peer is a point-to-point entry on an interface: a local address and the
+// prefix of the peer the kernel routes to.
+type Peer struct {
+	Local netip.Addr
+	Peer  netip.Prefix
+}
+
+// String formats p as ip(8) does: "10.9.0.1 peer 10.9.0.2/32".
+func (p Peer) String() string { return p.Local.String() + " peer " + p.Peer.String() }
+
+func comparePeers(x, y Peer) int {
+	if c := x.Local.Compare(y.Local); c != 0 {
+		return c
+	}
+	return x.Peer.Compare(y.Peer)
 }
 
 // Has reports whether p is in s.Present.
@@ -75,8 +99,11 @@ type Announcer struct {
 	// addrs is reused by every read, to spare the daemon a 10,000-entry map
 	// of garbage per tick.
 	addrs map[netip.Prefix]struct{}
-	// foreign is the foreign set last logged.
-	foreign []netip.Prefix
+	// peers is reused by every read, like addrs.
+	peers []Peer
+	// foreign and foreignPeers are the foreign sets last logged.
+	foreign      []netip.Prefix
+	foreignPeers []Peer
 	// linkKnown says whether up holds the link state of a previous Set.
 	linkKnown bool
 	up        bool
@@ -100,6 +127,7 @@ type reading struct {
 	up      bool
 	lowerUp bool
 	addrs   map[netip.Prefix]struct{}
+	peers   []Peer // point-to-point entries, not in addrs
 }
 
 // Observe reads the interface and changes nothing. Its error wraps
@@ -119,7 +147,18 @@ func (a *Announcer) Observe(ctx context.Context) (State, error) {
 	}
 	slices.SortFunc(st.Present, netip.Prefix.Compare)
 	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
+	st.ForeignPeers = sortedPeers(r.peers)
 	return st, nil
+}
+
+// sortedPeers returns a sorted copy of peers, nil when there are none.
+func sortedPeers(peers []Peer) []Peer {
+	if len(peers) == 0 {
+		return nil
+	}
+	out := slices.Clone(peers)
+	slices.SortFunc(out, comparePeers)
+	return out
 }
 
 // op is one address change.
@@ -196,7 +235,7 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	byPrefix := func(x, y op) int { return x.p.Compare(y.p) }
 	slices.SortFunc(adds, byPrefix)
 	slices.SortFunc(dels, byPrefix)
-	adds = a.dropTaken(adds, r.addrs, &errs)
+	adds = a.dropTaken(adds, r.addrs, r.peers, &errs)
 	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), present, len(adds), len(dels))
 
 	same = same && len(adds) == 0 && len(dels) == 0
@@ -233,24 +272,32 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 		st.Foreign = append(st.Foreign, p)
 	}
 	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
-	a.noteForeign(st.Foreign)
+	st.ForeignPeers = sortedPeers(r.peers)
+	a.noteForeign(st.Foreign, st.ForeignPeers)
 	return st, errors.Join(errs...)
 }
 
 // dropTaken takes out of adds the IPv6 VIPs whose address is already on the
-// interface with another prefix length (2001:db8::1/64 for 2001:db8::1/128),
-// adding an error for each. The kernel holds an IPv6 address once whatever
-// its length, so the add would fail with EEXIST, be taken for success, and
-// BIRD would go on announcing the other prefix: a conflict an operator must
-// hear about on every tick. foreign holds the addresses not owned.
-func (a *Announcer) dropTaken(adds []op, foreign map[netip.Prefix]struct{}, errs *[]error) []op {
+// interface with another prefix length (2001:db8::1/64 for 2001:db8::1/128)
+// or as the local end of a point-to-point entry, adding an error for each.
+// The kernel holds an IPv6 address once whatever its length or peer, so the
+// add would fail with EEXIST, be taken for success, and BIRD would go on
+// announcing the other prefix: a conflict an operator must hear about on
+// every tick. foreign holds the addresses not owned. (IPv4 has no such
+// conflict: 10.9.0.1/32 and 10.9.0.1 peer 10.9.0.2/32 are two entries.)
+func (a *Announcer) dropTaken(adds []op, foreign map[netip.Prefix]struct{}, peers []Peer, errs *[]error) []op {
 	if !slices.ContainsFunc(adds, func(o op) bool { return o.p.Addr().Is6() }) {
 		return adds
 	}
-	taken := map[netip.Addr]netip.Prefix{}
+	taken := map[netip.Addr]fmt.Stringer{}
 	for q := range foreign {
 		if q.Addr().Is6() {
 			taken[q.Addr()] = q
+		}
+	}
+	for _, q := range peers {
+		if q.Local.Is6() {
+			taken[q.Local] = q
 		}
 	}
 	return slices.DeleteFunc(adds, func(o op) bool {
@@ -292,16 +339,26 @@ func (a *Announcer) apply(link netlink.Link, o op) error {
 
 // noteForeign logs the foreign addresses when they differ from the last
 // ones logged: an operator hears about them once, not on every tick.
-func (a *Announcer) noteForeign(foreign []netip.Prefix) {
-	if slices.Equal(foreign, a.foreign) {
+// Point-to-point entries are shown as ip(8) shows them, "10.9.0.1 peer
+// 10.9.0.2/32", so that one is not mistaken for the VIP 10.9.0.1/32.
+func (a *Announcer) noteForeign(foreign []netip.Prefix, peers []Peer) {
+	if slices.Equal(foreign, a.foreign) && slices.Equal(peers, a.foreignPeers) {
 		return
 	}
-	a.foreign = slices.Clone(foreign) // the caller may keep and change its State
-	if len(foreign) == 0 {
+	// The caller may keep and change its State.
+	a.foreign, a.foreignPeers = slices.Clone(foreign), slices.Clone(peers)
+	if len(foreign)+len(peers) == 0 {
 		a.log.Info("no foreign addresses on interface any more")
-	} else {
-		a.log.Infof("foreign addresses on interface, left alone: %v", foreign)
+		return
 	}
+	all := make([]string, 0, len(foreign)+len(peers))
+	for _, p := range foreign {
+		all = append(all, p.String())
+	}
+	for _, p := range peers {
+		all = append(all, p.String())
+	}
+	a.log.Infof("foreign addresses on interface, left alone: [%s]", strings.Join(all, " "))
 }
 
 // noteLink logs a change of the link's administrative state once.
@@ -343,6 +400,7 @@ func (a *Announcer) readOnce() (reading, error) {
 	}
 	attrs := link.Attrs()
 	clear(a.addrs)
+	a.peers = a.peers[:0]
 	r := reading{
 		link:    link,
 		up:      attrs.Flags&net.FlagUp != 0,
@@ -352,9 +410,12 @@ func (a *Announcer) readOnce() (reading, error) {
 	// Link-local addresses come with every link (the kernel's fe80::/64 on
 	// an ifb or a dummy); they are never VIPs and not worth reporting.
 	if pl, ok := a.nl.(prefixLister); ok {
-		if err := pl.ListPrefixes(attrs.Index, r.addrs); err != nil {
+		peers, err := pl.ListPrefixes(attrs.Index, r.addrs, a.peers)
+		a.peers = peers
+		if err != nil {
 			return reading{}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
 		}
+		r.peers = peers
 		return r, nil
 	}
 	list, err := a.nl.AddrList(link, netlink.FAMILY_ALL)
@@ -362,11 +423,39 @@ func (a *Announcer) readOnce() (reading, error) {
 		return reading{}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
 	}
 	for _, ad := range list {
-		if p, ok := toPrefix(ad); ok && !p.Addr().IsLinkLocalUnicast() {
+		p, peer, ok := fromLibrary(ad)
+		switch {
+		case !ok:
+		case peer.Local.IsValid():
+			if !peer.Local.IsLinkLocalUnicast() {
+				a.peers = append(a.peers, peer)
+			}
+		case !p.Addr().IsLinkLocalUnicast():
 			r.addrs[p] = struct{}{}
 		}
 	}
+	r.peers = a.peers
 	return r, nil
+}
+
+// fromLibrary reads an address of the netlink library as parseIfaddr reads
+// the kernel's message: a point-to-point entry (a Peer that is not the
+// local address) as a Peer, any other entry as a prefix. The library gives
+// the local address of an entry with a Peer a full-length mask; the
+// kernel's prefix length is the peer's.
+func fromLibrary(ad netlink.Addr) (netip.Prefix, Peer, bool) {
+	p, ok := toPrefix(ad)
+	if !ok || ad.Peer == nil {
+		return p, Peer{}, ok
+	}
+	q, ok := toPrefix(netlink.Addr{IPNet: ad.Peer})
+	switch {
+	case !ok || q.Addr().Is4() != p.Addr().Is4():
+		return netip.Prefix{}, Peer{}, false
+	case q.Addr() == p.Addr():
+		return q, Peer{}, true
+	}
+	return netip.Prefix{}, Peer{Local: p.Addr(), Peer: q}, true
 }
 
 // toPrefix turns a kernel address into the address and prefix length that

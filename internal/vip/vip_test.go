@@ -21,7 +21,7 @@ const iface = "rhi0"
 
 // cmpDiff is cmp.Diff that compares netip values with ==.
 func cmpDiff(x, y any) string {
-	return cmp.Diff(x, y, cmpopts.EquateComparable(netip.Prefix{}))
+	return cmp.Diff(x, y, cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{}))
 }
 
 func newTest(t *testing.T, addrs ...string) (*fakeKernel, *Announcer, *logtest.Hook) {
@@ -583,5 +583,110 @@ func TestSetCountsChanges(t *testing.T) {
 		if st.Changed != s.want {
 			t.Errorf("%s: Changed = %d, want %d", s.name, st.Changed, s.want)
 		}
+	}
+}
+
+func peers(ss ...string) []Peer {
+	var out []Peer
+	for _, s := range ss {
+		local, peer, _ := strings.Cut(s, " peer ")
+		out = append(out, Peer{Local: netip.MustParseAddr(local), Peer: netip.MustParsePrefix(peer)})
+	}
+	return out
+}
+
+// TestPointToPointIsForeign: an entry whose local address is a VIP's but
+// whose peer is another address is not that VIP. Taken for it, an unwanted
+// 10.9.0.1/32 was deleted on every tick (the kernel answers EADDRNOTAVAIL,
+// taken for success) while a wanted one was believed present and never
+// added; an unwanted 2001:db8::1/128 took the foreign IPv6 entry with it.
+func TestPointToPointIsForeign(t *testing.T) {
+	ptp := []string{"10.9.0.1 peer 10.9.0.2/32", "2001:db8::1 peer 2001:db8::2/128"}
+	for _, path := range readPaths {
+		t.Run(path.name, func(t *testing.T) {
+			f, a, hook := newTestOn(t, path, append(ptp, "10.0.0.1/32")...)
+			ctx := context.Background()
+
+			// Unwanted, whatever the entry's local or peer address: no write.
+			none := owned("-10.9.0.1/32", "-10.9.0.2/32", "-2001:db8::1/128", "-2001:db8::2/128", "10.0.0.1/32")
+			st, err := a.Set(ctx, none)
+			if err != nil {
+				t.Fatalf("Set: %v", err)
+			}
+			if len(f.ops) != 0 {
+				t.Errorf("Set wrote %v, want nothing", f.ops)
+			}
+			wantSt := State{Exists: true, Up: true, LowerUp: true, Present: prefixes("10.0.0.1/32"), ForeignPeers: peers(ptp...)}
+			if diff := cmpDiff(wantSt, st); diff != "" {
+				t.Errorf("state (-want +got):\n%s", diff)
+			}
+			obs, err := a.Observe(ctx)
+			if err != nil {
+				t.Fatalf("Observe: %v", err)
+			}
+			if diff := cmpDiff(wantSt, obs); diff != "" {
+				t.Errorf("Observe (-want +got):\n%s", diff)
+			}
+
+			// Wanted: the IPv4 VIP is added next to the peer entry, as the
+			// kernel allows; the IPv6 one cannot be, and says why each time.
+			both := owned("10.9.0.1/32", "2001:db8::1/128", "10.0.0.1/32")
+			for range 2 {
+				st, err = a.Set(ctx, both)
+				wantErr := `vip "2001:db8::1/128": add on "rhi0": the address is already there as "2001:db8::1 peer 2001:db8::2/128"`
+				if err == nil || err.Error() != wantErr {
+					t.Errorf("Set error = %v, want %s", err, wantErr)
+				}
+				if diff := cmpDiff(prefixes("10.0.0.1/32", "10.9.0.1/32"), st.Present); diff != "" {
+					t.Errorf("Present (-want +got):\n%s", diff)
+				}
+			}
+			if diff := cmpDiff([]string{"add 10.9.0.1/32"}, f.ops); diff != "" {
+				t.Errorf("ops (-want +got):\n%s", diff)
+			}
+			if diff := cmpDiff(want(append(ptp, "10.0.0.1/32", "10.9.0.1/32")...), f.String()); diff != "" {
+				t.Errorf("kernel (-want +got):\n%s", diff)
+			}
+
+			// Withdrawn again: only rhi's own entry goes.
+			f.ops = nil
+			if _, err := a.Set(ctx, none); err != nil {
+				t.Fatalf("Set: %v", err)
+			}
+			if diff := cmpDiff([]string{"del 10.9.0.1/32"}, f.ops); diff != "" {
+				t.Errorf("ops (-want +got):\n%s", diff)
+			}
+			if diff := cmpDiff(want(append(ptp, "10.0.0.1/32")...), f.String()); diff != "" {
+				t.Errorf("kernel (-want +got):\n%s", diff)
+			}
+			wantLog := []string{
+				"info foreign addresses on interface, left alone: [10.9.0.1 peer 10.9.0.2/32 2001:db8::1 peer 2001:db8::2/128]",
+				"info added address vip=10.9.0.1/32 action=add",
+				"info deleted address vip=10.9.0.1/32 action=delete",
+			}
+			if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
+				t.Errorf("log (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFakeDeletesLikeTheKernel pins the fake's kernel rules for
+// point-to-point entries (checked against Linux in the integration tests).
+func TestFakeDeletesLikeTheKernel(t *testing.T) {
+	f := newFakeKernel()
+	f.addLink(iface, "10.9.0.1 peer 10.9.0.2/32", "2001:db8::1 peer 2001:db8::2/128")
+	link, _ := f.LinkByName(iface)
+	if err := f.AddrDel(link, hostAddr(netip.MustParsePrefix("10.9.0.1/32"))); !errors.Is(err, unix.EADDRNOTAVAIL) {
+		t.Errorf("IPv4 delete of the local address: %v, want EADDRNOTAVAIL", err)
+	}
+	if err := f.AddrAdd(link, hostAddr(netip.MustParsePrefix("2001:db8::1/128"))); !errors.Is(err, unix.EEXIST) {
+		t.Errorf("IPv6 add of the local address: %v, want EEXIST", err)
+	}
+	if err := f.AddrDel(link, hostAddr(netip.MustParsePrefix("2001:db8::1/128"))); err != nil {
+		t.Errorf("IPv6 delete of the local address: %v, want it to take the peer entry", err)
+	}
+	if diff := cmpDiff(want("10.9.0.1 peer 10.9.0.2/32"), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
 	}
 }
