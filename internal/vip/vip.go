@@ -240,17 +240,27 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 
 	same = same && len(adds) == 0 && len(dels) == 0
 	changed := 0
+	var needless []refused
 	for _, o := range append(adds, dels...) {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("set on %q: %w", a.iface, err))
 			break
 		}
-		if err := a.apply(r.link, o); err != nil {
+		err := a.write(r.link, o)
+		if !o.add && isGone(err) {
+			needless = append(needless, refused{o, err})
+			continue
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("vip %q: %s on %q: %w%s", o.p, actionName(o.add), a.iface, err, permHint(err)))
 			continue
 		}
+		a.logChange(o)
 		a.reached[o.p] = o.add
 		changed++
+	}
+	if len(needless) > 0 {
+		changed += a.checkGone(ctx, needless, &errs)
 	}
 
 	if !same {
@@ -309,23 +319,53 @@ func (a *Announcer) dropTaken(adds []op, foreign map[netip.Prefix]struct{}, peer
 	})
 }
 
-// apply makes one change and logs it. An add of an address that is already
-// there, or a delete of one that is already gone, has reached its goal.
-func (a *Announcer) apply(link netlink.Link, o op) error {
+// write makes one change. An add of an address that is already there has
+// reached its goal. A delete the kernel calls needless (isGone) is returned
+// as such: the address may be gone, or the kernel may hold no entry of that
+// name though a read showed one, and only another read can tell.
+func (a *Announcer) write(link netlink.Link, o op) error {
 	addr := hostAddr(o.p)
-	var err error
-	if o.add {
-		if err = a.nl.AddrAdd(link, addr); errors.Is(err, unix.EEXIST) {
-			err = nil
-		}
-	} else {
-		if err = a.nl.AddrDel(link, addr); isGone(err) {
-			err = nil
-		}
+	if !o.add {
+		return a.nl.AddrDel(link, addr)
 	}
-	if err != nil {
+	if err := a.nl.AddrAdd(link, addr); !errors.Is(err, unix.EEXIST) {
 		return err
 	}
+	return nil
+}
+
+// refused is a delete the kernel answered as needless, with its answer.
+type refused struct {
+	o   op
+	err error
+}
+
+// checkGone reads the interface again after deletes the kernel called
+// needless. An address no longer listed was deleted by someone else since
+// the read, which is the goal reached: it is recorded and logged as a
+// delete, and counted in the result. One still listed is not gone, and its
+// delete is an error until it is.
+func (a *Announcer) checkGone(ctx context.Context, dels []refused, errs *[]error) int {
+	now, err := a.readInto(ctx, map[netip.Prefix]struct{}{}, nil)
+	n := 0
+	for _, d := range dels {
+		_, listed := now.addrs[d.o.p]
+		switch {
+		case err != nil:
+			*errs = append(*errs, fmt.Errorf("vip %q: delete on %q: %w, and reading again to check failed: %w", d.o.p, a.iface, d.err, err))
+		case listed:
+			*errs = append(*errs, fmt.Errorf("vip %q: delete on %q: %w, yet the address is still listed", d.o.p, a.iface, d.err))
+		default:
+			a.logChange(d.o)
+			a.reached[d.o.p] = false
+			n++
+		}
+	}
+	return n
+}
+
+// logChange logs one change Set made.
+func (a *Announcer) logChange(o op) {
 	e := a.log.WithFields(logrus.Fields{"vip": o.p.String(), "action": actionName(o.add)})
 	if o.repair {
 		e.WithField("reason", "changed by someone else").Warn("repaired address")
@@ -334,7 +374,6 @@ func (a *Announcer) apply(link netlink.Link, o op) error {
 	} else {
 		e.Info("deleted address")
 	}
-	return nil
 }
 
 // noteForeign logs the foreign addresses when they differ from the last
@@ -372,14 +411,24 @@ func (a *Announcer) noteLink(up bool) {
 	a.linkKnown, a.up = true, up
 }
 
-// read reads the link and its addresses, again while netlink reports that
-// the dump was interrupted, at most maxReads times.
+// read reads the link and its addresses into the Announcer's own buffers,
+// again while netlink reports that the dump was interrupted, at most
+// maxReads times.
 func (a *Announcer) read(ctx context.Context) (reading, error) {
+	r, err := a.readInto(ctx, a.addrs, a.peers)
+	a.peers = r.peers[:0] // keep what append grew, for the next read
+	return r, err
+}
+
+// readInto is read with the addresses put into addrs (cleared first) and
+// the peer entries appended to peers[:0].
+func (a *Announcer) readInto(ctx context.Context, addrs map[netip.Prefix]struct{}, peers []Peer) (reading, error) {
 	for i := 1; ; i++ {
 		if err := ctx.Err(); err != nil {
 			return reading{}, fmt.Errorf("read %q: %w", a.iface, err)
 		}
-		r, err := a.readOnce()
+		r, err := a.readOnce(addrs, peers[:0])
+		peers = r.peers
 		if err == nil || !errors.Is(err, netlink.ErrDumpInterrupted) {
 			return r, err
 		}
@@ -390,37 +439,37 @@ func (a *Announcer) read(ctx context.Context) (reading, error) {
 	}
 }
 
-func (a *Announcer) readOnce() (reading, error) {
+// readOnce reads the link and its addresses once, into addrs (cleared
+// first) and peers. The reading's peers is what became of peers, even on
+// an error, so that its storage can be reused.
+func (a *Announcer) readOnce(addrs map[netip.Prefix]struct{}, peers []Peer) (reading, error) {
 	link, err := a.nl.LinkByName(a.iface)
 	if err != nil {
 		if isLinkNotFound(err) {
-			return reading{}, fmt.Errorf("%w %q: %w", ErrNoInterface, a.iface, err)
+			return reading{peers: peers}, fmt.Errorf("%w %q: %w", ErrNoInterface, a.iface, err)
 		}
-		return reading{}, fmt.Errorf("read interface %q: %w", a.iface, err)
+		return reading{peers: peers}, fmt.Errorf("read interface %q: %w", a.iface, err)
 	}
 	attrs := link.Attrs()
-	clear(a.addrs)
-	a.peers = a.peers[:0]
+	clear(addrs)
 	r := reading{
 		link:    link,
 		up:      attrs.Flags&net.FlagUp != 0,
 		lowerUp: attrs.RawFlags&unix.IFF_LOWER_UP != 0,
-		addrs:   a.addrs,
+		addrs:   addrs,
 	}
 	// Link-local addresses come with every link (the kernel's fe80::/64 on
 	// an ifb or a dummy); they are never VIPs and not worth reporting.
 	if pl, ok := a.nl.(prefixLister); ok {
-		peers, err := pl.ListPrefixes(attrs.Index, r.addrs, a.peers)
-		a.peers = peers
+		r.peers, err = pl.ListPrefixes(attrs.Index, r.addrs, peers)
 		if err != nil {
-			return reading{}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
+			return reading{peers: r.peers}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
 		}
-		r.peers = peers
 		return r, nil
 	}
 	list, err := a.nl.AddrList(link, netlink.FAMILY_ALL)
 	if err != nil {
-		return reading{}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
+		return reading{peers: peers}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
 	}
 	for _, ad := range list {
 		p, peer, ok := fromLibrary(ad)
@@ -428,13 +477,13 @@ func (a *Announcer) readOnce() (reading, error) {
 		case !ok:
 		case peer.Local.IsValid():
 			if !peer.Local.IsLinkLocalUnicast() {
-				a.peers = append(a.peers, peer)
+				peers = append(peers, peer)
 			}
 		case !p.Addr().IsLinkLocalUnicast():
 			r.addrs[p] = struct{}{}
 		}
 	}
-	r.peers = a.peers
+	r.peers = peers
 	return r, nil
 }
 
@@ -527,12 +576,24 @@ func (a *Announcer) Renew(ctx context.Context, p netip.Prefix, present bool) err
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("vip %q: renew on %q: %w", p, a.iface, err)
 		}
-		if err := a.apply(r.link, op{p: p, add: add}); err != nil {
+		if err := a.applyRenew(r.link, op{p: p, add: add}); err != nil {
 			return fmt.Errorf("vip %q: renew (%s) on %q: %w", p, actionName(add), a.iface, err)
 		}
 	}
 	a.reached[p] = present
 	return nil
+}
+
+// applyRenew is one write of Renew, logged as Set logs it.
+func (a *Announcer) applyRenew(link netlink.Link, o op) error {
+	err := a.write(link, o)
+	if !o.add && isGone(err) {
+		err = nil
+	}
+	if err == nil {
+		a.logChange(o)
+	}
+	return err
 }
 
 func presence(b bool) string {

@@ -690,3 +690,34 @@ func TestFakeDeletesLikeTheKernel(t *testing.T) {
 		t.Errorf("kernel (-want +got):\n%s", diff)
 	}
 }
+
+// TestNeedlessDeleteIsChecked: when the kernel answers a delete with
+// EADDRNOTAVAIL, the address is read again. Gone (someone else deleted it
+// meanwhile, see TestRaceWithSomeoneElseCountsAsReached) is success; still
+// listed means the kernel holds no entry of that name to delete, which must
+// be an error every tick, not a "deleted" followed by a "repaired".
+func TestNeedlessDeleteIsChecked(t *testing.T) {
+	for _, path := range readPaths {
+		t.Run(path.name, func(t *testing.T) {
+			f, a, hook := newTestOn(t, path, "10.0.0.5/32", "10.0.0.6/32")
+			f.failDel = map[netip.Prefix]error{netip.MustParsePrefix("10.0.0.5/32"): unix.EADDRNOTAVAIL}
+			desired := owned("-10.0.0.5/32", "-10.0.0.6/32")
+			for i := range 2 {
+				st, err := a.Set(context.Background(), desired)
+				wantErr := `vip "10.0.0.5/32": delete on "rhi0": cannot assign requested address, yet the address is still listed`
+				if err == nil || err.Error() != wantErr || !errors.Is(err, unix.EADDRNOTAVAIL) {
+					t.Errorf("Set %d: error = %v, want %s", i, err, wantErr)
+				}
+				if diff := cmpDiff(prefixes("10.0.0.5/32"), st.Present); diff != "" || st.Changed != 1-i {
+					t.Errorf("Set %d: %d changed, Present (-want +got):\n%s", i, st.Changed, diff)
+				}
+			}
+			if diff := cmpDiff([]string{"del 10.0.0.5/32", "del 10.0.0.6/32", "del 10.0.0.5/32"}, f.ops); diff != "" {
+				t.Errorf("ops (-want +got):\n%s", diff)
+			}
+			if diff := cmpDiff([]string{"info deleted address vip=10.0.0.6/32 action=delete"}, logged(hook)); diff != "" {
+				t.Errorf("log (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
