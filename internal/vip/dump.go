@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -28,12 +29,18 @@ type Handle struct {
 }
 
 // NewHandle opens a route netlink handle in the current network namespace
-// whose every send and receive gives up after timeout, so that no netlink
-// call can block the daemon's loop for longer. The caller closes it.
+// (that of the calling thread) whose every send and receive gives up after
+// timeout, so that no netlink call can block the daemon's loop for longer.
+// The handle stays in that namespace whichever thread uses it. The caller
+// closes it.
 func NewHandle(timeout time.Duration) (*Handle, error) {
 	if timeout <= 0 {
 		return nil, fmt.Errorf("netlink timeout %s: must be positive", timeout)
 	}
+	// Both sockets and the namespace the dumper records must come from one
+	// thread, whatever namespace the others are in.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("open netlink: %w", err)
@@ -90,19 +97,47 @@ var _ prefixLister = (*Handle)(nil)
 // addrDumper runs RTM_GETADDR dumps on a raw netlink socket of its own.
 type addrDumper struct {
 	mu      sync.Mutex
-	fd      int // -1 when closed or broken
+	fd      int            // -1 when closed or broken
+	ns      netns.NsHandle // where the socket was opened, for reopening it
 	timeout time.Duration
 	seq     uint32
 	req     [24]byte
 	buf     []byte
 }
 
+// newAddrDumper opens a dumper in the namespace of the calling thread,
+// which must be locked to it.
 func newAddrDumper(timeout time.Duration) (*addrDumper, error) {
-	d := &addrDumper{fd: -1, timeout: timeout, buf: make([]byte, 64<<10)}
+	ns, err := netns.Get()
+	if err != nil {
+		return nil, fmt.Errorf("open netlink: current network namespace: %w", err)
+	}
+	d := &addrDumper{fd: -1, ns: ns, timeout: timeout, buf: make([]byte, 64<<10)}
 	if err := d.open(); err != nil {
+		ns.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// reopen opens a new socket in the namespace of the first. The calling
+// thread may be in another (a handle of NewHandleAt, used from anywhere),
+// and then the socket is opened from a thread that enters the namespace.
+// Entering needs CAP_SYS_ADMIN, which the daemon has not (and systemd's
+// RestrictNamespaces forbids), so it is done only when the thread is not
+// in the namespace already, as the daemon's threads always are.
+func (d *addrDumper) reopen() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	here, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("reopen netlink: current network namespace: %w", err)
+	}
+	defer here.Close()
+	if here.Equal(d.ns) {
+		return d.open()
+	}
+	return inns.Do(d.ns, d.open)
 }
 
 func (d *addrDumper) open() error {
@@ -131,10 +166,9 @@ func (d *addrDumper) open() error {
 func (d *addrDumper) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.fd >= 0 {
-		unix.Close(d.fd)
-		d.fd = -1
-	}
+	d.drop()
+	d.ns.Close()
+	d.ns = netns.None()
 }
 
 const nlmsgHdrLen = 16
@@ -145,9 +179,10 @@ func (d *addrDumper) list(index int, into map[netip.Prefix]struct{}, peers []Pee
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fd < 0 {
-		// A socket that timed out may still get the rest of that dump:
-		// start afresh rather than sort old answers from new.
-		if err := d.open(); err != nil {
+		// A socket that timed out may still be in the middle of that dump,
+		// and the kernel refuses (EBUSY) a new dump on it until the old one
+		// has been read to its end: start afresh on a new socket.
+		if err := d.reopen(); err != nil {
 			return peers, err
 		}
 	}
@@ -155,11 +190,19 @@ func (d *addrDumper) list(index int, into map[netip.Prefix]struct{}, peers []Pee
 	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 		var errno syscall.Errno
 		if !errors.As(err, &errno) || errno == unix.EAGAIN || errno == unix.EINTR || errno == unix.ENOBUFS {
-			unix.Close(d.fd)
-			d.fd = -1
+			d.drop()
 		}
 	}
 	return peers, err
+}
+
+// drop closes a socket that may hold the rest of a dump, so that the next
+// list opens a new one. d.mu must be held.
+func (d *addrDumper) drop() {
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
 }
 
 func (d *addrDumper) dump(index int, into map[netip.Prefix]struct{}, peers *[]Peer) error {

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +21,8 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/rhi-daemon/rhi/internal/inns"
 )
 
 // ipCmd runs ip(8) with a deadline and returns its standard output.
@@ -515,5 +518,68 @@ func TestNetlinkIntegrationPointToPoint(t *testing.T) {
 	got, _ = ipAddrs(t, ns)
 	if diff := cmpDiff(ptp, withoutLinkLocal(got)); diff != "" {
 		t.Errorf("ip addr show (-want +got):\n%s", diff)
+	}
+}
+
+// TestLeanDumpReopensInItsNamespace: after a dump that failed midway (a
+// receive timeout, EAGAIN) the dumper drops its socket and opens a new one
+// on the next call. That socket must be in the handle's namespace, not in
+// that of the calling thread: else a handle of NewHandleAt reads the
+// host's link that happens to have the same index.
+func TestLeanDumpReopensInItsNamespace(t *testing.T) {
+	ns, h := labNS(t)
+	ipCmd(t, "-n", ns, "addr", "add", "10.0.0.1/32", "dev", iface)
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := link.Attrs().Index
+	list := func() map[netip.Prefix]struct{} {
+		t.Helper()
+		got := map[netip.Prefix]struct{}{}
+		if _, err := h.ListPrefixes(index, got, nil); err != nil {
+			t.Fatalf("ListPrefixes: %v", err)
+		}
+		return got
+	}
+	want := list()
+	if _, ok := want[netip.MustParsePrefix("10.0.0.1/32")]; !ok || len(want) != 1 {
+		t.Fatalf("first dump: %v, want 10.0.0.1/32", want)
+	}
+	timedOut := func() {
+		h.dump.mu.Lock()
+		h.dump.drop() // what list does after EAGAIN
+		h.dump.mu.Unlock()
+	}
+
+	// From a thread in this process's own namespace, as in the daemon.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	lab, err := netns.GetFromName(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	here, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer here.Close()
+	if here.Equal(lab) {
+		t.Fatal("the test runs inside the lab namespace")
+	}
+	timedOut()
+	if diff := cmpDiff(want, list()); diff != "" {
+		t.Errorf("after a reopen from another namespace (-want +got):\n%s", diff)
+	}
+
+	// From a thread inside the handle's namespace.
+	timedOut()
+	var inside map[netip.Prefix]struct{}
+	if err := inns.Do(lab, func() error { inside = list(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmpDiff(want, inside); diff != "" {
+		t.Errorf("after a reopen from inside the namespace (-want +got):\n%s", diff)
 	}
 }
