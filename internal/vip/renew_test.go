@@ -2,9 +2,12 @@ package vip
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRenew(t *testing.T) {
@@ -29,7 +32,7 @@ func TestRenew(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, a, _ := newTest(t, tt.start...)
+			f, a, hook := newTest(t, tt.start...)
 			err := a.Renew(context.Background(), netip.MustParsePrefix(tt.vip), tt.present)
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 				t.Fatalf("err = %v, want %q", err, tt.err)
@@ -39,6 +42,95 @@ func TestRenew(t *testing.T) {
 			}
 			if diff := cmpDiff(tt.after, f.String()); diff != "" {
 				t.Errorf("kernel (-want +got):\n%s", diff)
+			}
+			// A renewal is no change of state: nothing at Info (the daemon
+			// logs one line per batch), one Debug line per address.
+			if l := logged(hook); len(l) != 0 {
+				t.Errorf("logged %v at info or above, want nothing", l)
+			}
+			var debug []string
+			for _, e := range hook.AllEntries() {
+				debug = append(debug, e.Message+" vip="+fmt.Sprint(e.Data["vip"])+" action="+fmt.Sprint(e.Data["action"]))
+			}
+			var wantDebug []string
+			if tt.err == "" {
+				wantDebug = []string{"renewed address for BIRD vip=" + tt.vip + " action=renew"}
+			}
+			if diff := cmpDiff(wantDebug, debug); diff != "" {
+				t.Errorf("debug log (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRenewHalfDone: when the second write of a renewal fails, the address
+// is left in the opposite state by rhi itself. The next Set must put it
+// right as an ordinary change, not warn of a change by someone else, and
+// must not report it as it was.
+func TestRenewHalfDone(t *testing.T) {
+	p := netip.MustParsePrefix("10.0.0.1/32")
+	tests := []struct {
+		name    string
+		start   []string
+		present bool
+		fail    func(f *fakeKernel)
+		err     string
+		next    map[netip.Prefix]bool
+		ops     []string
+		log     []string
+		after   string
+	}{
+		{"re-add fails; the next Set adds", []string{"10.0.0.1/32"}, true,
+			func(f *fakeKernel) { f.failAdd = map[netip.Prefix]error{p: unix.EPERM} },
+			`vip "10.0.0.1/32": renew (add) on "rhi0": operation not permitted (changing addresses needs CAP_NET_ADMIN); the address is absent until the next Set`,
+			owned("10.0.0.1/32"), []string{"add 10.0.0.1/32"},
+			[]string{"info added address vip=10.0.0.1/32 action=add"}, want("10.0.0.1/32")},
+		{"re-delete fails; the next Set deletes", nil, false,
+			func(f *fakeKernel) { f.failDel = map[netip.Prefix]error{p: unix.EBUSY} },
+			`vip "10.0.0.1/32": renew (delete) on "rhi0": device or resource busy; the address is present until the next Set`,
+			owned("-10.0.0.1/32"), []string{"del 10.0.0.1/32"},
+			[]string{"info deleted address vip=10.0.0.1/32 action=delete"}, want()},
+		{"re-add fails, then it is not wanted: nothing to do, nothing present", []string{"10.0.0.1/32"}, true,
+			func(f *fakeKernel) { f.failAdd = map[netip.Prefix]error{p: unix.EPERM} },
+			"the address is absent until the next Set",
+			owned("-10.0.0.1/32"), nil, nil, want()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, a, hook := newTest(t, tt.start...)
+			ctx := context.Background()
+			if _, err := a.Set(ctx, owned(map[bool]string{true: "", false: "-"}[tt.present]+p.String())); err != nil {
+				t.Fatalf("Set: %v", err)
+			}
+			tt.fail(f)
+			err := a.Renew(ctx, p, tt.present)
+			if err == nil {
+				t.Fatalf("Renew: no error, want %q", tt.err)
+			}
+			if !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Renew error = %v, want %q", err, tt.err)
+			}
+			f.failAdd, f.failDel, f.ops = nil, nil, nil
+			hook.Reset()
+			st, err := a.Set(ctx, tt.next)
+			if err != nil {
+				t.Fatalf("Set after the renewal: %v", err)
+			}
+			if diff := cmpDiff(tt.ops, f.ops); diff != "" {
+				t.Errorf("ops (-want +got):\n%s", diff)
+			}
+			if diff := cmpDiff(tt.log, logged(hook)); diff != "" {
+				t.Errorf("log (-want +got):\n%s", diff)
+			}
+			if diff := cmpDiff(tt.after, f.String()); diff != "" {
+				t.Errorf("kernel (-want +got):\n%s", diff)
+			}
+			var wantPresent []netip.Prefix
+			if tt.next[p] {
+				wantPresent = []netip.Prefix{p}
+			}
+			if diff := cmpDiff(wantPresent, st.Present); diff != "" {
+				t.Errorf("Present (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -101,6 +101,9 @@ type Announcer struct {
 	addrs map[netip.Prefix]struct{}
 	// peers is reused by every read, like addrs.
 	peers []Peer
+	// stale says that a.present may be out of date although owned and the
+	// interface are as the previous Set left them: Renew changed reached.
+	stale bool
 	// foreign and foreignPeers are the foreign sets last logged.
 	foreign      []netip.Prefix
 	foreignPeers []Peer
@@ -197,7 +200,7 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	var errs []error
 	var adds, dels []op
 	hosts, present := 0, 0
-	same := true // owned and the interface are as the previous Set left them
+	same := !a.stale // owned and the interface are as the previous Set left them
 	for p, want := range owned {
 		if !isHost(p) {
 			errs = append(errs, fmt.Errorf("vip %q: not a /32 or /128 host prefix", p))
@@ -264,6 +267,7 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	}
 
 	if !same {
+		a.stale = false
 		a.present = a.present[:0] // callers only ever get copies
 		for p, in := range a.reached {
 			if in {
@@ -560,6 +564,13 @@ func actionName(add bool) string {
 // says. Renewing is harmless to routing exactly when it is needed: BIRD's
 // table disagrees with the interface, so the brief opposite state matches
 // what BIRD already believes.
+//
+// A renewal is no change of state, so it is logged at Debug only (the
+// caller reports a batch of them). A cancelled ctx stops it before the
+// first write, never between the two (each is bounded by the socket's
+// timeout). When the second write fails, the address is left in the
+// opposite state and the error says so; the next Set puts it right as an
+// ordinary change of its own, not as a repair of someone else's.
 func (a *Announcer) Renew(ctx context.Context, p netip.Prefix, present bool) error {
 	if !isHost(p) {
 		return fmt.Errorf("vip %q: not a /32 or /128 host prefix", p)
@@ -572,28 +583,28 @@ func (a *Announcer) Renew(ctx context.Context, p netip.Prefix, present bool) err
 	if have != present {
 		return fmt.Errorf("vip %q: renew on %q: the address is %s, not %s", p, a.iface, presence(have), presence(present))
 	}
-	for _, add := range []bool{!present, present} {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("vip %q: renew on %q: %w", p, a.iface, err)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("vip %q: renew on %q: %w", p, a.iface, err)
+	}
+	for i, add := range []bool{!present, present} {
+		err := a.write(r.link, op{p: p, add: add})
+		if !add && isGone(err) {
+			err = nil // someone else took it meanwhile: the goal of this step
 		}
-		if err := a.applyRenew(r.link, op{p: p, add: add}); err != nil {
-			return fmt.Errorf("vip %q: renew (%s) on %q: %w", p, actionName(add), a.iface, err)
+		if err == nil {
+			continue
 		}
+		err = fmt.Errorf("vip %q: renew (%s) on %q: %w%s", p, actionName(add), a.iface, err, permHint(err))
+		if i == 1 {
+			a.reached[p] = !present
+			a.stale = true
+			err = fmt.Errorf("%w; the address is %s until the next Set", err, presence(!present))
+		}
+		return err
 	}
 	a.reached[p] = present
+	a.log.WithFields(logrus.Fields{"vip": p.String(), "action": "renew"}).Debug("renewed address for BIRD")
 	return nil
-}
-
-// applyRenew is one write of Renew, logged as Set logs it.
-func (a *Announcer) applyRenew(link netlink.Link, o op) error {
-	err := a.write(link, o)
-	if !o.add && isGone(err) {
-		err = nil
-	}
-	if err == nil {
-		a.logChange(o)
-	}
-	return err
 }
 
 func presence(b bool) string {
