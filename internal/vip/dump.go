@@ -236,11 +236,11 @@ func (d *addrDumper) recv() ([]byte, error) {
 
 // collect reads the datagrams of the dump numbered seq from next, up to
 // its end, adding the addresses of link index to into and its
-// point-to-point entries to peers. The kernel flags
-// with NLM_F_DUMP_INTR the message at which it saw the addresses change,
-// which need not be in the last datagram, so the flag is remembered until
-// the end: then the dump is reported as netlink.ErrDumpInterrupted, having
-// been read to its end so that no rest of it is left on the socket.
+// point-to-point entries to peers. The kernel flags with NLM_F_DUMP_INTR
+// the message at which it saw the addresses change, which need not be in
+// the last datagram, so the flag is remembered until the end: then the
+// dump is reported as netlink.ErrDumpInterrupted, having been read to its
+// end so that no rest of it is left on the socket.
 func collect(next func() ([]byte, error), seq uint32, index int, into map[netip.Prefix]struct{}, peers *[]Peer) error {
 	interrupted := false
 	for {
