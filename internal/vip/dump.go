@@ -298,39 +298,34 @@ func parseAddrMessages(b []byte, seq uint32, index int, into map[netip.Prefix]st
 				return true, interrupted, fmt.Errorf("address dump: %w", syscall.Errno(-e))
 			}
 		case unix.RTM_NEWADDR:
-			if p, peer, ok := parseIfaddr(msg, index); ok {
-				if peer.Local.IsValid() {
-					*peers = append(*peers, peer)
-				} else {
-					into[p] = struct{}{}
-				}
-			}
+			parseIfaddr(msg, index, into, peers)
 		}
 	}
 	return false, interrupted, nil
 }
 
-// parseIfaddr reads an ifaddrmsg and its attributes. The address is
-// IFA_LOCAL when there is one, else IFA_ADDRESS, as in the netlink library:
-// the kernel sends both for IPv4, and for an IPv6 point-to-point entry,
-// with IFA_ADDRESS the peer, and only IFA_ADDRESS for other IPv6 entries.
-// An entry whose peer is not its local address comes back as a Peer (the
-// prefix length is the peer's), any other as a prefix.
-func parseIfaddr(msg []byte, index int) (netip.Prefix, Peer, bool) {
+// parseIfaddr reads an ifaddrmsg and its attributes into into, or into
+// peers when it is a point-to-point entry, one whose peer is not its local
+// address (the prefix length is then the peer's). The address is IFA_LOCAL
+// when there is one, else IFA_ADDRESS, as in the netlink library: the
+// kernel sends both for IPv4, and for an IPv6 point-to-point entry, with
+// IFA_ADDRESS the peer, and only IFA_ADDRESS for other IPv6 entries. An
+// entry of another link, a link-local one or a garbled one is skipped.
+func parseIfaddr(msg []byte, index int, into map[netip.Prefix]struct{}, peers *[]Peer) {
 	const ifaddrLen = 8
 	if len(msg) < ifaddrLen {
-		return netip.Prefix{}, Peer{}, false
+		return
 	}
 	family, bits := msg[0], int(msg[1])
 	if int(binary.NativeEndian.Uint32(msg[4:])) != index {
-		return netip.Prefix{}, Peer{}, false
+		return
 	}
 	var local, address []byte
 	for a := msg[ifaddrLen:]; len(a) >= 4; {
 		l := int(binary.NativeEndian.Uint16(a[0:]))
 		typ := binary.NativeEndian.Uint16(a[2:])
 		if l < 4 || l > len(a) {
-			return netip.Prefix{}, Peer{}, false
+			return
 		}
 		switch typ {
 		case unix.IFA_LOCAL:
@@ -346,16 +341,15 @@ func parseIfaddr(msg []byte, index int) (netip.Prefix, Peer, bool) {
 	}
 	addr, ok := ipOf(family, raw)
 	if !ok || addr.IsLinkLocalUnicast() || bits > addr.BitLen() {
-		return netip.Prefix{}, Peer{}, false
+		return
 	}
 	if local == nil || address == nil || bytes.Equal(local, address) {
-		return netip.PrefixFrom(addr, bits), Peer{}, true
+		into[netip.PrefixFrom(addr, bits)] = struct{}{}
+		return
 	}
-	peer, ok := ipOf(family, address)
-	if !ok {
-		return netip.Prefix{}, Peer{}, false
+	if peer, ok := ipOf(family, address); ok {
+		*peers = append(*peers, Peer{Local: addr, Peer: netip.PrefixFrom(peer, bits)})
 	}
-	return netip.Prefix{}, Peer{Local: addr, Peer: netip.PrefixFrom(peer, bits)}, true
 }
 
 // ipOf reads an address attribute of the given family.
