@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
 const (
@@ -396,6 +398,14 @@ func TestStatus(t *testing.T) {
 	}
 	if !v.Since.Equal(r.clock.now()) {
 		t.Errorf("since = %v, want the tick's time %v", v.Since, r.clock.now())
+	}
+	r.link.do(func(l *fakeLink) {
+		l.addrs[netip.MustParsePrefix("192.0.2.7/32")] = true
+		l.peers = []vip.Peer{{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.9.0.2/32")}}
+	})
+	r.tick(t)
+	if got, want := r.d.Status().Interface.Foreign, []string{"192.0.2.7/32", "10.9.0.1 peer 10.9.0.2/32"}; !slices.Equal(got, want) {
+		t.Errorf("foreign = %q, want %q", got, want)
 	}
 }
 

@@ -77,6 +77,7 @@ type fakeLink struct {
 	onRenew func(netip.Prefix)
 	failAdd map[netip.Prefix]bool
 	failDel map[netip.Prefix]bool
+	peers   []vip.Peer // point-to-point entries, foreign by nature
 	// observeErrs fail the next Observe calls, one each, as a netlink
 	// read that times out would.
 	observeErrs []error
@@ -91,7 +92,7 @@ func newFakeLink(present ...string) *fakeLink {
 }
 
 func (l *fakeLink) state(owned map[netip.Prefix]bool) vip.State {
-	st := vip.State{Exists: l.exists, Up: l.exists && !l.down}
+	st := vip.State{Exists: l.exists, Up: l.exists && !l.down, ForeignPeers: l.peers}
 	for p := range l.addrs {
 		if _, mine := owned[p]; owned == nil || mine {
 			st.Present = append(st.Present, p)

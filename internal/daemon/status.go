@@ -50,11 +50,13 @@ type Status struct {
 
 // InterfaceStatus is what the last tick saw on the VIP interface.
 type InterfaceStatus struct {
-	Name    string   `json:"name"`
-	Exists  bool     `json:"exists"`
-	Up      bool     `json:"up"`
-	Error   string   `json:"error,omitempty"`
-	Foreign []string `json:"foreign,omitempty"` // addresses rhi does not own
+	Name   string `json:"name"`
+	Exists bool   `json:"exists"`
+	Up     bool   `json:"up"`
+	Error  string `json:"error,omitempty"`
+	// Foreign lists the addresses rhi does not own, point-to-point
+	// entries as ip(8) prints them ("10.9.0.1 peer 10.9.0.2/32").
+	Foreign []string `json:"foreign,omitempty"`
 	// Withdrawing lists the VIPs dropped from the config by a reload that
 	// are still on the interface: rhi owns them until they are gone.
 	Withdrawing []string `json:"withdrawing,omitempty"`
@@ -143,6 +145,9 @@ func (d *Daemon) Status() Status {
 	}
 	for _, p := range v.iface.Foreign {
 		s.Interface.Foreign = append(s.Interface.Foreign, p.String())
+	}
+	for _, p := range v.iface.ForeignPeers {
+		s.Interface.Foreign = append(s.Interface.Foreign, p.String()) // "10.9.0.1 peer 10.9.0.2/32"
 	}
 	s.VIPs = make([]VIPStatus, 0, len(v.cfg.VIPs))
 	for i := range v.cfg.VIPs {
