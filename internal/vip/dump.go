@@ -219,17 +219,23 @@ func (d *addrDumper) dump(index int, into map[netip.Prefix]struct{}, peers *[]Pe
 	if err := unix.Sendto(d.fd, d.req[:], 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("address dump: send: %w", err)
 	}
-	return collect(d.recv, d.seq, index, into, peers)
+	return collect(func() ([]byte, error) {
+		b, err := d.recv()
+		if err != nil {
+			err = fmt.Errorf("address dump: %w", err)
+		}
+		return b, err
+	}, d.seq, index, into, peers)
 }
 
-// recv reads one datagram of a dump into d.buf.
+// recv reads one datagram (of a dump, or acknowledgements) into d.buf.
 func (d *addrDumper) recv() ([]byte, error) {
 	n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
 	if err != nil {
 		if errors.Is(err, unix.EAGAIN) {
-			return nil, fmt.Errorf("address dump: no answer within %s: %w", d.timeout, err)
+			return nil, fmt.Errorf("no answer within %s: %w", d.timeout, err)
 		}
-		return nil, fmt.Errorf("address dump: receive: %w", err)
+		return nil, fmt.Errorf("receive: %w", err)
 	}
 	return d.buf[:n], nil
 }

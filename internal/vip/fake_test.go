@@ -1,6 +1,7 @@
 package vip
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -41,6 +43,11 @@ type fakeKernel struct {
 	// beforeWrite, when set, runs before each write is applied, to play
 	// someone else changing the interface at the same time.
 	beforeWrite func(op string, p netip.Prefix)
+	// loseAcks, when n > 0, makes the batch path lose its answers from the
+	// n-th change of a send on, as a socket whose deadline passes: the
+	// changes before it are made and answered, the n-th is made, and the
+	// rest of that send is neither made nor answered.
+	loseAcks int
 }
 
 type fakeLink struct {
@@ -355,4 +362,81 @@ func kernelPeer(p Peer, a fakeAddr, index uint32) []byte {
 	b := ifaddr(family, byte(p.Peer.Bits()), index, map[uint16][]byte{unix.IFA_LOCAL: p.Local.AsSlice(), unix.IFA_ADDRESS: p.Peer.Addr().AsSlice()})
 	b[2], b[3] = byte(a.flags), byte(a.scope)
 	return b
+}
+
+// leanKernel writes as the production Handle does, through the batch path:
+// WriteAddrs encodes the changes with appendAddrMsg, and the fake decodes
+// each message as the kernel would, applies it with AddrAdd or AddrDel, and
+// answers with acknowledgements, three to a datagram and after a late one
+// of an earlier request, that the Handle's own parseAcks reads.
+var _ batchWriter = leanKernel{}
+
+func (k leanKernel) WriteAddrs(ctx context.Context, index int, changes []AddrChange) ([]error, error) {
+	f := k.fakeKernel
+	var queue [][]byte
+	send := func(b []byte) error {
+		var acks []byte
+		acks = append(acks, nlmsg(unix.NLMSG_ERROR, 0, 0, make([]byte, 20))...) // late, seq 0
+		for n := 0; len(b) >= nlmsgHdrLen; n++ {
+			l := int(binary.NativeEndian.Uint32(b))
+			typ, seq := binary.NativeEndian.Uint16(b[4:]), binary.NativeEndian.Uint32(b[8:])
+			err := f.apply(typ, b[nlmsgHdrLen:l])
+			if f.loseAcks > 0 {
+				f.loseAcks--
+				if f.loseAcks == 0 {
+					if len(acks) > 0 {
+						queue = append(queue, acks)
+					}
+					return nil // this and later answers never come
+				}
+			}
+			var errno [4]byte
+			if e, ok := err.(syscall.Errno); ok {
+				binary.NativeEndian.PutUint32(errno[:], uint32(-int32(e)))
+			}
+			acks = append(acks, nlmsg(unix.NLMSG_ERROR, 0, seq, append(errno[:], b[:nlmsgHdrLen]...))...)
+			if n%3 == 2 {
+				queue, acks = append(queue, acks), nil
+			}
+			b = b[align4(l):]
+		}
+		if len(acks) > 0 {
+			queue = append(queue, acks)
+		}
+		return nil
+	}
+	recv := func() ([]byte, error) {
+		if len(queue) == 0 {
+			return nil, fmt.Errorf("no answer within 2s: %w", unix.EAGAIN)
+		}
+		b := queue[0]
+		queue = queue[1:]
+		return b, nil
+	}
+	return writeAddrs(ctx, index, changes, &f.seq, send, recv)
+}
+
+// apply decodes an RTM_NEWADDR or RTM_DELADDR as the kernel reads it and
+// makes the change.
+func (f *fakeKernel) apply(typ uint16, msg []byte) error {
+	family, bits, flags, scope := msg[0], int(msg[1]), int(msg[2]), int(msg[3])
+	index := int(binary.NativeEndian.Uint32(msg[4:]))
+	var local []byte
+	for a := msg[8:]; len(a) >= 4; {
+		l := int(binary.NativeEndian.Uint16(a))
+		if binary.NativeEndian.Uint16(a[2:]) == unix.IFA_LOCAL {
+			local = a[4:l]
+		}
+		a = a[align4(l):]
+	}
+	ip, ok := ipOf(family, local)
+	if !ok {
+		return unix.EINVAL
+	}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(bits, ip.BitLen())}, Flags: flags, Scope: scope}
+	link := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Index: index}}
+	if typ == unix.RTM_NEWADDR {
+		return f.AddrAdd(link, addr)
+	}
+	return f.AddrDel(link, addr)
 }

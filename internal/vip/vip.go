@@ -182,8 +182,9 @@ type op struct {
 //
 // Set is idempotent and may be called on every tick. When the interface is
 // missing it changes nothing and its error wraps ErrNoInterface. A
-// cancelled ctx stops it between two writes. Each netlink call is bounded
-// by the netlink socket's own timeout (see NewHandle).
+// cancelled ctx stops it between two writes (a Handle writes in batches:
+// between two sends of up to batchSize writes). Each netlink call is
+// bounded by the netlink socket's own timeout (see NewHandle).
 func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
 	r, err := a.read(ctx)
 	if err != nil {
@@ -244,12 +245,22 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	same = same && len(adds) == 0 && len(dels) == 0
 	changed := 0
 	var needless []refused
-	for _, o := range append(adds, dels...) {
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, fmt.Errorf("set on %q: %w", a.iface, err))
-			break
+	ops := append(adds, dels...)
+	answers, stop := a.writeAll(ctx, r.link, ops)
+	if stop != nil {
+		n := 0
+		for _, err := range answers {
+			if err == ErrNotWritten {
+				n++
+			}
 		}
-		err := a.write(r.link, o)
+		errs = append(errs, fmt.Errorf("set on %q: %d of %d changes not made: %w", a.iface, n, len(ops), stop))
+	}
+	for i, o := range ops {
+		err := answers[i]
+		if err == ErrNotWritten {
+			continue // the next Set reads again and retries
+		}
 		if !o.add && isGone(err) {
 			needless = append(needless, refused{o, err})
 			continue
@@ -321,6 +332,37 @@ func (a *Announcer) dropTaken(adds []op, foreign map[netip.Prefix]struct{}, peer
 		}
 		return ok
 	})
+}
+
+// writeAll makes the changes, in order, and returns the answer to each as
+// batchWriter.WriteAddrs does: in a few sends when a.nl is a batchWriter,
+// else one write after the other, stopping when ctx ends. An add of an
+// address that is already there has reached its goal.
+func (a *Announcer) writeAll(ctx context.Context, link netlink.Link, ops []op) ([]error, error) {
+	if bw, ok := a.nl.(batchWriter); ok {
+		changes := make([]AddrChange, len(ops))
+		for i, o := range ops {
+			changes[i] = AddrChange{Prefix: o.p, Add: o.add}
+		}
+		answers, err := bw.WriteAddrs(ctx, link.Attrs().Index, changes)
+		for i, o := range ops {
+			if o.add && errors.Is(answers[i], unix.EEXIST) {
+				answers[i] = nil
+			}
+		}
+		return answers, err
+	}
+	answers := make([]error, len(ops))
+	for i, o := range ops {
+		if err := ctx.Err(); err != nil {
+			for j := i; j < len(ops); j++ {
+				answers[j] = ErrNotWritten
+			}
+			return answers, err
+		}
+		answers[i] = a.write(link, o)
+	}
+	return answers, nil
 }
 
 // write makes one change. An add of an address that is already there has

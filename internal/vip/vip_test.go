@@ -3,6 +3,7 @@ package vip
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -26,7 +27,7 @@ func cmpDiff(x, y any) string {
 
 func newTest(t *testing.T, addrs ...string) (*fakeKernel, *Announcer, *logtest.Hook) {
 	t.Helper()
-	return newTestOn(t, libraryPath, addrs...)
+	return newTestOn(t, leanPath, addrs...)
 }
 
 // readPath is one of the two ways an Announcer reads the interface.
@@ -477,8 +478,10 @@ func TestObserve(t *testing.T) {
 	}
 }
 
+// TestSetStopsWhenCancelled: one write after the other (the library's
+// path), a cancelled ctx stops Set between two writes.
 func TestSetStopsWhenCancelled(t *testing.T) {
-	f, a, _ := newTest(t)
+	f, a, _ := newTestOn(t, libraryPath)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.beforeWrite = func(string, netip.Prefix) { cancel() }
@@ -496,6 +499,59 @@ func TestSetStopsWhenCancelled(t *testing.T) {
 	f.ops = nil
 	if _, err := a.Set(ctx, owned("10.0.0.4/32")); !errors.Is(err, context.Canceled) || len(f.ops) != 0 {
 		t.Errorf("Set on a cancelled ctx: error %v, ops %v; want context.Canceled and no ops", err, f.ops)
+	}
+}
+
+// TestSetBatchStopsWhenCancelled: in batches (a Handle's path), a cancelled
+// ctx stops Set between two sends: the send under way is made whole, the
+// rest is not, and the error says how much is left.
+func TestSetBatchStopsWhenCancelled(t *testing.T) {
+	f, a, _ := newTestOn(t, leanPath)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.beforeWrite = func(string, netip.Prefix) { cancel() }
+	var vips []string
+	for i := range batchSize + 44 {
+		vips = append(vips, fmt.Sprintf("10.0.%d.%d/32", i/250, i%250+1))
+	}
+	st, err := a.Set(ctx, owned(vips...))
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), fmt.Sprintf("44 of %d changes not made", len(vips))) {
+		t.Errorf("Set error = %v, want context.Canceled with 44 changes not made", err)
+	}
+	if len(f.ops) != batchSize || len(st.Present) != batchSize {
+		t.Errorf("%d writes and %d present after the first send, want %d", len(f.ops), len(st.Present), batchSize)
+	}
+	f.beforeWrite = nil
+	st, err = a.Set(context.Background(), owned(vips...))
+	if err != nil || len(st.Present) != len(vips) {
+		t.Errorf("the next Set: error %v, %d present; want the rest added", err, len(st.Present))
+	}
+}
+
+// TestSetBatchAnswersLost: a send whose answers stop coming (the socket's
+// deadline) leaves what was answered recorded and the rest to the next
+// Set, which finds the change the kernel made unanswered already made.
+func TestSetBatchAnswersLost(t *testing.T) {
+	f, a, _ := newTestOn(t, leanPath)
+	f.loseAcks = 4
+	vips := []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32", "10.0.0.5/32", "10.0.0.6/32"}
+	st, err := a.Set(context.Background(), owned(vips...))
+	if err == nil || !strings.Contains(err.Error(), "3 of 6 changes not made") || !errors.Is(err, unix.EAGAIN) {
+		t.Errorf("Set error = %v, want 3 of 6 not made, no answer", err)
+	}
+	if diff := cmpDiff(prefixes("10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32"), st.Present); diff != "" {
+		t.Errorf("Present: the answered changes (-want +got):\n%s", diff)
+	}
+	if got := f.String(); got != want("10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32") {
+		t.Errorf("kernel after the lost answers:\n%s", got)
+	}
+	f.ops = nil
+	st, err = a.Set(context.Background(), owned(vips...))
+	if err != nil || len(st.Present) != 6 {
+		t.Fatalf("the next Set: error %v, present %v", err, st.Present)
+	}
+	if diff := cmpDiff([]string{"add 10.0.0.5/32", "add 10.0.0.6/32"}, f.ops); diff != "" {
+		t.Errorf("the next Set's writes (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,0 +1,189 @@
+package vip
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// AddrChange is one address write: add or delete a VIP on a link.
+type AddrChange struct {
+	Prefix netip.Prefix // a /32 or /128
+	Add    bool
+}
+
+// batchWriter is the fast path Set takes when its Netlink has one: the
+// changes of a tick go to the kernel many to a send, each acknowledged on
+// its own, instead of one send and one wait per address. The kernel does
+// the same work either way; what goes is a system call pair and the
+// netlink library's encoding per address (1,000 deletes: ~12 ms instead of
+// ~37 ms, 1,000 adds ~20 ms instead of ~48 ms, on this machine).
+type batchWriter interface {
+	// WriteAddrs makes changes on the link with the given index, in
+	// order, and returns the kernel's answer to each, as long as changes:
+	// nil, or its errno (EEXIST for an add of an address that is there,
+	// EADDRNOTAVAIL for a delete of one that is not), or ErrNotWritten for
+	// a change that got no answer. Then err says why (the socket, its
+	// deadline, ctx), and the change may or may not have been made.
+	WriteAddrs(ctx context.Context, index int, changes []AddrChange) (answers []error, err error)
+}
+
+// ErrNotWritten is the answer of a change a batch did not get to, or got
+// no answer for.
+var ErrNotWritten = errors.New("not written")
+
+var _ batchWriter = (*Handle)(nil)
+
+// WriteAddrs implements batchWriter on the handle's own socket.
+func (h *Handle) WriteAddrs(ctx context.Context, index int, changes []AddrChange) ([]error, error) {
+	return h.dump.write(ctx, index, changes)
+}
+
+// batchSize bounds the changes of one send: 64 bytes each, and their
+// acknowledgements, fit the socket buffers with room to spare.
+const batchSize = 256
+
+// addrMsgLen is an RTM_NEWADDR or RTM_DELADDR of a VIP: the header, an
+// ifaddrmsg, and IFA_LOCAL and IFA_ADDRESS of up to 16 bytes each.
+const addrMsgLen = nlmsgHdrLen + 8 + 2*(4+16)
+
+func (d *addrDumper) write(ctx context.Context, index int, changes []AddrChange) ([]error, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd < 0 {
+		if err := d.reopen(); err != nil {
+			return notWritten(make([]error, len(changes)), nil, 0), err
+		}
+	}
+	send := func(b []byte) error {
+		return unix.Sendto(d.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	}
+	answers, err := writeAddrs(ctx, index, changes, &d.seq, send, d.recv)
+	if err != nil && ctx.Err() == nil {
+		// Answers still owed may come later on this socket: the next
+		// call starts afresh on another.
+		d.drop()
+	}
+	return answers, err
+}
+
+// writeAddrs is WriteAddrs over a netlink socket's send and recv: the
+// changes go batchSize to a send, numbered from *seq on, and each send's
+// acknowledgements are read before the next, so that the kernel makes the
+// changes in order.
+func writeAddrs(ctx context.Context, index int, changes []AddrChange, seq *uint32, send func([]byte) error, recv func() ([]byte, error)) ([]error, error) {
+	answers := make([]error, len(changes))
+	got := make([]bool, len(changes)) // the kernel answered
+	req := make([]byte, 0, min(len(changes), batchSize)*addrMsgLen)
+	for start := 0; start < len(changes); start += batchSize {
+		if err := ctx.Err(); err != nil {
+			return notWritten(answers, got, start), err
+		}
+		end := min(start+batchSize, len(changes))
+		first := *seq + 1
+		req = req[:0]
+		for _, c := range changes[start:end] {
+			*seq++
+			req = appendAddrMsg(req, *seq, index, c)
+		}
+		if err := send(req); err != nil {
+			return notWritten(answers, got, start), fmt.Errorf("address write: send: %w", err)
+		}
+		for pending := end - start; pending > 0; {
+			b, err := recv()
+			if err == nil {
+				var n int
+				n, err = parseAcks(b, first, answers[start:end], got[start:end])
+				pending -= n
+			}
+			if err != nil {
+				return notWritten(answers, got, start), fmt.Errorf("address write: %w", err)
+			}
+		}
+	}
+	return answers, nil
+}
+
+// notWritten marks as ErrNotWritten every answer from from on that did not
+// come (got nil: none did).
+func notWritten(answers []error, got []bool, from int) []error {
+	for i := from; i < len(answers); i++ {
+		if got == nil || !got[i] {
+			answers[i] = ErrNotWritten
+		}
+	}
+	return answers
+}
+
+// appendAddrMsg appends an RTM_NEWADDR (with NLM_F_CREATE|NLM_F_EXCL, as
+// the netlink library sends it) or RTM_DELADDR for c, asking for an
+// acknowledgement: what AddrAdd and AddrDel of hostAddr(c.Prefix) send,
+// scope global and, for IPv6, nodad.
+func appendAddrMsg(b []byte, seq uint32, index int, c AddrChange) []byte {
+	ip := c.Prefix.Addr()
+	raw := ip.AsSlice()
+	attr := 4 + len(raw)
+	l := nlmsgHdrLen + 8 + 2*align4(attr)
+	typ, flags := uint16(unix.RTM_DELADDR), uint16(unix.NLM_F_REQUEST|unix.NLM_F_ACK)
+	if c.Add {
+		typ, flags = unix.RTM_NEWADDR, flags|unix.NLM_F_CREATE|unix.NLM_F_EXCL
+	}
+	family, ifaFlags := byte(unix.AF_INET), byte(0)
+	if ip.Is6() {
+		family, ifaFlags = unix.AF_INET6, unix.IFA_F_NODAD
+	}
+	ne := binary.NativeEndian
+	b = ne.AppendUint32(b, uint32(l))
+	b = ne.AppendUint16(b, typ)
+	b = ne.AppendUint16(b, flags)
+	b = ne.AppendUint32(b, seq)
+	b = ne.AppendUint32(b, 0)
+	b = append(b, family, byte(ip.BitLen()), ifaFlags, unix.RT_SCOPE_UNIVERSE)
+	b = ne.AppendUint32(b, uint32(index))
+	for _, t := range []uint16{unix.IFA_LOCAL, unix.IFA_ADDRESS} {
+		b = ne.AppendUint16(b, uint16(attr))
+		b = ne.AppendUint16(b, t)
+		b = append(b, raw...)
+		for range align4(attr) - attr {
+			b = append(b, 0)
+		}
+	}
+	return b
+}
+
+// parseAcks reads the acknowledgements in one datagram. Those whose
+// sequence is first+i answer the change whose result is errs[i]: nil for
+// success, the errno otherwise; got[i] records that it came. Other
+// sequences are late answers to earlier requests and are skipped. It
+// returns how many changes the datagram answered.
+func parseAcks(b []byte, first uint32, errs []error, got []bool) (int, error) {
+	ne := binary.NativeEndian
+	n := 0
+	for len(b) >= nlmsgHdrLen {
+		l := int(ne.Uint32(b[0:]))
+		typ, seq := ne.Uint16(b[4:]), ne.Uint32(b[8:])
+		if l < nlmsgHdrLen || l > len(b) {
+			return n, fmt.Errorf("message of %d bytes in %d", l, len(b))
+		}
+		msg := b[nlmsgHdrLen:l]
+		b = b[min(align4(l), len(b)):]
+		i := int(seq - first) // wraps to a large value below first
+		if typ != unix.NLMSG_ERROR || i < 0 || i >= len(errs) || got[i] {
+			continue
+		}
+		if len(msg) < 4 {
+			return n, errors.New("short acknowledgement")
+		}
+		if e := int32(ne.Uint32(msg)); e < 0 {
+			errs[i] = syscall.Errno(-e)
+		}
+		got[i] = true
+		n++
+	}
+	return n, nil
+}
