@@ -321,13 +321,17 @@ func (d *Daemon) tick(ctx context.Context) {
 		d.changed = true
 	}
 	for _, c := range changes {
-		d.logChange(c)
 		if c.From.Announced != c.To.Announced {
 			d.since[c.VIP] = polled
 			d.flips[c.VIP]++
 		}
 	}
 	d.apply(ctx)
+	// Logged once the interface is set: at 1,000 VIPs writing the lines
+	// takes longer than the changes, and must not delay them.
+	for _, c := range changes {
+		d.logChange(c)
+	}
 	if d.changed {
 		d.requestConfirm()
 	}

@@ -243,7 +243,7 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), present, len(adds), len(dels))
 
 	same = same && len(adds) == 0 && len(dels) == 0
-	changed := 0
+	changed, added := 0, 0
 	var needless []refused
 	ops := append(adds, dels...)
 	answers, stop := a.writeAll(ctx, r.link, ops)
@@ -272,10 +272,14 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 		a.logChange(o)
 		a.reached[o.p] = o.add
 		changed++
+		if o.add {
+			added++
+		}
 	}
 	if len(needless) > 0 {
 		changed += a.checkGone(ctx, needless, &errs)
 	}
+	a.logSummary(added, changed-added)
 
 	if !same {
 		a.stale = false
@@ -410,15 +414,26 @@ func (a *Announcer) checkGone(ctx context.Context, dels []refused, errs *[]error
 	return n
 }
 
-// logChange logs one change Set made.
+// logChange logs one change Set made. A repair of someone else's change
+// is worth a warning each; the others are what the caller asked for, and
+// the caller logs its reasons: here they get a Debug line each and one
+// Info line per Set (logSummary), since 1,000 lines take longer to write
+// than the 1,000 changes.
 func (a *Announcer) logChange(o op) {
 	e := a.log.WithFields(logrus.Fields{"vip": o.p.String(), "action": actionName(o.add)})
 	if o.repair {
 		e.WithField("reason", "changed by someone else").Warn("repaired address")
 	} else if o.add {
-		e.Info("added address")
+		e.Debug("added address")
 	} else {
-		e.Info("deleted address")
+		e.Debug("deleted address")
+	}
+}
+
+// logSummary logs what one Set changed, in one line.
+func (a *Announcer) logSummary(added, deleted int) {
+	if added+deleted > 0 {
+		a.log.WithFields(logrus.Fields{"added": added, "deleted": deleted}).Info("interface updated")
 	}
 }
 

@@ -93,9 +93,9 @@ func logged(hook *logtest.Hook) []string {
 			continue
 		}
 		line := e.Level.String() + " " + e.Message
-		for _, k := range []string{"vip", "action", "reason"} {
+		for _, k := range []string{"vip", "action", "reason", "added", "deleted"} {
 			if v, ok := e.Data[k]; ok {
-				line += " " + k + "=" + v.(string)
+				line += fmt.Sprintf(" %s=%v", k, v)
 			}
 		}
 		out = append(out, line)
@@ -194,7 +194,7 @@ func TestSetLeavesForeignAlone(t *testing.T) {
 		}
 	}
 	wantLog := []string{
-		"info added address vip=10.0.0.100/32 action=add",
+		"info interface updated added=1 deleted=0",
 		"info foreign addresses on interface, left alone: [10.0.0.100/24 10.9.9.9/32]",
 		"info foreign addresses on interface, left alone: [10.0.0.100/24]",
 	}
@@ -392,6 +392,7 @@ func TestRepairsExternalChanges(t *testing.T) {
 	wantLog := []string{
 		"warning repaired address vip=10.0.0.1/32 action=add reason=changed by someone else",
 		"warning repaired address vip=10.0.0.2/32 action=delete reason=changed by someone else",
+		"info interface updated added=1 deleted=1",
 	}
 	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
@@ -456,7 +457,7 @@ func TestLinkDownIsReportedOncePerChange(t *testing.T) {
 		t.Fatalf("Set: %v", err)
 	}
 	down := "warning interface is down: addresses are kept, but BIRD announces nothing from it"
-	wantLog := []string{down, "info added address vip=10.0.0.1/32 action=add", "info interface is up again", down}
+	wantLog := []string{down, "info interface updated added=1 deleted=0", "info interface is up again", down}
 	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
@@ -717,8 +718,8 @@ func TestPointToPointIsForeign(t *testing.T) {
 			}
 			wantLog := []string{
 				"info foreign addresses on interface, left alone: [10.9.0.1 peer 10.9.0.2/32 2001:db8::1 peer 2001:db8::2/128]",
-				"info added address vip=10.9.0.1/32 action=add",
-				"info deleted address vip=10.9.0.1/32 action=delete",
+				"info interface updated added=1 deleted=0",
+				"info interface updated added=0 deleted=1",
 			}
 			if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
 				t.Errorf("log (-want +got):\n%s", diff)
@@ -771,7 +772,7 @@ func TestNeedlessDeleteIsChecked(t *testing.T) {
 			if diff := cmpDiff([]string{"del 10.0.0.5/32", "del 10.0.0.6/32", "del 10.0.0.5/32"}, f.ops); diff != "" {
 				t.Errorf("ops (-want +got):\n%s", diff)
 			}
-			if diff := cmpDiff([]string{"info deleted address vip=10.0.0.6/32 action=delete"}, logged(hook)); diff != "" {
+			if diff := cmpDiff([]string{"info interface updated added=0 deleted=1"}, logged(hook)); diff != "" {
 				t.Errorf("log (-want +got):\n%s", diff)
 			}
 		})
