@@ -226,6 +226,7 @@ func TestNetlinkIntegration(t *testing.T) {
 	wantLog := []string{
 		"warning repaired address vip=10.0.0.1/32 action=add reason=changed by someone else",
 		"warning repaired address vip=2001:db8::2/128 action=delete reason=changed by someone else",
+		"info interface updated added=1 deleted=1",
 	}
 	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
@@ -268,6 +269,7 @@ func TestNetlinkIntegration(t *testing.T) {
 	wantLog = []string{
 		"warning interface is down: addresses are kept, but BIRD announces nothing from it",
 		"warning repaired address vip=2001:db8::2/128 action=add reason=changed by someone else",
+		"info interface updated added=1 deleted=0",
 		// The link-local address went with the link, but it was never
 		// reported, so the foreign set did not change.
 	}
