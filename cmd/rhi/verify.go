@@ -326,21 +326,19 @@ func fromStatus(cfg *config.Config, iface daemon.InterfaceStatus, vips []daemon.
 		running[p] = true
 		exp.vips = append(exp.vips, expectedVIP{prefix: p, present: v.Desired, judged: true})
 	}
+	withdrawing := map[netip.Prefix]bool{}
 	for _, a := range iface.Withdrawing {
 		p, err := netip.ParsePrefix(a)
 		if err != nil {
 			return nil, fmt.Errorf("status from %s: withdrawing vip %q: %w", cfg.StatusListen, a, err)
 		}
 		if !running[p] {
+			withdrawing[p] = true
 			exp.vips = append(exp.vips, expectedVIP{prefix: p, present: false, judged: true})
 		}
 	}
 	if len(iface.Withdrawing) > 0 {
 		exp.notes = append(exp.notes, "dropped from the config by a reload and still being withdrawn (checked as withdrawn): "+strings.Join(iface.Withdrawing, " "))
-	}
-	withdrawing := map[netip.Prefix]bool{}
-	for _, v := range exp.vips {
-		withdrawing[v.prefix] = !running[v.prefix]
 	}
 	var onlyFile, onlyDaemon []string
 	inFile := map[netip.Prefix]bool{}
@@ -351,7 +349,7 @@ func fromStatus(cfg *config.Config, iface daemon.InterfaceStatus, vips []daemon.
 		}
 	}
 	for _, v := range exp.vips {
-		if !inFile[v.prefix] && running[v.prefix] {
+		if !inFile[v.prefix] && !withdrawing[v.prefix] {
 			onlyDaemon = append(onlyDaemon, v.prefix.String())
 		}
 	}
