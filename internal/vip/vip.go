@@ -247,19 +247,12 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	var needless []refused
 	ops := append(adds, dels...)
 	answers, stop := a.writeAll(ctx, r.link, ops)
-	if stop != nil {
-		n := 0
-		for _, err := range answers {
-			if err == ErrNotWritten {
-				n++
-			}
-		}
-		errs = append(errs, fmt.Errorf("set on %q: %d of %d changes not made: %w", a.iface, n, len(ops), stop))
-	}
+	unwritten := 0
 	for i, o := range ops {
 		err := answers[i]
 		if err == ErrNotWritten {
-			continue // the next Set reads again and retries
+			unwritten++ // the next Set reads again and retries
+			continue
 		}
 		if !o.add && isGone(err) {
 			needless = append(needless, refused{o, err})
@@ -275,6 +268,9 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 		if o.add {
 			added++
 		}
+	}
+	if stop != nil {
+		errs = append(errs, fmt.Errorf("set on %q: %d of %d changes not made: %w", a.iface, unwritten, len(ops), stop))
 	}
 	if len(needless) > 0 {
 		changed += a.checkGone(ctx, needless, &errs)
