@@ -17,18 +17,27 @@ type staticHealth apisix.Snapshot
 
 func (s staticHealth) Poll(context.Context, []string) apisix.Snapshot { return apisix.Snapshot(s) }
 
+// manyVIPs is the seed's config with n VIPs, each on its own upstream
+// (/apisix/upstreams/u<i>), and those upstreams' keys.
+func manyVIPs(n int) (*config.Config, []string) {
+	cfg := seed(config.Withdraw)
+	cfg.VIPs = nil
+	keys := make([]string, n)
+	for i := range n {
+		keys[i] = fmt.Sprintf("/apisix/upstreams/u%d", i)
+		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: []string{keys[i]}, Condition: config.All, Rise: 1, Fall: 1})
+	}
+	return cfg, keys
+}
+
 // BenchmarkDaemonTick10000 is one whole tick of the loop at 10,000 VIPs
 // over 10,000 upstreams, the poll itself excepted (a fixed snapshot) and
 // the interface a fake: decide, set, publish the status view.
 func BenchmarkDaemonTick10000(b *testing.B) {
-	const n = 10000
-	cfg := seed(config.Withdraw)
-	cfg.VIPs = nil
+	cfg, keys := manyVIPs(10000)
 	snap := apisix.Snapshot{}
-	for i := range n {
-		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
-		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: []string{key}, Condition: config.All, Rise: 1, Fall: 1})
+	for _, key := range keys {
 		snap[key] = apisix.Result{Verdict: apisix.Up, Healthy: 1, Total: 2}
 	}
 	d := New(cfg, Deps{Health: staticHealth(snap), Announcer: newFakeLink(), Now: func() time.Time { return time.Unix(0, 0) }})
@@ -46,20 +55,13 @@ func BenchmarkDaemonTick10000(b *testing.B) {
 // included, as the real daemon holds them). It is the floor under rhi's
 // idle RSS at that size (SPEC §8: < 30 MB); a tick's garbage comes on top.
 func BenchmarkLiveHeap10000(b *testing.B) {
-	const n = 10000
 	var before, after runtime.MemStats
 	for b.Loop() {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		cfg := seed(config.Withdraw)
-		cfg.VIPs = nil
+		cfg, keys := manyVIPs(10000)
 		health := newFakeHealth()
-		for i := range n {
-			key := fmt.Sprintf("/apisix/upstreams/u%d", i)
-			addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-			cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: []string{key}, Condition: config.All, Rise: 1, Fall: 1})
-			health.set(apisix.Up, key)
-		}
+		health.set(apisix.Up, keys...)
 		link := newFakeLink()
 		d := New(cfg, Deps{Health: health, Announcer: link, Confirmer: newFakeBird(link), Now: func() time.Time { return time.Unix(0, 0) }})
 		ctx := context.Background()
