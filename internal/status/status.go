@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -164,7 +165,7 @@ func Judge(s daemon.Status, now time.Time) error {
 	ticks := max(api.MaxFailedPolls, 1)
 	if in := s.Interface; in.FailedWrites >= ticks {
 		return fmt.Errorf("interface %s could not be written in the last %d ticks (max_failed_polls %d): %s",
-			in.Name, in.FailedWrites, api.MaxFailedPolls, in.Error)
+			in.Name, in.FailedWrites, api.MaxFailedPolls, strings.ReplaceAll(in.Error, "\n", "; "))
 	}
 	if api.UnsettledPolls >= ticks {
 		last := "none since start"

@@ -143,9 +143,9 @@ func TestJudge(t *testing.T) {
 		{"writes failing, one tick short", with(func(s *daemon.Status) { s.Interface.FailedWrites = 2; s.Interface.Error = "permission denied" }), tick, ""},
 		{"writes failing", with(func(s *daemon.Status) {
 			s.Interface.FailedWrites = 3
-			s.Interface.Error = "vip \"10.0.0.100/32\": add: operation not permitted"
-		}), tick,
-			`interface rhi0 could not be written in the last 3 ticks (max_failed_polls 3): vip "10.0.0.100/32": add: operation not permitted`},
+			s.Interface.Error = "vip \"10.0.0.100/32\": add: operation not permitted\nvip \"10.0.0.101/32\": add: operation not permitted"
+		}), tick, // one line, whatever the error
+			`interface rhi0 could not be written in the last 3 ticks (max_failed_polls 3): vip "10.0.0.100/32": add: operation not permitted; vip "10.0.0.101/32": add: operation not permitted`},
 		{"unsettled, one poll short", with(func(s *daemon.Status) { s.ControlAPI.UnsettledPolls = 2 }), tick, ""},
 		{"unsettled", with(func(s *daemon.Status) { s.ControlAPI.UnsettledPolls = 3 }), t0.Add(6 * time.Second),
 			"control API: the last 3 polls settled no VIP (max_failed_polls 3; last 8.98s ago)"},
