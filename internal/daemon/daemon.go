@@ -593,6 +593,10 @@ func (d *Daemon) shutdown() error {
 		d.log.WithError(err).Error("stopping; withdrawing VIPs failed")
 		return err
 	}
+	if d.dryRun { // Set logged what it would delete; BIRD has nothing to confirm
+		d.log.WithField("on_shutdown", "withdraw").Info("stopping; dry run: VIPs left as they are")
+		return nil
+	}
 	d.log.WithFields(logrus.Fields{"on_shutdown": "withdraw", "vips": len(d.owned)}).Info("stopping; VIPs withdrawn")
 	d.waitWithdrawn()
 	return nil

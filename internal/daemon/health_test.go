@@ -196,3 +196,29 @@ func TestStatusWire(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
+
+// TestDryRunShutdown: a dry run with on_shutdown withdraw withdraws
+// nothing, so it neither claims to have withdrawn the VIPs nor waits for
+// BIRD to confirm a withdrawal that was not made.
+func TestDryRunShutdown(t *testing.T) {
+	link := newFakeLink("10.0.0.100/32")
+	b := newFakeBird(link)
+	log, hook := logtest.NewNullLogger()
+	cfg := seed(config.Withdraw)
+	cfg.OnShutdown = "withdraw"
+	health := newFakeHealth()
+	health.set(apisix.Up, api, auth, admin, primary, reserve)
+	d := New(cfg, Deps{Health: health, Announcer: readOnly{link}, Log: log, Confirmer: b, DryRun: true})
+	d.tick(context.Background())
+	if err := d.shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if b.checks != 0 || link.text() != "10.0.0.100" {
+		t.Errorf("dry-run shutdown: %d BIRD checks, interface %q; want none and 10.0.0.100", b.checks, link.text())
+	}
+	for _, e := range hook.AllEntries() {
+		if strings.Contains(e.Message, "VIPs withdrawn") || strings.Contains(e.Message, "BIRD") {
+			t.Errorf("dry-run shutdown logged %q", e.Message)
+		}
+	}
+}
