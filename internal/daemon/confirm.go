@@ -213,6 +213,7 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 			c.lastEr = msg
 		}
 		c.status.Error = msg
+		c.status.Protocols = nil // what BIRD said of its sessions then is not their state now
 		for p, v := range c.vips {
 			v.Stale = true
 			c.vips[p] = v

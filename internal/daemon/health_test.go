@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -220,5 +221,24 @@ func TestDryRunShutdown(t *testing.T) {
 		if strings.Contains(e.Message, "VIPs withdrawn") || strings.Contains(e.Message, "BIRD") {
 			t.Errorf("dry-run shutdown logged %q", e.Message)
 		}
+	}
+}
+
+// TestBirdAwayDropsSessions: once BIRD cannot be asked, /status lists no
+// BGP session rather than the states BIRD reported before it went away.
+func TestBirdAwayDropsSessions(t *testing.T) {
+	r, b := newConfirmRig(t, newFakeLink())
+	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.confirm(t)
+	if p := r.d.Status().Bird.Protocols; len(p) != 1 || !p[0].Established {
+		t.Fatalf("BIRD up: protocols %+v", p)
+	}
+	b.mu.Lock()
+	b.err = errors.New("dial unix /run/bird/bird.ctl: connect: connection refused")
+	b.mu.Unlock()
+	r.confirm(t)
+	if st := r.d.Status().Bird; st.Error == "" || st.Protocols != nil {
+		t.Errorf("BIRD away: error %q, protocols %+v; want an error and no protocols", st.Error, st.Protocols)
 	}
 }
