@@ -701,9 +701,13 @@ func (d *Daemon) confirmJob() confirmJob {
 	}
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
+		want := d.desired(p)
+		if d.dryRun {
+			want = d.iface.Has(p) // a dry run changes nothing: BIRD is held to the interface as it is
+		}
 		exp := verify.Absent
-		if d.desired(p) && !d.dryRun || d.dryRun && d.iface.Has(p) {
-			exp = verify.Present // a dry run changes nothing: BIRD is held to the interface
+		if want {
+			exp = verify.Present
 		}
 		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.iface.Has(p)})
 	}
