@@ -145,7 +145,7 @@ def main():
         used = {}
         for where, expr in exprs:
             for m in METRIC.findall(expr):
-                used.setdefault(base(m), f"{a.dashboard}: {where}")
+                used.setdefault(base(m), where)
         for path in a.rules:
             with open(path, encoding="utf-8") as f:
                 for n, line in enumerate(f, 1):
