@@ -2,12 +2,17 @@ package status
 
 import (
 	"os"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 // metricsDoc is the metrics reference that operators read.
@@ -118,6 +123,68 @@ func TestMetricsDocumented(t *testing.T) {
 			if !strings.Contains(labels, "`"+l+"`") {
 				t.Errorf("metric %s: label %q is not in its row of %s (labels cell: %q)", name, l, metricsDoc, strings.TrimSpace(labels))
 			}
+		}
+	}
+}
+
+// statusDoc is the reference of /status and `rhi verify --json`.
+const statusDoc = "../../docs/status-json.md"
+
+// jsonFields walks the json tags of t: every field as a path
+// ("vips[].bird.agrees"). Structs, pointers to them and lists of them are
+// walked into; times, maps and scalars are values.
+func jsonFields(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		path := prefix + name
+		out = append(out, path)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case ft.Kind() == reflect.Struct && ft != reflect.TypeOf(time.Time{}):
+			out = append(out, jsonFields(ft, path+".")...)
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			if path == "bird.protocols" {
+				continue // documented once, under rhi verify's check.protocols[]
+			}
+			out = append(out, jsonFields(ft.Elem(), path+"[].")...)
+		}
+	}
+	return out
+}
+
+// TestStatusJSONDocumented fails when a field of /status has no row in
+// docs/status-json.md.
+func TestStatusJSONDocumented(t *testing.T) {
+	b, err := os.ReadFile(statusDoc)
+	if err != nil {
+		t.Fatalf("read the status reference: %v", err)
+	}
+	text := string(b)
+	fields := jsonFields(reflect.TypeOf(daemon.Status{}), "")
+	if len(fields) < 40 {
+		t.Fatalf("found only %d fields; the walk no longer sees the json tags: %v", len(fields), fields)
+	}
+	for _, f := range fields {
+		if !strings.Contains(text, "| `"+f+"` |") {
+			t.Errorf("/status field %s has no row in %s", f, statusDoc)
+		}
+	}
+	for _, f := range jsonFields(reflect.TypeOf(verify.ProtocolState{}), "check.protocols[].") {
+		if !strings.Contains(text, "| `"+f+"` |") {
+			t.Errorf("rhi verify --json field %s has no row in %s", f, statusDoc)
+		}
+	}
+	for _, f := range jsonFields(reflect.TypeOf(verify.VIPReport{}), "check.vips[].") {
+		if !strings.Contains(text, "| `"+f+"` |") {
+			t.Errorf("rhi verify --json field %s has no row in %s", f, statusDoc)
 		}
 	}
 }
