@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -171,4 +174,77 @@ func TestConfigDocExample(t *testing.T) {
 	if len(c.VIPs) == 0 {
 		t.Errorf("the example has no VIPs")
 	}
+}
+
+// mdLink is a Markdown inline link: [text](target).
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocLinksStayInRepository: README.md and docs/*.md link only to files
+// of the repository that exist (the package ships them together), and
+// every #anchor names a heading of its file.
+func TestDocLinksStayInRepository(t *testing.T) {
+	root := "../.."
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("docs/*.md: %v %v", files, err)
+	}
+	files = append(files, filepath.Join(root, "README.md"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				t.Errorf("%s: link %s leaves the repository", f, target)
+				continue
+			}
+			path, anchor, _ := strings.Cut(target, "#")
+			dest := f
+			if path != "" {
+				dest = filepath.Join(filepath.Dir(f), path)
+				rel, err := filepath.Rel(root, dest)
+				if err != nil || strings.HasPrefix(rel, "..") {
+					t.Errorf("%s: link %s leaves the repository", f, target)
+					continue
+				}
+				if _, err := os.Stat(dest); err != nil {
+					t.Errorf("%s: link %s: %v", f, target, err)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(dest, ".md") && !hasAnchor(t, dest, anchor) {
+				t.Errorf("%s: link %s: no heading with anchor #%s in %s", f, target, anchor, dest)
+			}
+		}
+	}
+}
+
+// hasAnchor reports whether a heading of the Markdown file gets the anchor
+// GitHub gives it: lower case, punctuation dropped, spaces as "-".
+func hasAnchor(t *testing.T, file, anchor string) bool {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var slug strings.Builder
+		for _, r := range strings.ToLower(h) {
+			switch {
+			case r == ' ':
+				slug.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				slug.WriteRune(r)
+			}
+		}
+		if slug.String() == anchor {
+			return true
+		}
+	}
+	return false
 }
