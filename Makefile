@@ -7,13 +7,21 @@ STATICCHECK_VERSION := v0.8.2
 # Packages that hold root-only tests (build tag `integration`).
 INTEGRATION_PKGS = $(shell grep -rl --include='*_test.go' '^//go:build integration' . | xargs -r -n1 dirname | sort -u)
 
-.PHONY: build test unit integration lint check-deploy bench fuzz demo bench-lab clean
+.PHONY: build test unit integration lint check-deploy check-monitoring bench fuzz demo bench-lab clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/rhi
 
-# Unit tests always; the root-only lab tests whenever we are root.
+# Unit tests always (the docs-drift tests among them); the alert rules and the
+# dashboard when promtool is there (CI installs it); the root-only lab tests
+# whenever we are root.
 test: unit
+	@if command -v promtool >/dev/null; then \
+		$(MAKE) --no-print-directory check-monitoring; \
+	else \
+		echo "SKIPPED: alert-rule tests and dashboard check (make check-monitoring): no promtool"; \
+		echo "  Debian: apt-get install --no-install-recommends prometheus, then systemctl disable --now prometheus"; \
+	fi
 	@if [ "$$(id -u)" = 0 ]; then \
 		$(MAKE) --no-print-directory integration; \
 	else \
@@ -43,6 +51,20 @@ check-deploy: build
 		systemd-analyze verify $$t/rhi.service && echo "systemd-analyze verify: rhi.service ok"; rc=$$?; rm -rf $$t; exit $$rc
 	./$(BIN) check-config --config deploy/rhi.yaml >/dev/null && echo "deploy/rhi.yaml ok"
 	./$(BIN) check-config --config deploy/rhi.minimal.yaml | grep -qx 'vips: \[\]' && echo "deploy/rhi.minimal.yaml ok (no VIPs)"
+
+# What ships for Prometheus and Grafana (deploy/prometheus, deploy/grafana):
+# the rules load, every alert fires on its synthetic fault and stays silent
+# on a healthy host (promtool test rules), every dashboard query parses, and
+# every rhi_* metric either names is in docs/metrics.md. The last line shows
+# that the dashboard check does reject a query that does not parse.
+check-monitoring:
+	@command -v promtool >/dev/null || { echo "check-monitoring needs promtool (Debian: apt-get install --no-install-recommends prometheus)"; exit 1; }
+	promtool check rules deploy/prometheus/rhi-alerts.yml
+	cd deploy/prometheus && promtool test rules rhi-alerts_test.yml
+	deploy/grafana/check-dashboard.py deploy/grafana/rhi.json --doc docs/metrics.md --rules deploy/prometheus/rhi-alerts.yml
+	@t=$$(mktemp); sed 's/rhi_vip_desired{/rhi_vip_desired{{/' deploy/grafana/rhi.json >$$t; \
+		if deploy/grafana/check-dashboard.py $$t >/dev/null 2>&1; then rm -f $$t; echo "check-dashboard.py accepted a broken query"; exit 1; fi; \
+		rm -f $$t; echo "check-dashboard.py rejects a broken query: ok"
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

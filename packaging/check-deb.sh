@@ -116,7 +116,13 @@ cat >"$tmp/files.want" <<'LIST'
 -rw-r--r-- ./usr/share/rhi/bird/adc.conf
 -rw-r--r-- ./usr/share/rhi/bird/base.conf
 -rw-r--r-- ./usr/share/rhi/bird/examples/bird.conf
+-rw-r--r-- ./usr/share/rhi/grafana/rhi.json
+-rw-r--r-- ./usr/share/rhi/prometheus/rhi-alerts.yml
+-rw-r--r-- ./usr/share/rhi/prometheus/rhi-alerts_test.yml
 LIST
+for f in docs/*.md; do
+	echo "-rw-r--r-- ./usr/share/doc/rhi/$f" >>"$tmp/files.want"
+done
 if [ -f README.md ]; then
 	echo '-rw-r--r-- ./usr/share/doc/rhi/README.md' >>"$tmp/files.want"
 fi
@@ -151,7 +157,13 @@ deploy/bird/examples/bird.conf /usr/share/rhi/bird/examples/bird.conf
 packaging/README.Debian /usr/share/doc/rhi/README.Debian
 packaging/copyright /usr/share/doc/rhi/copyright
 packaging/lintian-overrides /usr/share/lintian/overrides/rhi
+deploy/prometheus/rhi-alerts.yml /usr/share/rhi/prometheus/rhi-alerts.yml
+deploy/prometheus/rhi-alerts_test.yml /usr/share/rhi/prometheus/rhi-alerts_test.yml
+deploy/grafana/rhi.json /usr/share/rhi/grafana/rhi.json
 MAP
+for f in docs/*.md; do
+	cmp -s "$f" "$root/usr/share/doc/rhi/$f" || fail "/usr/share/doc/rhi/$f differs from $f"
+done
 if [ -f README.md ] && ! cmp -s README.md "$root/usr/share/doc/rhi/README.md"; then
 	fail "/usr/share/doc/rhi/README.md differs from README.md"
 fi
