@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -284,4 +285,46 @@ func TestWatcherNoFile(t *testing.T) {
 			t.Errorf("%q: a second update", path)
 		}
 	}
+}
+
+// BenchmarkLookBadFile is one look of the watcher at an unchanged 4 MiB
+// drain file with a bad last line (issue 11, row 8): an lstat, where it
+// used to be a read and a parse of the 4 MiB every 250 ms.
+func BenchmarkLookBadFile(b *testing.B) {
+	path := badBigFile(b)
+	w := NewWatcher(path)
+	ctx := context.Background()
+	if u, ok := w.Check(ctx); !ok || u.Err == nil {
+		b.Fatalf("first look: %+v, %v", u, ok)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, ok := w.Check(ctx); ok {
+			b.Fatal("an unchanged bad file reported again")
+		}
+	}
+}
+
+// BenchmarkReadBadFile is what every look cost before: Read of that file.
+func BenchmarkReadBadFile(b *testing.B) {
+	path := badBigFile(b)
+	for b.Loop() {
+		if _, err := Read(path); err == nil {
+			b.Fatal("bad file read")
+		}
+	}
+}
+
+func badBigFile(b *testing.B) string {
+	b.Helper()
+	var buf strings.Builder
+	for i := 0; buf.Len() < maxSize-100; i++ {
+		fmt.Fprintf(&buf, "10.%d.%d.%d\n", i>>16&255, i>>8&255, i&255)
+	}
+	buf.WriteString("banana\n")
+	path := filepath.Join(b.TempDir(), "drain")
+	if err := os.WriteFile(path, []byte(buf.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
 }
