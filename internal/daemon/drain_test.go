@@ -211,3 +211,24 @@ func TestRunAppliesDrainsBeforeTheFirstTick(t *testing.T) {
 		t.Errorf("%d interface writes, want 2 (the two VIPs not drained)", w)
 	}
 }
+
+// TestReloadMovesTheDrainFile: a reload that changes drain_file has the
+// watcher follow it; what the old file drained no longer counts.
+func TestReloadMovesTheDrainFile(t *testing.T) {
+	r, path := drainRig(t)
+	writeDrain(t, path, false, "10.0.0.100")
+	r.look(t)
+	r.tick(t)
+	r.expect(t, "10.0.0.101 10.0.0.102")
+
+	next := seed(config.Withdraw)
+	next.DrainFile = filepath.Join(t.TempDir(), "drain")
+	writeDrain(t, next.DrainFile, false, "10.0.0.102")
+	r.d.applyReload(next)
+	r.look(t)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101")
+	if st := r.d.Status(); st.Drain.File != next.DrainFile || st.Drain.Count != 1 {
+		t.Errorf("drain status after the move: %+v", st.Drain)
+	}
+}
