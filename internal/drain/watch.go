@@ -141,36 +141,35 @@ func (w *Watcher) switchTo(path string) {
 
 // Check looks at the file once, waiting at most Timeout, and returns an
 // Update if anything changed since the last one: the file's stamp, or a
-// look that did not finish in time.
+// look that did not finish in time. While a look is past its deadline no
+// other starts: Check waits for that one again (Timeout at most).
 func (w *Watcher) Check(ctx context.Context) (Update, bool) {
 	select {
 	case p := <-w.paths:
 		w.switchTo(p)
 	default:
 	}
-	if w.pending != nil { // reported already; wait for it, never for two
-		select {
-		case l := <-w.pending:
-			w.pending = nil
-			return w.take(l)
-		default:
-			return Update{}, false
-		}
+	ch, again := w.pending, w.pending != nil
+	if !again { // else a look past its deadline, reported: wait for it, never start two
+		ch = make(chan result, 1)
+		path, last, valid := w.path, w.seen, w.looked
+		go func() { ch <- w.look(path, last, valid) }()
 	}
-	ch := make(chan result, 1)
-	path, last, done := w.path, w.seen, w.looked
-	go func() { ch <- w.look(path, last, done) }()
 	select {
 	case l := <-ch:
+		w.pending = nil
 		return w.take(l)
 	case <-ctx.Done():
 		w.pending = ch
 		return Update{}, false
 	case <-w.after(Timeout):
 		w.pending = ch
+		if again {
+			return Update{}, false
+		}
 		w.hung = true
-		err := fmt.Errorf("drain file %q: no answer within %v", path, Timeout)
-		return Update{Path: path, Set: w.good, Err: err}, true
+		err := fmt.Errorf("drain file %q: no answer within %v", w.path, Timeout)
+		return Update{Path: w.path, Set: w.good, Err: err}, true
 	}
 }
 
