@@ -232,6 +232,14 @@ unit_has 'After=network.target systemd-networkd.service bird.service'
 unit_has 'StartLimitIntervalSec=0'
 unit_has 'Restart=on-failure'
 unit_has 'RestartSec=5s'
+# Limits (issue 11, row 13): a leak or a hostile answer ends in a restart,
+# and rhi speaks IP only on loopback unless the operator adds an address.
+unit_has 'IPAddressDeny=any'
+unit_has 'IPAddressAllow=localhost'
+unit_has 'PrivateMounts=yes'
+for key in MemoryMax TasksMax LimitNOFILE; do
+	grep -q "^$key=[0-9]" "$unit" || fail "rhi.service: no $key="
+done
 # systemctl reload fails visibly on a bad file: check-config runs first.
 reload=$(sed -n 's/^ExecReload=//p' "$unit")
 # shellcheck disable=SC2016 # $MAINPID is systemd's, not ours

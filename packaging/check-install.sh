@@ -69,6 +69,49 @@ chroot --userspec=rhi:rhi / rhi check-config --config /etc/rhi/rhi.yaml >/dev/nu
 DPKG_MAINTSCRIPT_PACKAGE=rhi DPKG_MAINTSCRIPT_NAME=postinst \
 	/var/lib/dpkg/info/rhi.postinst configure "" || fail "postinst configure, run twice, fails"
 
+# The state directory is the rhi user's (systemd's StateDirectory), so that
+# user can put a symbolic link to any root file in place of the drain file
+# or of the drains prerm keeps aside: postinst must not chown, chmod, copy
+# or write through it (issue 11, row 2).
+postinst() {
+	DPKG_MAINTSCRIPT_PACKAGE=rhi DPKG_MAINTSCRIPT_NAME=postinst \
+		/var/lib/dpkg/info/rhi.postinst configure "" >/tmp/rhi-check/postinst.log 2>&1
+}
+mkdir -p /var/lib/rhi
+chown rhi:rhi /var/lib/rhi
+chmod 0750 /var/lib/rhi
+canary=/tmp/rhi-check/canary
+printf 'secret\n' >"$canary"
+chmod 0600 "$canary"
+canary_is() { stat -c '%U:%G %a' "$canary"; }
+canary_ok() { [ "$(canary_is)" = "root:root 600" ] && [ "$(cat "$canary")" = secret ]; }
+for planted in drain drain.before-remove; do
+	ln -s "$canary" "/var/lib/rhi/$planted"
+	postinst || fail "postinst with /var/lib/rhi/$planted a link fails: $(cat /tmp/rhi-check/postinst.log)"
+	canary_ok || fail "postinst followed the link /var/lib/rhi/$planted: its target is now $(canary_is), \"$(cat "$canary")\""
+	[ -L /var/lib/rhi/drain ] || fail "postinst replaced the link /var/lib/rhi/drain (planted as $planted)"
+	grep -q "/var/lib/rhi/drain is not a regular file: left alone" /tmp/rhi-check/postinst.log ||
+		fail "postinst did not report the link at /var/lib/rhi/drain: $(cat /tmp/rhi-check/postinst.log)"
+	rm -f /var/lib/rhi/drain /var/lib/rhi/drain.before-remove
+done
+# A FIFO there is left alone too, and does not hold postinst up.
+mkfifo /var/lib/rhi/drain
+timeout 60 sh -c 'DPKG_MAINTSCRIPT_PACKAGE=rhi DPKG_MAINTSCRIPT_NAME=postinst /var/lib/dpkg/info/rhi.postinst configure ""' >/tmp/rhi-check/postinst.log 2>&1 ||
+	fail "postinst with a FIFO at /var/lib/rhi/drain: $(cat /tmp/rhi-check/postinst.log)"
+[ -p /var/lib/rhi/drain ] || fail "postinst replaced the FIFO at /var/lib/rhi/drain"
+rm -f /var/lib/rhi/drain
+# What postinst is there for: an older rhi drain, run as root, left the
+# file root:root 0640, which the daemon cannot read. It becomes the
+# directory owner's, 0644, with the same drains.
+printf '192.0.2.101\n' >/var/lib/rhi/drain
+chmod 0640 /var/lib/rhi/drain
+postinst || fail "postinst with a root-owned drain file: $(cat /tmp/rhi-check/postinst.log)"
+[ "$(stat -c '%U:%G %a' /var/lib/rhi/drain)" = "rhi:rhi 644" ] ||
+	fail "drain file after postinst: $(stat -c '%U:%G %a' /var/lib/rhi/drain), want rhi:rhi 644"
+[ "$(cat /var/lib/rhi/drain)" = 192.0.2.101 ] || fail "drain file after postinst holds \"$(cat /var/lib/rhi/drain)\""
+[ "$(find /var/lib/rhi -name '.drain-*')" = "" ] || fail "postinst left temporary files: $(ls -a /var/lib/rhi)"
+rm -rf /var/lib/rhi
+
 # Reinstall (the upgrade path) keeps an operator's choices: the unit stays
 # disabled, the edited config stays.
 rm -f "$wants"
@@ -165,7 +208,12 @@ CONF
 	done
 	rhi status --config /etc/rhi/rhi.yaml >/dev/null 2>&1 || fail "rhi did not start: $(cat /tmp/rhi-check/rhi.out)"
 	[ "$(on_rhi0)" = "$vip" ] || fail "before remove: rhi0 holds \"$(on_rhi0)\", want $vip"
+	# The rhi user's link where prerm keeps the drains aside (issue 11,
+	# row 2): prerm must replace it, not write through it.
+	chown rhi:rhi /var/lib/rhi
+	ln -s "$canary" /var/lib/rhi/drain.before-remove
 	dpkg_quiet --remove rhi || fail "remove with rhi running"
+	canary_ok || fail "prerm followed the link /var/lib/rhi/drain.before-remove: its target is now $(canary_is), \"$(cat "$canary")\""
 	grep -q "every VIP is withdrawn and BIRD confirms it" /tmp/rhi-check/dpkg.log ||
 		fail "remove with rhi running did not confirm the withdrawal: $(cat /tmp/rhi-check/dpkg.log)"
 	[ -z "$(on_rhi0)" ] || fail "after remove with rhi running: rhi0 still holds $(on_rhi0)"

@@ -129,11 +129,40 @@ func newHealth(cfg *config.Config) (*apisix.Client, error) {
 // handleSignals reloads on SIGHUP (a bad file keeps the old config) and
 // reopens the logs on SIGUSR1, as they arrive on ch.
 func handleSignals(ctx context.Context, ch <-chan os.Signal, path string, started *config.Config, d *daemon.Daemon, metrics *status.Metrics, logs *logfile.Logs, log logrus.FieldLogger) {
-	reloaded := func(ok bool) {
+	serveSignals(ctx, ch, func() {
+		ok := reload(path, started, d, log)
 		if metrics != nil {
 			metrics.Reloaded(ok, time.Now())
 		}
-	}
+	}, func() {
+		if err := logs.Reopen(); err != nil {
+			log.WithError(err).Error("reopening log files")
+			return
+		}
+		log.Info("log files reopened")
+	})
+}
+
+// serveSignals calls reopen for each SIGUSR1 and reload for SIGHUP until
+// ctx is done, then waits for a reload in progress. A reload reads the
+// config file, which may be slow: it runs on a goroutine of its own, so
+// that logrotate's SIGUSR1 is served whatever a reload is doing. SIGHUPs
+// that arrive during a reload make one more after it, not one each.
+func serveSignals(ctx context.Context, ch <-chan os.Signal, reload, reopen func()) {
+	hups := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hups:
+				reload()
+			}
+		}
+	}()
+	defer func() { <-done }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -141,13 +170,12 @@ func handleSignals(ctx context.Context, ch <-chan os.Signal, path string, starte
 		case s := <-ch:
 			switch s {
 			case syscall.SIGHUP:
-				reloaded(reload(path, started, d, log))
-			case syscall.SIGUSR1:
-				if err := logs.Reopen(); err != nil {
-					log.WithError(err).Error("reopening log files")
-					continue
+				select {
+				case hups <- struct{}{}:
+				default: // one is pending already: it reads the file as it is now
 				}
-				log.Info("log files reopened")
+			case syscall.SIGUSR1:
+				reopen()
 			}
 		}
 	}

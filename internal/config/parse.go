@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/safefile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -50,21 +51,33 @@ const maxFileSize = 16 << 20
 
 // Load reads and parses the configuration file at path. Problems in the
 // file are returned as [Errors] naming path as given; failing to read it is
-// a plain wrapped error.
+// a plain wrapped error. The file is opened without blocking and must be a
+// regular file: a FIFO or a device at path is an error at once, not a
+// reload that waits for ever. (A symbolic link is followed: /etc/rhi is
+// root's, and linking the config from elsewhere is a common choice.)
 func Load(path string) (*Config, error) {
-	f, err := os.Open(path)
+	data, err := readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	return Parse(path, data)
+}
+
+// readFile reads the regular file at path, or what a symbolic link there
+// points to, at most maxFileSize bytes.
+func readFile(path string) ([]byte, error) {
+	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config %q: %w", path, err)
 	}
-	if len(data) > maxFileSize {
+	data, _, err := safefile.Read(target, maxFileSize)
+	switch {
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("read config %q: larger than %d MiB", path, maxFileSize>>20)
+	case err != nil:
+		return nil, fmt.Errorf("read config %q: %w", path, err)
 	}
-	return Parse(path, data)
+	return data, nil
 }
 
 // Parse reads a configuration from data; name is used in messages. On

@@ -84,6 +84,8 @@ type Daemon struct {
 	conf     *confirmer                 // nil without a Confirmer
 	renewals chan map[netip.Prefix]bool // from the confirmer to the loop
 	hints    chan struct{}              // the interface may have changed
+	drainW   *drain.Watcher             // looks at drain_file off the loop
+	drains   chan drain.Update          // from the drain watcher to the loop
 
 	// Owned by the loop goroutine.
 	cfg        *config.Config
@@ -98,7 +100,6 @@ type Daemon struct {
 	started    bool
 	changed    bool // this tick changed what is wanted or what is on the interface
 	drained    drain.Set
-	drainSeen  drainStamp // what the drain file looked like when last read
 	drainErr   string
 	lastSnap   apisix.Snapshot
 	lastStart  time.Time
@@ -134,6 +135,8 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		reloads:   make(chan *config.Config, 1),
 		renewals:  make(chan map[netip.Prefix]bool, 1),
 		hints:     make(chan struct{}, 1),
+		drainW:    drain.NewWatcher(cfg.DrainFile),
+		drains:    make(chan drain.Update, 1),
 		states:    map[netip.Prefix]decide.State{},
 		since:     map[netip.Prefix]time.Time{},
 		orphans:   map[netip.Prefix]bool{},
@@ -208,6 +211,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer ct.Stop()
 		confirmC = ct.C
 	}
+	defer d.watchDrain(ctx)()
 	d.tick(ctx)
 	if d.ready != nil {
 		d.ready()
@@ -218,8 +222,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// interval, not back to back.
 	t := time.NewTicker(d.cfg.PollInterval)
 	defer t.Stop()
-	drainT := time.NewTicker(drainEvery)
-	defer drainT.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -236,8 +238,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.requestConfirm()
 		case m := <-d.renewals:
 			d.renew(ctx, m)
-		case <-drainT.C:
-			d.drainCheck(ctx)
+		case u := <-d.drains:
+			d.takeDrain(ctx, u)
 		case <-d.hints:
 			d.reapply(ctx)
 		}
@@ -276,6 +278,9 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 		if h := d.newHS(cfg); h != nil {
 			d.health = h
 		}
+	}
+	if old.DrainFile != cfg.DrainFile {
+		d.drainW.SetPath(cfg.DrainFile)
 	}
 	keep := make(map[netip.Prefix]bool, len(cfg.VIPs))
 	for i := range cfg.VIPs {
@@ -329,9 +334,6 @@ func (d *Daemon) tick(ctx context.Context) {
 	changes := decide.Tick(d.cfg, snap, d.states)
 	d.noteSettled(polled)
 	d.changed = len(changes) > 0 || !d.confirmed
-	if d.loadDrain() {
-		d.changed = true
-	}
 	for _, c := range changes {
 		if c.From.Announced != c.To.Announced {
 			d.since[c.VIP] = polled
@@ -373,14 +375,6 @@ func (d *Daemon) noteSettled(polled time.Time) {
 		return
 	}
 	d.unsettled++
-}
-
-// drainCheck applies a changed drain file at once, without waiting for the
-// next poll: a drain is an operator waiting at a prompt.
-func (d *Daemon) drainCheck(ctx context.Context) {
-	if d.started && d.loadDrain() {
-		d.reapply(ctx)
-	}
 }
 
 // Hint tells the loop that the interface may have changed (a netlink

@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"errors"
-	"io/fs"
+	"context"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -12,61 +10,56 @@ import (
 	"github.com/rhi-daemon/rhi/internal/drain"
 )
 
-// drainEvery is how often the loop looks at the drain file between polls:
-// a stat, and a read only when it changed.
-const drainEvery = 250 * time.Millisecond
-
-// drainStamp identifies a version of the drain file without reading it.
-type drainStamp struct {
-	path  string
-	exist bool
-	mod   time.Time
-	size  int64
-	ino   uint64
+// watchDrain starts the drain file's watcher, which looks at the file on a
+// goroutine of its own (the loop does no file I/O for the drain: a FIFO or
+// a hung file system there must not stop it), and waits for its first
+// answer, so that the first tick already knows the drains: a restart must
+// not announce a drained VIP even for a moment. The watcher bounds each
+// look (drain.Timeout), so this wait is bounded too. It returns the
+// function that stops the watcher.
+func (d *Daemon) watchDrain(ctx context.Context) (stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	t := time.NewTicker(drain.Every)
+	done := make(chan struct{})
+	go func() { d.drainW.Run(wctx, t.C, d.drains); close(done) }()
+	select {
+	case u := <-d.drains:
+		d.takeDrain(ctx, u)
+	case <-ctx.Done():
+	}
+	return func() { cancel(); t.Stop(); <-done }
 }
 
-func stampOf(path string) (drainStamp, error) {
-	st := drainStamp{path: path}
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
+// takeDrain applies what the watcher found, at once rather than at the next
+// poll: a drain is an operator waiting at a prompt.
+func (d *Daemon) takeDrain(ctx context.Context, u drain.Update) {
+	if u.Path != d.cfg.DrainFile {
+		return // found before a reload changed drain_file
 	}
-	if err != nil {
-		return st, err
+	switch {
+	case d.noteDrain(u):
+		d.reapply(ctx)
+	case d.started:
+		d.publish(d.lastSnap, d.lastStart, d.lastPoll) // the error, or its end
 	}
-	st.exist, st.mod, st.size = true, fi.ModTime(), fi.Size()
-	st.ino = inode(fi)
-	return st, nil
 }
 
-// loadDrain re-reads the drain file when it changed and reports whether the
-// drain set changed. A file that cannot be read keeps the last good set:
-// forgetting a drain would put a VIP under maintenance back into service.
-func (d *Daemon) loadDrain() bool {
-	path := d.cfg.DrainFile
-	if path == "" {
-		return false
-	}
-	stamp, err := stampOf(path)
-	if err == nil && stamp == d.drainSeen && d.drained.VIPs != nil {
-		return false
-	}
-	var set drain.Set
-	if err == nil {
-		set, err = drain.Read(path)
-	}
-	if err != nil {
-		if err.Error() != d.drainErr {
-			d.log.WithField("drain_file", path).WithError(err).Error("cannot read the drain file; keeping the drains already in force")
-			d.drainErr = err.Error()
-		}
-		return false
-	}
-	if d.drainErr != "" {
+// noteDrain records the drain set in force, logs what changed and reports
+// whether any configured VIP's drain changed. A file that cannot be used
+// comes with the last good set (the watcher keeps it: forgetting a drain
+// would put a VIP under maintenance back into service), and is reported
+// once per change of the file, since the watcher sends nothing while the
+// file stays as it is.
+func (d *Daemon) noteDrain(u drain.Update) bool {
+	path := u.Path
+	if u.Err != nil {
+		d.log.WithField("drain_file", path).WithError(u.Err).Error("cannot read the drain file; keeping the drains already in force")
+		d.drainErr = u.Err.Error()
+	} else if d.drainErr != "" {
 		d.log.WithField("drain_file", path).Info("drain file readable again")
 		d.drainErr = ""
 	}
-	d.drainSeen = stamp
+	set := u.Set
 	changed := false
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
@@ -82,16 +75,18 @@ func (d *Daemon) loadDrain() bool {
 			e.WithField("action", "undrain").Info("vip undrained: its health decides again")
 		}
 	}
-	for p := range set.VIPs {
-		if !d.owns(p) {
-			d.log.WithFields(logrus.Fields{"vip": p.String(), "drain_file": path}).Warn("drain file names a VIP that is not in the configuration; ignored")
+	if u.Err == nil && len(set.VIPs) > 0 {
+		// The config, not d.states: the first answer comes before start.
+		configured := make(map[netip.Prefix]bool, len(d.cfg.VIPs))
+		for i := range d.cfg.VIPs {
+			configured[d.cfg.VIPs[i].Address] = true
+		}
+		for p := range set.VIPs {
+			if !configured[p] {
+				d.log.WithFields(logrus.Fields{"vip": p.String(), "drain_file": path}).Warn("drain file names a VIP that is not in the configuration; ignored")
+			}
 		}
 	}
 	d.drained = set
 	return changed
-}
-
-func (d *Daemon) owns(p netip.Prefix) bool {
-	_, ok := d.states[p]
-	return ok
 }

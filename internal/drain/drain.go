@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -22,6 +21,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/rhi-daemon/rhi/internal/safefile"
 )
 
 // maxSize bounds what Read accepts: a line per VIP.
@@ -60,21 +61,15 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 }
 
 // Read reads the drain file. A missing file is an empty set, not an error.
+// Anything but a regular file (a symbolic link, a FIFO, a device) is an
+// error at once, never waited on, and so is a file over 4 MiB.
 func Read(path string) (Set, error) {
-	f, err := os.Open(path)
+	data, _, err := safefile.Read(path, maxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Set{VIPs: map[netip.Prefix]bool{}}, nil
 	}
 	if err != nil {
 		return Set{}, fmt.Errorf("drain file: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
-	if err != nil {
-		return Set{}, fmt.Errorf("drain file %q: %w", path, err)
-	}
-	if len(data) > maxSize {
-		return Set{}, fmt.Errorf("drain file %q: larger than %d MiB", path, maxSize>>20)
 	}
 	return Parse(path, data)
 }

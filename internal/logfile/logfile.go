@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 
 	"github.com/sirupsen/logrus"
 )
@@ -40,7 +41,7 @@ func (f *File) Write(p []byte) (int, error) {
 // Reopen opens the path anew and closes the old file. On failure the old
 // file stays in use, so no line is lost to a bad rotation.
 func (f *File) Reopen() error {
-	nf, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	nf, err := openAppend(f.path)
 	if err != nil {
 		return fmt.Errorf("open log %q: %w", f.path, err)
 	}
@@ -52,6 +53,38 @@ func (f *File) Reopen() error {
 		return old.Close()
 	}
 	return nil
+}
+
+// openAppend opens path for appending, creating it (mode 0640) if needed,
+// as a regular file only: a symbolic link there is not followed and a FIFO
+// or device is refused without waiting for a reader (the log directory is
+// the daemon user's, so anything in it may have been planted).
+func openAppend(path string) (*os.File, error) {
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o640)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errors.New("a symbolic link: not followed")
+	}
+	if errors.Is(err, syscall.ENXIO) {
+		return nil, errors.New("a FIFO or socket without a reader: not a regular file")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("not a regular file (mode %#o)", st.Mode)
+	}
+	// Blocking again, as a regular file always is; writes keep O_APPEND.
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // Close closes the file.

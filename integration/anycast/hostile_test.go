@@ -1,0 +1,109 @@
+//go:build integration
+
+package anycast
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rhi-daemon/rhi/internal/daemon"
+)
+
+// TestHostileDrainFile (issue 11, rows 1 and 8): the rhi user, or anyone
+// who can write the state directory, puts a FIFO at drain_file. rhi starts
+// anyway, the loop keeps polling and applying health, the file is reported
+// once, `rhi drain` fails at once saying why, and SIGTERM stops rhi. A
+// symbolic link there is not followed; a regular file again is applied.
+func TestHostileDrainFile(t *testing.T) {
+	cfg := Config{VIPs: Seed}
+	var drain string
+	_, s := newFaultSite(t, cfg, faultSite{before: func(t *testing.T, _ *world, s *Site) {
+		drain = filepath.Join(s.DC.Dir, "drain")
+		if err := syscall.Mkfifo(drain, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	all := "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32"
+	s.holds(t, all)
+	st := s.statusWhen(t, "reported the FIFO", func(st daemon.Status) error {
+		if !strings.Contains(st.Drain.Error, "a FIFO") {
+			return errorf("drain error %q", st.Drain.Error)
+		}
+		return nil
+	})
+	st = s.pollsAfter(t, st, 5)
+	// Health still decides.
+	if err := s.SetAll("unhealthy", "/apisix/upstreams/api"); err != nil {
+		t.Fatal(err)
+	}
+	s.holds(t, "10.0.0.101/32 10.0.0.102/32")
+	if err := s.SetAll("healthy", "/apisix/upstreams/api"); err != nil {
+		t.Fatal(err)
+	}
+	s.holds(t, all)
+
+	ctx := context.Background()
+	out, code, err := s.RHICommand(ctx, "drain", "--no-wait", "10.0.0.100")
+	if err != nil || code != 1 || !strings.Contains(out, "a FIFO") {
+		t.Errorf("rhi drain with a FIFO at drain_file: exit %d, %v, output %q; want 1 naming the FIFO", code, err, out)
+	}
+	s.pollsAfter(t, st, 5)
+	s.logOnce(t, "rhi-error.log", 1, "cannot read the drain file", "FIFO")
+
+	// A link to a file that drains everything: refused, not followed.
+	target := filepath.Join(s.DC.Dir, "elsewhere")
+	if err := os.WriteFile(target, []byte("all\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(drain); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, drain); err != nil {
+		t.Fatal(err)
+	}
+	st = s.statusWhen(t, "reported the link", func(st daemon.Status) error {
+		if !strings.Contains(st.Drain.Error, "symbolic link") {
+			return errorf("drain error %q", st.Drain.Error)
+		}
+		return nil
+	})
+	s.pollsAfter(t, st, 3)
+	s.holds(t, all)
+
+	// A regular file again: its drain applies, the error clears.
+	if err := os.Remove(drain); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(drain, []byte("10.0.0.101\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.holds(t, "10.0.0.100/32 10.0.0.102/32")
+	s.statusWhen(t, "cleared the drain error", func(st daemon.Status) error {
+		if st.Drain.Error != "" {
+			return errorf("drain error %q", st.Drain.Error)
+		}
+		return nil
+	})
+
+	// And with a FIFO there again, SIGTERM stops rhi.
+	if err := os.Remove(drain); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(drain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.statusWhen(t, "reported the FIFO again", func(st daemon.Status) error {
+		if !strings.Contains(st.Drain.Error, "a FIFO") {
+			return errorf("drain error %q", st.Drain.Error)
+		}
+		return nil
+	})
+	s.holds(t, "10.0.0.100/32 10.0.0.102/32") // the last good drains stay
+	if err := s.StopRHI(); err != nil {
+		t.Errorf("SIGTERM with a FIFO at drain_file: %v", err)
+	}
+}
