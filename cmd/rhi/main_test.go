@@ -144,8 +144,8 @@ func TestRestartOnly(t *testing.T) {
 	if k := restartOnly(&a, &b); len(k) != 0 {
 		t.Errorf("same config: %v", k)
 	}
-	b.Interface, b.StatusListen, b.PollInterval = "rhi1", "", 1
-	if k := strings.Join(restartOnly(&a, &b), ","); k != "interface,status_listen" {
+	b.Interface, b.StatusListen, b.PollInterval, b.LogFormat = "rhi1", "", 1, "json"
+	if k := strings.Join(restartOnly(&a, &b), ","); k != "interface,log_format,status_listen" {
 		t.Errorf("got %q", k)
 	}
 }

@@ -44,7 +44,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitBadInput
 	}
-	logs, err := logfile.New(cfg.MainLog, cfg.ErrorLog, *debug, stderr)
+	// Every line goes to stderr too: under systemd that is the journal,
+	// with priority prefixes when it really is the journal's stream.
+	f, _ := stderr.(*os.File)
+	logs, err := logfile.New(logfile.Options{MainPath: cfg.MainLog, ErrorPath: cfg.ErrorLog, Debug: *debug,
+		Format: cfg.LogFormat, Stderr: stderr, Journal: logfile.StderrIsJournal(os.Getenv("JOURNAL_STREAM"), f)})
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
 		return exitBadInput
@@ -168,7 +172,7 @@ func reload(path string, started *config.Config, d interface{ Reload(*config.Con
 }
 
 // restartOnly lists the keys that differ between old and next but are bound
-// at start-up (the interface the netlink side manages, the log files, the
+// at start-up (the interface the netlink side manages, the log files and format, the
 // status listener, BIRD's socket). A reload that changes them is rejected as a whole rather
 // than applied in part.
 func restartOnly(old, next *config.Config) []string {
@@ -181,6 +185,9 @@ func restartOnly(old, next *config.Config) []string {
 	}
 	if old.ErrorLog != next.ErrorLog {
 		keys = append(keys, "error_log")
+	}
+	if old.LogFormat != next.LogFormat {
+		keys = append(keys, "log_format")
 	}
 	if old.StatusListen != next.StatusListen {
 		keys = append(keys, "status_listen")
