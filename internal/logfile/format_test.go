@@ -175,3 +175,28 @@ func TestPriorityOfEveryLevel(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLine is one info line with two fields, written to both files and
+// to stderr (a file here), as the daemon logs a VIP change.
+func BenchmarkLine(b *testing.B) {
+	for _, format := range []string{"text", "json"} {
+		b.Run(format, func(b *testing.B) {
+			dir := b.TempDir()
+			stderr, err := os.Create(filepath.Join(dir, "stderr"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer stderr.Close()
+			l, err := New(Options{MainPath: filepath.Join(dir, "main.log"), ErrorPath: filepath.Join(dir, "error.log"), Format: format, Stderr: stderr, Journal: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			e := l.Logger.WithFields(logrus.Fields{"vip": "10.0.0.1/32", "reason": "healthy"})
+			b.ReportAllocs()
+			for b.Loop() {
+				e.Info("vip state changed")
+			}
+		})
+	}
+}
