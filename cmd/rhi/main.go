@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/logfile"
 )
 
 // version is set at build time: -ldflags "-X main.version=…".
@@ -49,7 +50,16 @@ usage or invalid config (verify: could not check; --nagios: 0 OK, 1 WARNING,
 2 CRITICAL, 3 UNKNOWN). "rhi COMMAND --help" tells more.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	var stderr io.Writer = os.Stderr
+	// Under systemd, stderr is the journal: what a command prints there is
+	// a problem, and gets the error priority; the daemon's log lines carry
+	// their own (see cmdRun).
+	if logfile.StderrIsJournal(os.Getenv("JOURNAL_STREAM"), os.Stderr) {
+		stderr = logfile.NewPriorityWriter(os.Stderr, "<3>")
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, stderr))
+}
 
 // run dispatches a subcommand and returns the process exit code, so that
 // deferred clean-ups run before the process exits.

@@ -44,11 +44,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitBadInput
 	}
-	// Every line goes to stderr too: under systemd that is the journal,
-	// with priority prefixes when it really is the journal's stream.
-	f, _ := stderr.(*os.File)
+	// Every line goes to stderr too. When main found it to be the journal,
+	// each carries its priority (which the PriorityWriter lets through).
+	_, journal := stderr.(*logfile.PriorityWriter)
 	logs, err := logfile.New(logfile.Options{MainPath: cfg.MainLog, ErrorPath: cfg.ErrorLog, Debug: *debug,
-		Format: cfg.LogFormat, Stderr: stderr, Journal: logfile.StderrIsJournal(os.Getenv("JOURNAL_STREAM"), f)})
+		Format: cfg.LogFormat, Stderr: stderr, Journal: journal})
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
 		return exitBadInput

@@ -1,6 +1,7 @@
 package logfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -121,3 +122,52 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 type discard struct{}
 
 func (discard) Format(*logrus.Entry) ([]byte, error) { return nil, nil }
+
+// PriorityWriter gives every line written through it that carries no
+// syslog priority prefix of its own the priority prio: wrapped around a
+// stderr that is the journal, it makes the plain error lines of the CLI
+// (a config that does not load, a bad flag) errors in the journal, while
+// the logger's lines, prefixed already, pass unchanged. It is safe for
+// concurrent use.
+type PriorityWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	prio string
+	mid  bool // the last write ended inside a line
+}
+
+// NewPriorityWriter returns a PriorityWriter that writes to w; prio is a
+// prefix such as "<3>".
+func NewPriorityWriter(w io.Writer, prio string) *PriorityWriter {
+	return &PriorityWriter{w: w, prio: prio}
+}
+
+func (p *PriorityWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(b)
+	out := make([]byte, 0, n+len(p.prio))
+	for len(b) > 0 {
+		if !p.mid && !hasPriority(b) {
+			out = append(out, p.prio...)
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			out = append(out, b...)
+			p.mid = true
+			break
+		}
+		out = append(out, b[:i+1]...)
+		b = b[i+1:]
+		p.mid = false
+	}
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// hasPriority tells whether line starts with "<N>", N a syslog priority.
+func hasPriority(line []byte) bool {
+	return len(line) >= 3 && line[0] == '<' && line[1] >= '0' && line[1] <= '7' && line[2] == '>'
+}

@@ -200,3 +200,17 @@ func BenchmarkLine(b *testing.B) {
 		})
 	}
 }
+
+func TestPriorityWriter(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewPriorityWriter(&buf, "<3>")
+	for _, s := range []string{"config.yaml:3: rise: bad\nconfig.yaml:4: fall: bad\n", "<6>time=x level=info\n", "par", "tial\n", "<4>warn\n"} {
+		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+		}
+	}
+	want := "<3>config.yaml:3: rise: bad\n<3>config.yaml:4: fall: bad\n<6>time=x level=info\n<3>partial\n<4>warn\n"
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}
