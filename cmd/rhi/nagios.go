@@ -99,6 +99,19 @@ func writeNagios(stdout io.Writer, state int, line string) int {
 	return state
 }
 
+// writeNagiosReport prints the plugin line of rep and returns its state.
+func writeNagiosReport(stdout io.Writer, rep verify.Report, notJudged []jsonNotJudged) int {
+	if rep.Err != nil {
+		return nagiosCouldNotCheck(stdout, rep.Err)
+	}
+	var vips []string
+	for _, n := range notJudged {
+		vips = append(vips, n.VIP)
+	}
+	state, line := nagiosLine(rep, vips)
+	return writeNagios(stdout, state, line)
+}
+
 // nagiosCouldNotCheck is the UNKNOWN line for a check that was not made.
 func nagiosCouldNotCheck(stdout io.Writer, err error) int {
 	return writeNagios(stdout, nagiosUnknown, "RHI UNKNOWN - could not check: "+nagiosText(err.Error()))

@@ -158,9 +158,6 @@ func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceRead
 		fmt.Fprintln(stderr, "rhi verify: --json and --nagios exclude each other")
 		return exitBadInput
 	}
-	if *nagios {
-		stderr = io.Discard // the plugin line says it all
-	}
 	cfg, err := config.Load(*path)
 	if err != nil {
 		if *nagios {
@@ -218,15 +215,7 @@ func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceRead
 	out.ExitCode = code
 
 	if *nagios {
-		if rep.Err != nil {
-			return nagiosCouldNotCheck(stdout, rep.Err)
-		}
-		var notJudged []string
-		for _, n := range out.NotJudged {
-			notJudged = append(notJudged, n.VIP)
-		}
-		state, line := nagiosLine(rep, notJudged)
-		return writeNagios(stdout, state, line)
+		return writeNagiosReport(stdout, rep, out.NotJudged)
 	}
 	if *asJSON {
 		raw, err := json.Marshal(rep)
