@@ -31,7 +31,7 @@ and the exit code is the plugin state, the worst that applies:
                VIP was NOT JUDGED and nothing else is wrong
   0  OK        every VIP agrees, every selected protocol is Established
 Perfdata: vips (VIPs checked), agree, disagree, sessions_up (selected
-protocols Established). Nothing goes to stderr.
+protocols Established). Nothing goes to stderr but a bad flag's complaint.
 
 `
 
