@@ -27,6 +27,8 @@ CGO_ENABLED=0 ${MAKE:-make} --no-print-directory build \
 date=$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%d HEAD)
 packaging/gen-man.sh "$stage/rhi" "$date" >"$stage/rhi.8"
 gzip -9n "$stage/rhi.8"
+packaging/gen-man.sh "$stage/rhi" "$date" 5 >"$stage/rhi.yaml.5"
+gzip -9n "$stage/rhi.yaml.5"
 
 cp packaging/README.Debian packaging/copyright "$stage/doc/"
 packaging/changelog.sh "$RHI_DEB_VERSION" "$RHI_DEB_MAINTAINER" >"$stage/doc/changelog"

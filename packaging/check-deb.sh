@@ -113,6 +113,9 @@ cat >"$tmp/files.want" <<'LIST'
 -rw-r--r-- ./usr/share/doc/rhi/examples/rhi.yaml
 -rw-r--r-- ./usr/share/lintian/overrides/rhi
 -rw-r--r-- ./usr/share/man/man8/rhi.8.gz
+-rw-r--r-- ./usr/share/man/man5/rhi.yaml.5.gz
+-rw-r--r-- ./usr/share/bash-completion/completions/rhi
+-rw-r--r-- ./usr/share/zsh/vendor-completions/_rhi
 -rw-r--r-- ./usr/share/rhi/bird/adc.conf
 -rw-r--r-- ./usr/share/rhi/bird/base.conf
 -rw-r--r-- ./usr/share/rhi/bird/examples/bird.conf
@@ -160,6 +163,8 @@ packaging/lintian-overrides /usr/share/lintian/overrides/rhi
 deploy/prometheus/rhi-alerts.yml /usr/share/rhi/prometheus/rhi-alerts.yml
 deploy/prometheus/rhi-alerts_test.yml /usr/share/rhi/prometheus/rhi-alerts_test.yml
 deploy/grafana/rhi.json /usr/share/rhi/grafana/rhi.json
+deploy/completion/rhi.bash /usr/share/bash-completion/completions/rhi
+deploy/completion/_rhi /usr/share/zsh/vendor-completions/_rhi
 MAP
 for f in docs/*.md; do
 	cmp -s "$f" "$root/usr/share/doc/rhi/$f" || fail "/usr/share/doc/rhi/$f differs from $f"
@@ -279,12 +284,21 @@ for c in $("$bin" -h | sed -n 's/^  rhi \([a-z][a-z-]*\).*/\1/p'); do
 	pat=$(printf 'rhi %s' "$c" | sed 's/-/\\-/g')
 	grep -qF "$pat" "$tmp/rhi.8" || fail "man page does not mention \"rhi $c\""
 done
-if need man "rendering the man page"; then
-	if warn=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$man8" 2>&1 >/dev/null) && [ -z "$warn" ]; then
-		ok "man page renders without warnings"
-	else
-		fail "man page: $warn"
-	fi
+# rhi.yaml(5) shows every key of the effective configuration.
+man5=$root/usr/share/man/man5/rhi.yaml.5.gz
+zcat "$man5" >"$tmp/rhi.yaml.5"
+sed -n 's/^\([a-z_]*\):.*/\1/p' "$tmp/effective.yaml" >"$tmp/keys"
+while read -r k; do
+	grep -q "^$k:" "$tmp/rhi.yaml.5" || fail "rhi.yaml(5) does not show the key \"$k\""
+done <"$tmp/keys"
+if need man "rendering the man pages"; then
+	for page in "$man8" "$man5"; do
+		if warn=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) && [ -z "$warn" ]; then
+			ok "man page $(basename "$page") renders without warnings"
+		else
+			fail "man page $(basename "$page"): $warn"
+		fi
+	done
 fi
 zcat "$root/usr/share/doc/rhi/changelog.gz" >"$tmp/changelog"
 if need dpkg-parsechangelog "parsing the changelog"; then

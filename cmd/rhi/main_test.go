@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/logfile"
 )
 
 func TestCheckConfigSeed(t *testing.T) {
@@ -144,8 +145,27 @@ func TestRestartOnly(t *testing.T) {
 	if k := restartOnly(&a, &b); len(k) != 0 {
 		t.Errorf("same config: %v", k)
 	}
-	b.Interface, b.StatusListen, b.PollInterval = "rhi1", "", 1
-	if k := strings.Join(restartOnly(&a, &b), ","); k != "interface,status_listen" {
+	b.Interface, b.StatusListen, b.PollInterval, b.LogFormat = "rhi1", "", 1, "json"
+	if k := strings.Join(restartOnly(&a, &b), ","); k != "interface,log_format,status_listen" {
 		t.Errorf("got %q", k)
+	}
+}
+
+// TestJournalPriorities: with stderr the journal (main wraps it in a
+// PriorityWriter), a config error is an error line and the daemon's own
+// lines keep their priorities.
+func TestJournalPriorities(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "--config", "../../internal/config/testdata/invalid/bad_condition.yaml"}, &out, logfile.NewPriorityWriter(&errb, "<3>"))
+	if code != exitBadInput {
+		t.Fatalf("exit %d", code)
+	}
+	for _, l := range strings.SplitAfter(errb.String(), "\n") {
+		if l != "" && !strings.HasPrefix(l, "<3>") {
+			t.Errorf("line %q has no error priority", l)
+		}
+	}
+	if !strings.Contains(errb.String(), "condition") {
+		t.Errorf("stderr %q lacks the problem", errb.String())
 	}
 }

@@ -49,7 +49,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
 		return exitBadInput
 	}
-	logs, err := logfile.New(cfg.MainLog, cfg.ErrorLog, *debug, stderr)
+	// Every line goes to stderr too. When main found it to be the journal,
+	// each carries its priority (which the PriorityWriter lets through).
+	_, journal := stderr.(*logfile.PriorityWriter)
+	logs, err := logfile.New(logfile.Options{MainPath: cfg.MainLog, ErrorPath: cfg.ErrorLog, Debug: *debug,
+		Format: cfg.LogFormat, Stderr: stderr, Journal: journal})
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
 		return exitBadInput
@@ -205,7 +209,7 @@ func reload(path string, started *config.Config, d interface{ Reload(*config.Con
 }
 
 // restartOnly lists the keys that differ between old and next but are bound
-// at start-up (the interface the netlink side manages, the log files, the
+// at start-up (the interface the netlink side manages, the log files and format, the
 // status listener, BIRD's socket). A reload that changes them is rejected as a whole rather
 // than applied in part.
 func restartOnly(old, next *config.Config) []string {
@@ -218,6 +222,9 @@ func restartOnly(old, next *config.Config) []string {
 	}
 	if old.ErrorLog != next.ErrorLog {
 		keys = append(keys, "error_log")
+	}
+	if old.LogFormat != next.LogFormat {
+		keys = append(keys, "log_format")
 	}
 	if old.StatusListen != next.StatusListen {
 		keys = append(keys, "status_listen")

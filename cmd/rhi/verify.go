@@ -29,7 +29,7 @@ import (
 // from memory on loopback, so a slow answer means it is not really there.
 const verifyStatusTimeout = 3 * time.Second
 
-const verifySynopsis = "[--config PATH] [--bird-socket PATH] [--json]"
+const verifySynopsis = "[--config PATH] [--bird-socket PATH] [--json | --nagios]"
 
 const verifyHelp = `Checks that BIRD announces what rhi wants, and only that: per VIP, the
 expected state, whether the address is on the interface, whether BIRD's table
@@ -56,7 +56,6 @@ Exit codes:
 The report goes to stdout; errors go to stderr. With --json, stdout holds one
 JSON object whenever the config loads, its exit_code being the exit code.
 
-Flags:
 `
 
 // interfaceReader reads what the named interface holds. The command uses
@@ -148,21 +147,36 @@ type jsonNotJudged struct {
 func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceReader) int {
 	fs := flags("verify", verifySynopsis, stdout, stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: rhi verify %s\n\n%s", verifySynopsis, verifyHelp)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: rhi verify %s\n\n%s%sFlags:\n", verifySynopsis, verifyHelp, nagiosHelp)
+		printFlags(fs)
 	}
 	path := fs.String("config", defaultConfig, "configuration file")
 	socket := fs.String("bird-socket", "", "BIRD control socket (default: bird.socket of the config)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	nagios := fs.Bool("nagios", false, "print one Nagios/Icinga plugin line; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN")
 	if code, ok := parse(fs, args, stdout); !ok {
+		if code == exitBadInput && nagiosAsked(args) {
+			return nagiosCouldNotCheck(stdout, errors.New("bad usage (rhi verify --help)"))
+		}
 		return code
 	}
-	cfg, ok := loadConfig(*path, stderr)
-	if !ok {
+	if *asJSON && *nagios {
+		fmt.Fprintln(stderr, "rhi verify: --json and --nagios exclude each other")
+		return exitBadInput
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		if *nagios {
+			return nagiosCouldNotCheck(stdout, err)
+		}
+		fmt.Fprintf(stderr, "%v\n", err)
 		return exitBadInput
 	}
 	out := verifyJSON{SchemaVersion: verifySchemaVersion, ExitCode: exitBadInput}
 	fail := func(err error) int {
+		if *nagios {
+			return nagiosCouldNotCheck(stdout, err)
+		}
 		fmt.Fprintf(stderr, "rhi verify: %v\n", err)
 		if *asJSON {
 			out.Error = err.Error()
@@ -206,6 +220,9 @@ func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceRead
 	}
 	out.ExitCode = code
 
+	if *nagios {
+		return writeNagiosReport(stdout, rep, out.NotJudged)
+	}
 	if *asJSON {
 		raw, err := json.Marshal(rep)
 		if err != nil {

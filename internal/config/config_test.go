@@ -33,6 +33,7 @@ func TestSeedExample(t *testing.T) {
 		Interface:    "rhi0",
 		MainLog:      "/var/log/rhi/main.log",
 		ErrorLog:     "/var/log/rhi/error.log",
+		LogFormat:    "text",
 		FailurePolicy: FailurePolicy{
 			ControlAPIUnreachable: Withdraw,
 			MaxFailedPolls:        3,
@@ -77,6 +78,7 @@ func TestDefault(t *testing.T) {
 		Timeout:       5 * time.Second,
 		PollMode:      "per_upstream",
 		Interface:     "rhi0",
+		LogFormat:     "text",
 		FailurePolicy: FailurePolicy{ControlAPIUnreachable: Withdraw, MaxFailedPolls: 3, NoChecker: "healthy"},
 		Bird:          Bird{Socket: "/run/bird/bird.ctl", Timeout: 2 * time.Second},
 		Rise:          1,

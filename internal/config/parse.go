@@ -28,6 +28,7 @@ func Default() Config {
 		Timeout:      5 * time.Second,
 		PollMode:     "per_upstream",
 		Interface:    "rhi0",
+		LogFormat:    "text",
 		FailurePolicy: FailurePolicy{
 			ControlAPIUnreachable: Withdraw,
 			MaxFailedPolls:        3,
@@ -389,7 +390,7 @@ func enum[T ~string](allowed ...T) func(string) (T, issue) {
 var (
 	topKeys = []string{
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
-		"main_log", "error_log", "failure_policy", "bird", "rise", "fall",
+		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
 		"on_shutdown", "status_listen", "drain_file", "vips",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
@@ -406,6 +407,7 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["interface"], "interface", &c.Interface, checked(checkIfname))
 	set(p, m["main_log"], "main_log", &c.MainLog, checked(checkLogPath))
 	set(p, m["error_log"], "error_log", &c.ErrorLog, checked(checkLogPath))
+	set(p, m["log_format"], "log_format", &c.LogFormat, enum("text", "json"))
 	if n := m["failure_policy"]; n != nil {
 		p.failurePolicy(n, &c.FailurePolicy)
 	}

@@ -31,6 +31,7 @@ type Config struct {
 	Interface     string        `yaml:"interface"`
 	MainLog       string        `yaml:"main_log"`
 	ErrorLog      string        `yaml:"error_log"`
+	LogFormat     string        `yaml:"log_format"` // "text" (key=value lines) or "json" (one object per line)
 	FailurePolicy FailurePolicy `yaml:"failure_policy"`
 	Bird          Bird          `yaml:"bird"`
 	Rise          int           `yaml:"rise"`

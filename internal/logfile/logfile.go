@@ -1,6 +1,8 @@
-// Package logfile routes rhi's log to its two files: main_log takes info and
-// up, error_log warnings and up (SPEC §2). Files are reopened on SIGUSR1 so
-// logrotate can move them away.
+// Package logfile routes rhi's log to its two files and to stderr: main_log
+// takes every line (info and up, debug with --debug), error_log warnings and
+// up (SPEC §2), and stderr every line too, so that under systemd the journal
+// gets them whatever the files are (with syslog priority prefixes). Files
+// are reopened on SIGUSR1 so logrotate can move them away.
 package logfile
 
 import (
@@ -94,52 +96,61 @@ func (f *File) Close() error {
 	return f.f.Close()
 }
 
-// Logs is the pair of destinations and the logger that writes to them.
+// Logs is the logger and the destinations it writes to.
 type Logs struct {
 	Logger *logrus.Logger
 	files  []*File
 }
 
-// New builds a logger for mainPath and errorPath; an empty path means stderr.
-// main gets every level the logger lets through (info and up, or debug with
-// debug set); error gets warnings and up. When both are stderr a line is
-// written once.
-func New(mainPath, errorPath string, debug bool, stderr io.Writer) (*Logs, error) {
+// Options says where and how rhi logs.
+type Options struct {
+	// MainPath gets every line the logger lets through; ErrorPath warnings
+	// and up. "" means no file. The same path for both writes a line once.
+	MainPath, ErrorPath string
+	Debug               bool   // let debug lines through
+	Format              string // "text" (or "") or "json"
+	// Stderr gets every line, whatever the files: under systemd it is the
+	// journal, where warnings and errors must always arrive.
+	Stderr io.Writer
+	// Journal prefixes each stderr line with its syslog priority ("<4>"),
+	// which journald strips and records (see StderrIsJournal).
+	Journal bool
+}
+
+// New builds a logger that writes to the files of o and to o.Stderr.
+func New(o Options) (*Logs, error) {
+	f, err := formatter(o.Format)
+	if err != nil {
+		return nil, err
+	}
 	l := &Logs{Logger: logrus.New()}
+	// The hook writes every line; the logger's own output formats nothing.
 	l.Logger.Out = io.Discard
-	l.Logger.Formatter = &logrus.TextFormatter{FullTimestamp: true, DisableColors: true}
+	l.Logger.Formatter = discard{}
 	l.Logger.Level = logrus.InfoLevel
-	if debug {
+	if o.Debug {
 		l.Logger.Level = logrus.DebugLevel
 	}
-	open := func(path string) (io.Writer, error) {
-		if path == "" {
-			return stderr, nil
+	h := &fanout{fmt: f}
+	if o.Stderr != nil {
+		h.sinks = append(h.sinks, sink{w: &lockedWriter{w: o.Stderr}, max: logrus.TraceLevel, journal: o.Journal})
+	}
+	for _, dst := range []struct {
+		path string
+		max  logrus.Level
+	}{{o.MainPath, logrus.TraceLevel}, {o.ErrorPath, logrus.WarnLevel}} {
+		if dst.path == "" || (dst.max == logrus.WarnLevel && dst.path == o.MainPath) {
+			continue // no file, or the main log already has every line
 		}
-		f, err := Open(path)
+		file, err := Open(dst.path)
 		if err != nil {
+			l.Close()
 			return nil, err
 		}
-		l.files = append(l.files, f)
-		return f, nil
+		l.files = append(l.files, file)
+		h.sinks = append(h.sinks, sink{w: file, max: dst.max})
 	}
-	mainW, err := open(mainPath)
-	if err != nil {
-		return nil, err
-	}
-	l.Logger.AddHook(&hook{w: mainW, levels: logrus.AllLevels, fmt: l.Logger.Formatter})
-	if mainPath == "" && errorPath == "" {
-		return l, nil
-	}
-	errW, err := open(errorPath)
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	if mainPath == errorPath {
-		return l, nil // one file: every line once
-	}
-	l.Logger.AddHook(&hook{w: errW, levels: []logrus.Level{logrus.PanicLevel, logrus.FatalLevel, logrus.ErrorLevel, logrus.WarnLevel}, fmt: l.Logger.Formatter})
+	l.Logger.AddHook(h)
 	return l, nil
 }
 
@@ -159,21 +170,4 @@ func (l *Logs) Close() error {
 		errs = append(errs, f.Close())
 	}
 	return errors.Join(errs...)
-}
-
-type hook struct {
-	w      io.Writer
-	levels []logrus.Level
-	fmt    logrus.Formatter
-}
-
-func (h *hook) Levels() []logrus.Level { return h.levels }
-
-func (h *hook) Fire(e *logrus.Entry) error {
-	b, err := h.fmt.Format(e)
-	if err != nil {
-		return err
-	}
-	_, err = h.w.Write(b)
-	return err
 }

@@ -94,7 +94,7 @@ func TestOpenAppends(t *testing.T) {
 func TestReopenKeepsTheOldFileIfALinkIsPlanted(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "main.log")
-	l, err := New(p, p, false, &bytes.Buffer{})
+	l, err := New(Options{MainPath: p, ErrorPath: p, Stderr: &bytes.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}
