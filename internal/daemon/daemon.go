@@ -59,6 +59,11 @@ type Deps struct {
 	// URL, timeout or poll mode changed; nil, or a nil result, keeps the
 	// current source.
 	NewHealth func(*config.Config) HealthSource
+	// Record, if set, is the ownership record (state_file): read at
+	// start-up to withdraw what a previous configuration put on the
+	// interface, written before the owned set grows and after it shrinks.
+	// nil keeps none (a dry run).
+	Record OwnershipRecord
 }
 
 // applyTimeout bounds one Set: netlink calls carry their own socket timeout,
@@ -74,6 +79,7 @@ type Daemon struct {
 	ready  func()
 	newHS  func(*config.Config) HealthSource
 	onPoll func(time.Duration, int)
+	record OwnershipRecord
 
 	reloads  chan *config.Config
 	conf     *confirmer                 // nil without a Confirmer
@@ -104,6 +110,11 @@ type Daemon struct {
 	polls      uint64
 	failedAll  uint64                  // polls with at least one unreadable upstream, ever
 	flips      map[netip.Prefix]uint64 // changes of Announced, per VIP
+	// recordDirty: the owned set changed since the record was written.
+	recordDirty  bool
+	recordErr    string
+	unmanaged    []netip.Prefix // sorted; host addresses neither configured nor owned
+	unmanagedBuf []netip.Prefix // scratch for noteUnmanaged
 
 	mu    sync.RWMutex
 	view  *view // what Status renders, under mu; swapped after every tick
@@ -120,6 +131,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		ready:     deps.Ready,
 		newHS:     deps.NewHealth,
 		onPoll:    deps.OnPoll,
+		record:    deps.Record,
 		reloads:   make(chan *config.Config, 1),
 		renewals:  make(chan map[netip.Prefix]bool, 1),
 		hints:     make(chan struct{}, 1),
@@ -282,6 +294,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 		}
 	}
 	d.setConfig(cfg)
+	d.recordDirty = d.recordDirty || dropped > 0 || old.Interface != cfg.Interface
 	if d.started {
 		for i := range cfg.VIPs {
 			p := cfg.VIPs[i].Address
@@ -291,6 +304,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 				d.states[p] = decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
 				d.since[p] = d.now()
 				added++
+				d.recordDirty = true
 			}
 		}
 	}
@@ -396,6 +410,7 @@ func (d *Daemon) start(ctx context.Context) bool {
 			present++
 		}
 	}
+	d.adoptRecord(st)
 	d.started = true
 	d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "vips": len(d.cfg.VIPs), "present": present}).Info("started; initial VIP state taken from the interface")
 	return true
@@ -418,6 +433,10 @@ func (d *Daemon) apply(ctx context.Context) {
 	for p := range d.orphans {
 		d.owned[p] = false
 	}
+	if d.recordDirty {
+		d.saveRecord() // before any address is added
+	}
+	d.withdrawUnmanaged()
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	st, err := d.ann.Set(actx, d.owned)
 	cancel()
@@ -441,14 +460,16 @@ func (d *Daemon) apply(ctx context.Context) {
 	for p, want := range d.owned {
 		if st.Has(p) != d.iface.Has(p) {
 			d.changed = true
-			if !d.orphans[p] {
+			if d.owns(p) {
 				d.since[p] = now
 			}
 		}
 		if d.orphans[p] && !st.Has(p) && !want {
 			delete(d.orphans, p)
+			d.recordDirty = true
 		}
 	}
+	d.noteUnmanaged(st)
 	d.iface = st
 }
 
@@ -632,6 +653,7 @@ func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
 		v.orphans = append(v.orphans, p)
 	}
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
+	v.unmanaged, v.recordErr = d.unmanaged, d.recordErr
 	v.drained, v.drainErr, v.ticked = d.drained, d.drainErr, true
 	d.mu.Lock()
 	d.spare, d.view = d.view, v
