@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -93,8 +94,16 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 	fmt.Fprintf(w, "apisix     %s  last poll %s ago, took %s, %d/%d upstreams unreadable, %d failed polls in a row\n",
 		api.URL, ago(now, api.LastPoll), api.PollDuration.Round(time.Millisecond), api.Unreadable, api.Upstreams, api.ConsecutiveFailedPolls)
 	fmt.Fprintf(w, "bird       %s\n", birdLine(s.Bird, now))
-	if len(s.Interface.Foreign) > 0 {
-		fmt.Fprintf(w, "foreign    %s (not rhi's, left alone)\n", strings.Join(s.Interface.Foreign, " "))
+	if foreign := slices.DeleteFunc(slices.Clone(s.Interface.Foreign), func(a string) bool {
+		return slices.Contains(s.Interface.Unmanaged, a) // listed below
+	}); len(foreign) > 0 {
+		fmt.Fprintf(w, "foreign    %s (not rhi's, left alone)\n", strings.Join(foreign, " "))
+	}
+	if len(s.Interface.Unmanaged) > 0 {
+		fmt.Fprintf(w, "UNMANAGED  %s (neither configured nor put there by rhi: announced without a health check)\n", strings.Join(s.Interface.Unmanaged, " "))
+	}
+	if s.Interface.RecordError != "" {
+		fmt.Fprintf(w, "record     CANNOT WRITE: %s\n", s.Interface.RecordError)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

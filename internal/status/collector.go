@@ -43,6 +43,12 @@ var (
 		"Address renewals done because BIRD missed a change.", []string{"vip"}, nil)
 	descBGP = prometheus.NewDesc("rhi_bgp_established",
 		"1 if the selected BGP protocol is Established.", []string{"protocol"}, nil)
+	descUnmanaged = prometheus.NewDesc("rhi_unmanaged_addresses",
+		"Host addresses on the VIP interface that are neither configured nor owned by rhi: announced without a health check.", []string{"iface"}, nil)
+	descUnmanagedAddr = prometheus.NewDesc("rhi_unmanaged_address",
+		"1 for each host address on the VIP interface that is neither configured nor owned by rhi.", []string{"iface", "address"}, nil)
+	descRecordError = prometheus.NewDesc("rhi_ownership_record_error",
+		"1 while the ownership record (state_file) cannot be written.", nil, nil)
 )
 
 var verdicts = []string{"up", "down", "no_checker", "not_found", "failed"}
@@ -53,7 +59,8 @@ type collector struct{ src Source }
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descVIPDesired, descVIPOnIface, descVIPPolicy, descVIPFailed,
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
-		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP} {
+		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
+		descUnmanaged, descUnmanagedAddr, descRecordError} {
 		ch <- d
 	}
 }
@@ -72,6 +79,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descConsecutive, float64(s.ControlAPI.ConsecutiveFailedPolls))
 	gauge(descIfaceUp, b2f(s.Interface.Exists && s.Interface.Up), s.Interface.Name)
 	gauge(descDrainError, b2f(s.Drain.Error != ""))
+	gauge(descUnmanaged, float64(len(s.Interface.Unmanaged)), s.Interface.Name)
+	for _, a := range s.Interface.Unmanaged {
+		gauge(descUnmanagedAddr, 1, s.Interface.Name, a)
+	}
+	gauge(descRecordError, b2f(s.Interface.RecordError != ""))
 	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
 		gauge(descBirdUp, b2f(s.Bird.Error == ""))
 		for _, p := range s.Bird.Protocols {
