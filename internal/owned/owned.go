@@ -55,15 +55,14 @@ func Encode(r Record) []byte {
 	vips := slices.Clone(r.VIPs)
 	slices.SortFunc(vips, netip.Prefix.Compare)
 	vips = slices.Compact(vips)
-	var b bytes.Buffer
-	b.Grow(len(header) + 32 + 24*len(vips))
-	b.WriteString(header)
-	b.WriteString("interface " + r.Iface + "\n")
+	b := make([]byte, 0, len(header)+32+24*len(vips))
+	b = append(b, header...)
+	b = append(b, "interface "+r.Iface+"\n"...)
 	for _, p := range vips {
-		b.WriteString(p.String())
-		b.WriteByte('\n')
+		b, _ = p.AppendText(b) // never fails
+		b = append(b, '\n')
 	}
-	return b.Bytes()
+	return b
 }
 
 // Decode reads a record. Any line it does not understand fails the whole
