@@ -14,11 +14,15 @@ import (
 )
 
 // OwnershipRecord is the record of the VIPs rhi owns on its interface
-// (state_file): owned.File.
+// (state_file): owned.File. The loop alone calls it, one call at a time.
 type OwnershipRecord interface {
+	// Read returns the record; a missing one is an error matching
+	// fs.ErrNotExist. It is bounded and follows no link.
 	Read() (owned.Record, error)
+	// Write replaces the record atomically: a reader, or a restart after
+	// a crash, finds the old record or the new one.
 	Write(owned.Record) error
-	String() string // the path, for logs and /status
+	String() string // the path, for logs
 }
 
 // adoptRecord reads the ownership record at start-up. An address it lists

@@ -194,3 +194,33 @@ func BenchmarkRead10000(b *testing.B) {
 		}
 	}
 }
+
+// FuzzDecode checks Decode's contract on arbitrary input: it never panics;
+// a record it accepts has an interface and sorted, unique host prefixes,
+// and survives a round trip through Encode.
+func FuzzDecode(f *testing.F) {
+	f.Add(Encode(Record{Iface: "rhi0", VIPs: prefixes("10.0.0.100/32", "2001:db8::1/128")}))
+	f.Add([]byte("interface rhi0\n# c\n\n10.0.0.1/32\n10.0.0.1/32\n"))
+	f.Add([]byte("interface\n10.0.0.0/24\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Decode(data)
+		if err != nil {
+			return
+		}
+		if r.Iface == "" {
+			t.Fatalf("accepted without an interface: %q", data)
+		}
+		for i, p := range r.VIPs {
+			if p.Bits() != p.Addr().BitLen() || p.Addr().Is4In6() {
+				t.Fatalf("accepted %s", p)
+			}
+			if i > 0 && r.VIPs[i-1].Compare(p) >= 0 {
+				t.Fatalf("not sorted and unique: %v", r.VIPs)
+			}
+		}
+		back, err := Decode(Encode(r))
+		if err != nil || back.Iface != r.Iface || !slices.Equal(back.VIPs, r.VIPs) {
+			t.Fatalf("round trip: %+v, %v; want %+v", back, err, r)
+		}
+	})
+}
