@@ -76,7 +76,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	var ann daemon.Announcer = vip.New(nl, cfg.Interface, log)
 	var record daemon.OwnershipRecord = owned.File(cfg.StateFile)
 	if *dryRun {
-		record = nil // a dry run changes no file either
+		record = owned.ReadOnly(cfg.StateFile) // a dry run changes no file either
 		ann = vip.NewDryRun(nl, cfg.Interface, log)
 		log.Warn("dry run: rhi will not change the interface")
 	}

@@ -62,7 +62,7 @@ type Deps struct {
 	// Record, if set, is the ownership record (state_file): read at
 	// start-up to withdraw what a previous configuration put on the
 	// interface, written before the owned set grows and after it shrinks.
-	// nil keeps none (a dry run).
+	// nil keeps none (a dry run passes owned.ReadOnly).
 	Record OwnershipRecord
 }
 

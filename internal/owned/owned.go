@@ -141,3 +141,16 @@ func (f File) Write(r Record) error {
 	}
 	return nil
 }
+
+// ReadOnly is the record at a path for a dry run: read as File reads it,
+// never written, so that a dry run shows what a restart would withdraw
+// and changes nothing.
+type ReadOnly string
+
+func (f ReadOnly) String() string { return string(f) }
+
+// Read is File.Read.
+func (f ReadOnly) Read() (Record, error) { return File(f).Read() }
+
+// Write does nothing.
+func (f ReadOnly) Write(Record) error { return nil }

@@ -224,3 +224,20 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestReadOnlyReadsAndNeverWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "owned")
+	if err := ReadOnly(path).Write(Record{Iface: "rhi0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("ReadOnly wrote %s: %v", path, err)
+	}
+	if err := File(path).Write(Record{Iface: "rhi0", VIPs: prefixes("10.0.0.1/32")}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadOnly(path).Read()
+	if err != nil || !slices.Equal(r.VIPs, prefixes("10.0.0.1/32")) {
+		t.Fatalf("ReadOnly.Read = %+v, %v", r, err)
+	}
+}
