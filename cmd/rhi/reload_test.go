@@ -48,3 +48,17 @@ func TestReloadEveryInvalidFile(t *testing.T) {
 		t.Error("a reload changing the interface was handed over")
 	}
 }
+
+// TestReloadKeepsTheOwnershipRecord: the record is read at start-up, so a
+// reload that moves it is rejected rather than half applied.
+func TestReloadKeepsTheOwnershipRecord(t *testing.T) {
+	started, err := config.Load("../../internal/config/testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := *started
+	moved.StateFile = "/elsewhere/owned"
+	if got := restartOnly(started, &moved); len(got) != 1 || got[0] != "state_file" {
+		t.Errorf("restartOnly = %v, want [state_file]", got)
+	}
+}

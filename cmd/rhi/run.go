@@ -16,6 +16,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/logfile"
+	"github.com/rhi-daemon/rhi/internal/owned"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
@@ -85,7 +86,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	var ann daemon.Announcer = vip.New(nl, cfg.Interface, log)
+	var record daemon.OwnershipRecord = owned.File(cfg.StateFile)
 	if *dryRun {
+		record = owned.ReadOnly(cfg.StateFile) // a dry run changes no file either
 		ann = vip.NewDryRun(nl, cfg.Interface, log)
 		log.Warn("dry run: rhi will not change the interface")
 	}
@@ -94,6 +97,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		Ready:     func() { notifyReady(log) },
 		Health:    health,
 		Announcer: ann,
+		Record:    record,
 		Log:       log,
 		DryRun:    *dryRun,
 		Confirmer: birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
@@ -210,7 +214,7 @@ func reload(path string, started *config.Config, d interface{ Reload(*config.Con
 
 // restartOnly lists the keys that differ between old and next but are bound
 // at start-up (the interface the netlink side manages, the log files and format, the
-// status listener, BIRD's socket). A reload that changes them is rejected as a whole rather
+// status listener, BIRD's socket, the ownership record). A reload that changes them is rejected as a whole rather
 // than applied in part.
 func restartOnly(old, next *config.Config) []string {
 	var keys []string
@@ -231,6 +235,9 @@ func restartOnly(old, next *config.Config) []string {
 	}
 	if old.Bird.Socket != next.Bird.Socket {
 		keys = append(keys, "bird.socket")
+	}
+	if old.StateFile != next.StateFile {
+		keys = append(keys, "state_file")
 	}
 	return keys
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -100,8 +101,16 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 	if err := status.Judge(s, now); err != nil {
 		fmt.Fprintf(w, "health     UNHEALTHY (/healthz 503): %v\n", err)
 	}
-	if len(s.Interface.Foreign) > 0 {
-		fmt.Fprintf(w, "foreign    %s (not rhi's, left alone)\n", strings.Join(s.Interface.Foreign, " "))
+	if foreign := slices.DeleteFunc(slices.Clone(s.Interface.Foreign), func(a string) bool {
+		return slices.Contains(s.Interface.Unmanaged, a) // listed below
+	}); len(foreign) > 0 {
+		fmt.Fprintf(w, "foreign    %s (not rhi's, left alone)\n", strings.Join(foreign, " "))
+	}
+	if len(s.Interface.Unmanaged) > 0 {
+		fmt.Fprintf(w, "UNMANAGED  %s (neither configured nor put there by rhi: announced without a health check)\n", strings.Join(s.Interface.Unmanaged, " "))
+	}
+	if s.Interface.RecordError != "" {
+		fmt.Fprintf(w, "record     CANNOT WRITE: %s\n", s.Interface.RecordError)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,25 @@ func TestStatusTableGolden(t *testing.T) {
 				t.Errorf("rhi status (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestStatusTableUnmanaged: unmanaged addresses get their own line, not
+// the foreign one's "left alone".
+func TestStatusTableUnmanaged(t *testing.T) {
+	s := statusSample()
+	s.Interface.Foreign = []string{"10.0.0.77/32", "192.0.2.1/24"}
+	s.Interface.Unmanaged = []string{"10.0.0.77/32"}
+	s.Interface.RecordError = `write ownership record: open /var/lib/rhi/.owned-1: read-only file system`
+	var b bytes.Buffer
+	writeStatus(&b, s, statusNow)
+	for _, want := range []string{
+		"foreign    192.0.2.1/24 (not rhi's, left alone)\n",
+		"UNMANAGED  10.0.0.77/32 (neither configured nor put there by rhi: announced without a health check)\n",
+		"record     CANNOT WRITE: write ownership record: open /var/lib/rhi/.owned-1: read-only file system\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("rhi status lacks %q:\n%s", want, b.String())
+		}
 	}
 }

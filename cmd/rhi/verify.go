@@ -36,7 +36,9 @@ expected state, whether the address is on the interface, whether BIRD's table
 holds it from the direct protocol and whether each selected BGP protocol
 exports it; and that every selected protocol is Established. A VIP that should
 be announced but that no Established selected session carries is a mismatch.
-It changes nothing.
+A host address on the interface that rhi does not manage (neither a VIP
+nor one it is withdrawing) is checked too: BIRD must not export it, since
+nothing checks its health. It changes nothing.
 
 The expected state comes from the running daemon at status_listen when it
 answers (what it decided). Otherwise it comes from one fresh poll of the
@@ -47,7 +49,8 @@ and the run exits 2 unless something else is wrong.
 
 Exit codes:
   0  consistent: every VIP agrees, every selected protocol is Established
-  1  mismatch: a VIP disagrees, or a selected protocol is not Established
+  1  mismatch: a VIP disagrees, a selected protocol is not Established, or
+     BIRD exports an address on the interface that rhi does not manage
      (wins over 2 when some VIPs could not be judged: it is the news)
   2  could not check: bad usage or config, neither the daemon nor the control
      API answered, the interface or BIRD could not be read, or a VIP was NOT
@@ -211,6 +214,7 @@ func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceRead
 		}
 		in.VIPs = append(in.VIPs, verify.VIP{Prefix: v.prefix, Expected: expected(v.present), OnInterface: on})
 	}
+	in.VIPs = appendUnmanaged(in.VIPs, exp, st)
 	out.Notes = exp.notes
 
 	rep := checkBird(ctx, cmp.Or(*socket, cfg.Bird.Socket), cfg.Bird.Timeout, in)
@@ -255,13 +259,34 @@ func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceRead
 		return fail(err)
 	}
 	if n := len(out.NotJudged); n > 0 {
-		fmt.Fprintf(&buf, "NOT JUDGED: %d of %d VIPs: health unknown, see above\n", n, len(in.VIPs))
+		fmt.Fprintf(&buf, "NOT JUDGED: %d of %d VIPs: health unknown, see above\n", n, len(exp.vips))
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
 		fmt.Fprintf(stderr, "rhi verify: %v\n", err)
 		return exitBadInput
 	}
 	return code
+}
+
+// appendUnmanaged adds to vips the host addresses on the interface that
+// rhi neither wants nor is withdrawing: nothing checks their health, so
+// BIRD must not export them (verify.Unmanaged). They are noted.
+func appendUnmanaged(vips []verify.VIP, exp *expectation, st vip.State) []verify.VIP {
+	known := make(map[netip.Prefix]bool, len(exp.vips))
+	for _, v := range exp.vips {
+		known[v.prefix] = true
+	}
+	var names []string
+	for _, p := range st.Present {
+		if !known[p] {
+			vips = append(vips, verify.VIP{Prefix: p, Expected: verify.Unmanaged, OnInterface: true})
+			names = append(names, p.String())
+		}
+	}
+	if len(names) > 0 {
+		exp.notes = append(exp.notes, "on the interface but not managed by rhi (checked: BIRD must not export them): "+strings.Join(names, " "))
+	}
+	return vips
 }
 
 func writeVerifyJSON(stdout, stderr io.Writer, out verifyJSON) {

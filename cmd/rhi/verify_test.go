@@ -283,6 +283,16 @@ func TestVerifyGolden(t *testing.T) {
 			code: 1,
 		},
 		{
+			// The daemon runs with the IPv4 VIP only; the IPv6 address
+			// on the interface is nobody's, and BIRD exports it.
+			name: "daemon-unmanaged-address-exported",
+			env: verifyEnv{bird: "up-vip", iface: vBoth, daemon: &daemon.Status{
+				Ready: true, Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Unmanaged: []string{vVIP6.String()}},
+				VIPs: []daemon.VIPStatus{{Address: vVIP4.String(), Desired: true, OnInterface: true}},
+			}},
+			code: 1,
+		},
+		{
 			name: "daemon-starting-poll-used",
 			env:  verifyEnv{bird: "up-vip", daemon: &daemon.Status{}, api: vHealthy(vAPI4, vAPI6), iface: vBoth},
 			code: 0,

@@ -62,6 +62,7 @@ type Config struct {
 	NoChecker      string        // default healthy
 	OnShutdown     string        // default keep
 	PollMode       string        // apisix_poll_mode, default per_upstream
+	Unmanaged      string        // unmanaged_addresses, default report
 	VIPs           []VIP
 }
 
@@ -90,6 +91,8 @@ bird:
 on_shutdown: {{.C.OnShutdown}}
 status_listen: {{.StatusAddr}}
 drain_file: {{.Dir}}/drain
+state_file: {{.Dir}}/owned
+unmanaged_addresses: {{.C.Unmanaged}}
 vips:
 {{- range .C.VIPs}}
   - address: {{.Address}}
@@ -124,6 +127,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollMode == "" {
 		c.PollMode = "per_upstream"
+	}
+	if c.Unmanaged == "" {
+		c.Unmanaged = "report"
 	}
 	return c
 }

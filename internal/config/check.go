@@ -230,7 +230,34 @@ func parseAddress(s string) (netip.Prefix, issue) {
 	case a.IsMulticast():
 		return netip.Prefix{}, issue{msg: "multicast address cannot be a VIP"}
 	}
+	if kind := unmanageable(a); kind != "" {
+		return netip.Prefix{}, issue{msg: kind + " address cannot be a VIP", allowed: "a unicast address routable beyond the host"}
+	}
 	return p, issue{}
+}
+
+// unmanageable names the kind of a that rhi could add to the interface but
+// not manage, or returns "". Link-local addresses are left out when rhi
+// reads the interface back (they come with every link), so one would be
+// added again on every tick and never seen; the kernel and BIRD treat the
+// others as local to the host or as never routable, so the peer would
+// never learn them.
+func unmanageable(a netip.Addr) string {
+	switch {
+	case a.IsLinkLocalUnicast():
+		return "link-local"
+	case a.IsLoopback():
+		return "loopback"
+	case !a.Is4():
+		return ""
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "broadcast"
+	case a.As4()[0] >= 240:
+		return "reserved (class E, 240.0.0.0/4)"
+	case a.As4()[0] == 0:
+		return `"this network" (0.0.0.0/8)`
+	}
+	return ""
 }
 
 // parseUpstream validates an upstream key with apisix.ParseRef, which is

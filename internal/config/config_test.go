@@ -45,6 +45,8 @@ func TestSeedExample(t *testing.T) {
 		OnShutdown:   "keep",
 		StatusListen: "127.0.0.1:9711",
 		DrainFile:    "/var/lib/rhi/drain",
+		StateFile:    "/var/lib/rhi/owned",
+		Unmanaged:    "report",
 		VIPs: []VIP{
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
@@ -86,6 +88,8 @@ func TestDefault(t *testing.T) {
 		OnShutdown:    "keep",
 		StatusListen:  "127.0.0.1:9711",
 		DrainFile:     "/var/lib/rhi/drain",
+		StateFile:     "/var/lib/rhi/owned",
+		Unmanaged:     "report",
 	}
 	if diff := cmp.Diff(want, Default(), cmpConfig); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)

@@ -43,6 +43,8 @@ func Default() Config {
 		OnShutdown:   "keep",
 		StatusListen: "127.0.0.1:9711",
 		DrainFile:    "/var/lib/rhi/drain",
+		StateFile:    "/var/lib/rhi/owned",
+		Unmanaged:    "report",
 	}
 }
 
@@ -391,7 +393,7 @@ var (
 	topKeys = []string{
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
 		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
-		"on_shutdown", "status_listen", "drain_file", "vips",
+		"on_shutdown", "status_listen", "drain_file", "state_file", "unmanaged_addresses", "vips",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
@@ -419,6 +421,17 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["on_shutdown"], "on_shutdown", &c.OnShutdown, enum("keep", "withdraw"))
 	set(p, m["status_listen"], "status_listen", &c.StatusListen, checked(checkListen))
 	set(p, m["drain_file"], "drain_file", &c.DrainFile, checked(checkFilePath))
+	set(p, m["state_file"], "state_file", &c.StateFile, checked(checkFilePath))
+	if c.StateFile == c.DrainFile {
+		key, other := "state_file", "drain_file"
+		if m[key] == nil {
+			key, other = other, key
+		}
+		if n := m[key]; n != nil {
+			p.report(n, key, c.StateFile, issue{msg: "same file as " + other + ": each needs its own"})
+		}
+	}
+	set(p, m["unmanaged_addresses"], "unmanaged_addresses", &c.Unmanaged, enum("report", "withdraw"))
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)
 	}

@@ -41,6 +41,13 @@ type Config struct {
 	// DrainFile holds the VIPs drained by `rhi drain`, one per line (or
 	// "all"); it survives restarts. A missing file drains nothing.
 	DrainFile string `yaml:"drain_file"`
+	// StateFile records the VIPs rhi owns on the interface, so that after a
+	// restart it can withdraw those the config no longer lists.
+	StateFile string `yaml:"state_file"`
+	// Unmanaged is what to do with host addresses on the interface that rhi
+	// neither has in its config nor in its record: "report" (warn, list,
+	// count) or "withdraw" (delete them; for a dedicated interface).
+	Unmanaged string `yaml:"unmanaged_addresses"`
 	VIPs      []VIP  `yaml:"vips"`
 }
 

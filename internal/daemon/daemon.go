@@ -63,6 +63,11 @@ type Deps struct {
 	// (`rhi run --dry-run`): BIRD is then held to the interface as it is,
 	// not to what rhi would make of it, and Status says so.
 	DryRun bool
+	// Record, if set, is the ownership record (state_file): read at
+	// start-up to withdraw what a previous configuration put on the
+	// interface, written before the owned set grows and after it shrinks.
+	// nil keeps none (a dry run passes owned.ReadOnly).
+	Record OwnershipRecord
 }
 
 // applyTimeout bounds one Set: netlink calls carry their own socket timeout,
@@ -79,6 +84,7 @@ type Daemon struct {
 	newHS  func(*config.Config) HealthSource
 	onPoll func(time.Duration, int)
 	dryRun bool
+	record OwnershipRecord
 
 	reloads  chan *config.Config
 	conf     *confirmer                 // nil without a Confirmer
@@ -115,6 +121,11 @@ type Daemon struct {
 	unsettled  int                     // polls in a row that settled no VIP
 	settledAt  time.Time               // end of the last poll that settled a VIP
 	tickEnd    time.Time               // end of the last tick
+	// recordDirty: the owned set changed since the record was written.
+	recordDirty  bool
+	recordErr    string
+	unmanaged    []netip.Prefix // sorted; host addresses neither configured nor owned
+	unmanagedBuf []netip.Prefix // scratch for noteUnmanaged
 
 	mu    sync.RWMutex
 	view  *view // what Status renders, under mu; swapped after every tick
@@ -132,6 +143,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		newHS:     deps.NewHealth,
 		onPoll:    deps.OnPoll,
 		dryRun:    deps.DryRun,
+		record:    deps.Record,
 		reloads:   make(chan *config.Config, 1),
 		renewals:  make(chan map[netip.Prefix]bool, 1),
 		hints:     make(chan struct{}, 1),
@@ -298,6 +310,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 		}
 	}
 	d.setConfig(cfg)
+	d.recordDirty = d.recordDirty || dropped > 0 || old.Interface != cfg.Interface
 	if d.started {
 		for i := range cfg.VIPs {
 			p := cfg.VIPs[i].Address
@@ -307,6 +320,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 				d.states[p] = decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
 				d.since[p] = d.now()
 				added++
+				d.recordDirty = true
 			}
 		}
 	}
@@ -426,6 +440,7 @@ func (d *Daemon) start(ctx context.Context) bool {
 			present++
 		}
 	}
+	d.adoptRecord(st)
 	d.started = true
 	d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "vips": len(d.cfg.VIPs), "present": present}).Info("started; initial VIP state taken from the interface")
 	return true
@@ -449,6 +464,10 @@ func (d *Daemon) apply(ctx context.Context) error {
 	for p := range d.orphans {
 		d.owned[p] = false
 	}
+	if d.recordDirty {
+		d.saveRecord() // before any address is added
+	}
+	d.withdrawUnmanaged()
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	st, err := d.ann.Set(actx, d.owned)
 	cancel()
@@ -473,14 +492,16 @@ func (d *Daemon) apply(ctx context.Context) error {
 	for p, want := range d.owned {
 		if st.Has(p) != d.iface.Has(p) {
 			d.changed = true
-			if !d.orphans[p] {
+			if d.owns(p) {
 				d.since[p] = now
 			}
 		}
 		if d.orphans[p] && !st.Has(p) && !want {
 			delete(d.orphans, p)
+			d.recordDirty = true
 		}
 	}
+	d.noteUnmanaged(st)
 	d.iface = st
 	return err
 }
@@ -669,6 +690,7 @@ func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
 		v.orphans = append(v.orphans, p)
 	}
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
+	v.unmanaged, v.recordErr = d.unmanaged, d.recordErr
 	v.drained, v.drainErr, v.ticked = d.drained, d.drainErr, true
 	v.writeErrs, v.failWrites, v.unsettled, v.settledAt, v.tickEnd = d.writeErrs, d.failWrites, d.unsettled, d.settledAt, d.tickEnd
 	d.mu.Lock()

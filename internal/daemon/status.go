@@ -35,6 +35,8 @@ type view struct {
 	unsettled  int
 	settledAt  time.Time
 	tickEnd    time.Time
+	unmanaged  []netip.Prefix // sorted; shared with the loop, which replaces it
+	recordErr  string
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -83,6 +85,13 @@ type InterfaceStatus struct {
 	// Withdrawing lists the VIPs dropped from the config by a reload that
 	// are still on the interface: rhi owns them until they are gone.
 	Withdrawing []string `json:"withdrawing,omitempty"`
+	// Unmanaged lists the host addresses (/32, /128) on the interface
+	// that are neither in the config nor in rhi's ownership record: BIRD
+	// announces them without a health check. They are in Foreign too.
+	Unmanaged []string `json:"unmanaged,omitempty"`
+	// RecordError says why the ownership record (state_file) could not be
+	// written, while it cannot.
+	RecordError string `json:"record_error,omitempty"`
 }
 
 // DrainStatus is the operator's drain file as the daemon last read it.
@@ -158,6 +167,7 @@ func (d *Daemon) Status() Status {
 		Interface: InterfaceStatus{
 			Name: v.cfg.Interface, Exists: v.iface.Exists, Up: v.iface.Up,
 			Error: v.ifaceErr, WriteErrors: v.writeErrs, FailedWrites: v.failWrites,
+			RecordError: v.recordErr,
 		},
 		ControlAPI: APIStatus{
 			URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
@@ -174,6 +184,9 @@ func (d *Daemon) Status() Status {
 	}
 	for _, p := range v.orphans {
 		s.Interface.Withdrawing = append(s.Interface.Withdrawing, p.String())
+	}
+	for _, p := range v.unmanaged {
+		s.Interface.Unmanaged = append(s.Interface.Unmanaged, p.String())
 	}
 	for _, p := range v.iface.Foreign {
 		s.Interface.Foreign = append(s.Interface.Foreign, p.String())

@@ -51,6 +51,12 @@ var (
 		"Address renewals done because BIRD missed a change.", []string{"vip"}, nil)
 	descBGP = prometheus.NewDesc("rhi_bgp_established",
 		"1 if the selected BGP protocol is Established; absent while BIRD cannot be asked.", []string{"protocol"}, nil)
+	descUnmanaged = prometheus.NewDesc("rhi_unmanaged_addresses",
+		"Host addresses on the VIP interface that are neither configured nor owned by rhi: announced without a health check.", []string{"iface"}, nil)
+	descUnmanagedAddr = prometheus.NewDesc("rhi_unmanaged_address",
+		"1 for each host address on the VIP interface that is neither configured nor owned by rhi.", []string{"iface", "address"}, nil)
+	descRecordError = prometheus.NewDesc("rhi_ownership_record_error",
+		"1 while the ownership record (state_file) cannot be written.", nil, nil)
 )
 
 var verdicts = []string{"up", "down", "no_checker", "not_found", "failed"}
@@ -66,7 +72,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descVIPDesired, descVIPOnIface, descVIPPolicy, descVIPFailed,
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
 		descDryRun, descWriteErrors, descLastSettled,
-		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP} {
+		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
+		descUnmanaged, descUnmanagedAddr, descRecordError} {
 		ch <- d
 	}
 }
@@ -92,6 +99,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descConsecutive, float64(s.ControlAPI.ConsecutiveFailedPolls))
 	gauge(descIfaceUp, b2f(s.Interface.Exists && s.Interface.Up), s.Interface.Name)
 	gauge(descDrainError, b2f(s.Drain.Error != ""))
+	gauge(descUnmanaged, float64(len(s.Interface.Unmanaged)), s.Interface.Name)
+	for _, a := range s.Interface.Unmanaged {
+		gauge(descUnmanagedAddr, 1, s.Interface.Name, a)
+	}
+	gauge(descRecordError, b2f(s.Interface.RecordError != ""))
 	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
 		gauge(descBirdUp, b2f(s.Bird.Error == ""))
 		if s.Bird.Error == "" { // else Protocols is what BIRD said before it went away

@@ -26,6 +26,9 @@ type Expectation string
 const (
 	Present Expectation = "present" // announced: on the interface, exported
 	Absent  Expectation = "absent"  // withdrawn: nowhere
+	// Unmanaged is a host address on the interface that rhi does not
+	// manage: nothing checks its health, so BIRD must not export it.
+	Unmanaged Expectation = "unmanaged"
 )
 
 // VIP is one address to check, with what the caller wants and what the
@@ -144,7 +147,7 @@ func Check(ctx context.Context, b Bird, in Input) Report {
 		if !v.Prefix.IsValid() {
 			return Report{Err: fmt.Errorf("invalid vip prefix %q", v.Prefix)}
 		}
-		if v.Expected != Present && v.Expected != Absent {
+		if v.Expected != Present && v.Expected != Absent && v.Expected != Unmanaged {
 			return Report{Err: fmt.Errorf("vip %q: unknown expectation %q", v.Prefix, v.Expected)}
 		}
 	}
@@ -294,13 +297,16 @@ func directOf(all []bird.Protocol) directs {
 	return d
 }
 
-// familiesOf returns the families of vips, IPv4 first.
+// familiesOf returns the families of vips, IPv4 first. Unmanaged
+// addresses do not count: rhi need not announce them.
 func familiesOf(vips []VIP) []string {
 	var has4, has6 bool
 	for _, v := range vips {
-		if v.Prefix.Addr().Is4() {
+		switch {
+		case v.Expected == Unmanaged:
+		case v.Prefix.Addr().Is4():
 			has4 = true
-		} else {
+		default:
 			has6 = true
 		}
 	}
@@ -407,10 +413,22 @@ func routesOf(cmd string, reply bird.Reply, prefix netip.Prefix) ([]bird.Route, 
 // off the interface, exported to none, and not in BIRD's table either: a
 // direct route for an address that left the interface means BIRD missed the
 // change (netlink overflow) and will announce it as soon as a session comes
-// up, so it is caught even while no session is Established.
+// up, so it is caught even while no session is Established. Unmanaged:
+// exported to none (on the interface and in the table it may be, when
+// BIRD's export filter keeps it in).
 func judge(vr VIPReport, noCarrier string) (bool, string) {
 	var problems, names []string
 	switch vr.Expected {
+	case Unmanaged:
+		for name, exported := range vr.Exported {
+			if exported {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			slices.Sort(names)
+			problems = append(problems, "announced without a health check: neither configured nor put there by rhi, exported to "+strings.Join(names, ", "))
+		}
 	case Present:
 		if !vr.OnInterface {
 			problems = append(problems, "not on the interface")

@@ -14,12 +14,20 @@ func (r Report) Summary() string {
 	if r.Err != nil {
 		return "could not check: " + r.Err.Error()
 	}
-	agree, established := 0, 0
+	agree, vips, unmanaged := 0, 0, 0
 	for _, v := range r.VIPs {
-		if v.Agrees {
+		switch {
+		case v.Expected == Unmanaged && !v.Agrees:
+			unmanaged++
+		case v.Expected == Unmanaged:
+		case v.Agrees:
 			agree++
+			vips++
+		default:
+			vips++
 		}
 	}
+	established := 0
 	for _, p := range r.Protocols {
 		if p.Established {
 			established++
@@ -29,8 +37,12 @@ func (r Report) Summary() string {
 	if r.ExitCode() != ExitConsistent {
 		verdict = "MISMATCH"
 	}
-	return fmt.Sprintf("%s: %d of %d VIPs agree with BIRD, %d of %d protocols Established",
-		verdict, agree, len(r.VIPs), established, len(r.Protocols))
+	sum := fmt.Sprintf("%s: %d of %d VIPs agree with BIRD, %d of %d protocols Established",
+		verdict, agree, vips, established, len(r.Protocols))
+	if unmanaged > 0 {
+		sum += fmt.Sprintf(", %d unmanaged address(es) exported without a health check", unmanaged)
+	}
+	return sum
 }
 
 // WriteTable writes the report as aligned text: one row per VIP with a
