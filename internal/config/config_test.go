@@ -44,6 +44,8 @@ func TestSeedExample(t *testing.T) {
 		OnShutdown:   "keep",
 		StatusListen: "127.0.0.1:9711",
 		DrainFile:    "/var/lib/rhi/drain",
+
+		ControlSocket: "/run/rhi/rhi.sock",
 		VIPs: []VIP{
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
@@ -84,6 +86,8 @@ func TestDefault(t *testing.T) {
 		OnShutdown:    "keep",
 		StatusListen:  "127.0.0.1:9711",
 		DrainFile:     "/var/lib/rhi/drain",
+
+		ControlSocket: "/run/rhi/rhi.sock",
 	}
 	if diff := cmp.Diff(want, Default(), cmpConfig); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)

@@ -41,6 +41,8 @@ func Default() Config {
 		OnShutdown:   "keep",
 		StatusListen: "127.0.0.1:9711",
 		DrainFile:    "/var/lib/rhi/drain",
+
+		ControlSocket: "/run/rhi/rhi.sock",
 	}
 }
 
@@ -377,7 +379,7 @@ var (
 	topKeys = []string{
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
 		"main_log", "error_log", "failure_policy", "bird", "rise", "fall",
-		"on_shutdown", "status_listen", "drain_file", "vips",
+		"on_shutdown", "status_listen", "control_socket", "drain_file", "vips",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
@@ -403,6 +405,7 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["fall"], "fall", &c.Fall, parseCount)
 	set(p, m["on_shutdown"], "on_shutdown", &c.OnShutdown, enum("keep", "withdraw"))
 	set(p, m["status_listen"], "status_listen", &c.StatusListen, checked(checkListen))
+	set(p, m["control_socket"], "control_socket", &c.ControlSocket, checked(checkControlSocket))
 	set(p, m["drain_file"], "drain_file", &c.DrainFile, checked(checkFilePath))
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)
