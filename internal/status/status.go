@@ -5,11 +5,9 @@
 package status
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"runtime"
 	"time"
@@ -17,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/daemon"
 )
@@ -123,35 +120,5 @@ func Healthy(s daemon.Status, now time.Time) error {
 	if age := now.Sub(api.LastPoll); age > limit {
 		return fmt.Errorf("stalled: last poll %s ago (limit %s)", age.Round(time.Millisecond), limit)
 	}
-	return nil
-}
-
-// Serve listens on addr and serves h until ctx is done. Listening errors are
-// returned at once so a busy port is reported at start-up.
-func Serve(ctx context.Context, addr string, h http.Handler, log logrus.FieldLogger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("status_listen %q: %w", addr, err)
-	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.WithError(err).Error("status server stopped")
-		}
-	}()
-	log.WithField("addr", ln.Addr().String()).Info("serving /metrics, /status, /healthz")
 	return nil
 }
