@@ -115,15 +115,15 @@ func (c Client) HTTP() *http.Client {
 func (c Client) Dial(ctx context.Context) (net.Conn, error) {
 	fi, err := os.Lstat(c.Path)
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, err
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
-		return nil, fmt.Errorf("control socket %q: not a socket (%s)", c.Path, fi.Mode().Type())
+		return nil, fmt.Errorf("%s: not a socket (%s)", c.Path, fi.Mode().Type())
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.Path)
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, err
 	}
 	if err := c.Check(conn.(*net.UnixConn)); err != nil {
 		conn.Close()
@@ -137,19 +137,18 @@ func (c Client) Dial(ctx context.Context) (net.Conn, error) {
 func (c Client) Check(conn *net.UnixConn) error {
 	peer, err := PeerUID(conn)
 	if err != nil {
-		return fmt.Errorf("control socket %q: %w", c.Path, err)
+		return err
 	}
-	dir := filepath.Dir(c.Path)
-	di, err := os.Stat(dir)
+	di, err := os.Stat(filepath.Dir(c.Path))
 	if err != nil {
-		return fmt.Errorf("control socket %q: %w", c.Path, err)
+		return err
 	}
 	trust := c.Trust
 	if trust == nil {
 		trust = Trusted
 	}
 	if err := trust(peer, di); err != nil {
-		return fmt.Errorf("control socket %q: not trusted: %w", c.Path, err)
+		return fmt.Errorf("not trusted: %w", err)
 	}
 	return nil
 }
