@@ -89,6 +89,7 @@ bird:
   protocols: [{{.Protocols}}]
 on_shutdown: {{.C.OnShutdown}}
 status_listen: {{.StatusAddr}}
+control_socket: {{.Dir}}/rhi.sock
 drain_file: {{.Dir}}/drain
 vips:
 {{- range .C.VIPs}}
