@@ -41,7 +41,8 @@ Usage:
 --config defaults to ` + defaultConfig + `.
 
 Exit codes: 0 ok; 1 failure (verify: a mismatch; drain: not confirmed); 2 bad
-usage or invalid config (verify: could not check). "rhi COMMAND -h" tells more.
+usage or invalid config (verify: could not check; drain: daemon not reachable).
+"rhi COMMAND -h" tells more.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -25,7 +25,8 @@ import (
 )
 
 // verifyStatusTimeout bounds the question to the running daemon. It answers
-// from memory on loopback, so a slow answer means it is not really there.
+// from memory on its control socket, so a slow answer means it is not
+// really there.
 const verifyStatusTimeout = 3 * time.Second
 
 const verifySynopsis = "[--config PATH] [--bird-socket PATH] [--json]"
