@@ -63,11 +63,7 @@ func fetchStatus(ctx context.Context, socket string) ([]byte, daemon.Status, err
 	}
 	resp, err := ctlsock.Client{Path: socket}.HTTP().Do(req)
 	if err != nil {
-		// The URL is a placeholder: keep the cause.
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, st, err
+		return nil, st, urlCause(err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes))
@@ -82,6 +78,15 @@ func fetchStatus(ctx context.Context, socket string) ([]byte, daemon.Status, err
 	}
 	cleanStrings(reflect.ValueOf(&st).Elem())
 	return cleanJSON(raw), st, nil
+}
+
+// urlCause drops the *url.Error around err: the URL of a request on the
+// control socket is a placeholder ("http://rhi/status"); keep the cause.
+func urlCause(err error) error {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // writeStatus prints the status as a table a person reads at a glance.
