@@ -48,6 +48,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitBadInput
 	}
+	madeDirs, err := ensureLogDirs([][2]string{{"main_log", cfg.MainLog}, {"error_log", cfg.ErrorLog}})
+	if err != nil {
+		fmt.Fprintf(stderr, "rhi: %v\n", err)
+		return exitBadInput
+	}
 	logs, err := logfile.New(cfg.MainLog, cfg.ErrorLog, *debug, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
@@ -55,6 +60,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer logs.Close()
 	log := logs.Logger
+	for _, dir := range madeDirs {
+		log.WithField("dir", dir).Info("created the log directory")
+	}
 
 	health, err := newHealth(cfg)
 	if err != nil {
@@ -87,6 +95,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		Health:    health,
 		Announcer: ann,
 		Log:       log,
+		DryRun:    *dryRun,
 		Confirmer: birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
 		NewHealth: func(c *config.Config) daemon.HealthSource {
 			h, err := newHealth(c)

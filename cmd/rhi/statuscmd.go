@@ -15,6 +15,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // maxStatusBytes bounds the /status body `rhi status` reads.
@@ -91,6 +92,9 @@ func urlCause(err error) error {
 
 // writeStatus prints the status as a table a person reads at a glance.
 func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
+	if s.DryRun {
+		fmt.Fprintln(w, "mode       DRY RUN: rhi changes nothing on the interface; BIRD is checked against the interface as it is")
+	}
 	if !s.Ready {
 		fmt.Fprintln(w, "rhi is starting: no tick yet")
 		return
@@ -111,6 +115,9 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 	fmt.Fprintf(w, "apisix     %s  last poll %s ago, took %s, %d/%d upstreams unreadable, %d failed polls in a row\n",
 		api.URL, ago(now, api.LastPoll), api.PollDuration.Round(time.Millisecond), api.Unreadable, api.Upstreams, api.ConsecutiveFailedPolls)
 	fmt.Fprintf(w, "bird       %s\n", birdLine(s.Bird, now))
+	if err := status.Judge(s, now); err != nil {
+		fmt.Fprintf(w, "health     UNHEALTHY (/healthz 503): %v\n", err)
+	}
 	if len(s.Interface.Foreign) > 0 {
 		fmt.Fprintf(w, "foreign    %s (not rhi's, left alone)\n", strings.Join(s.Interface.Foreign, " "))
 	}

@@ -20,9 +20,11 @@ func statusSample() daemon.Status {
 	ago := func(d time.Duration) time.Time { return statusNow.Add(-d) }
 	return daemon.Status{
 		Ready:     true,
+		LastTick:  ago(1100 * time.Millisecond),
 		Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Foreign: []string{"192.0.2.7/32"}},
 		ControlAPI: daemon.APIStatus{URL: "http://127.0.0.1:9090", LastPoll: ago(1200 * time.Millisecond),
-			PollDuration: 12 * time.Millisecond, Upstreams: 5, Unreadable: 1, ConsecutiveFailedPolls: 2},
+			PollDuration: 12 * time.Millisecond, Upstreams: 5, Unreadable: 1, ConsecutiveFailedPolls: 2,
+			PollInterval: time.Second, Timeout: 2 * time.Second, MaxFailedPolls: 3, LastSettled: ago(1188 * time.Millisecond)},
 		Bird: daemon.BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: ago(3 * time.Second), Agree: 2, Disagree: 1,
 			Protocols: []verify.ProtocolState{{Name: "peer_4", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
 		VIPs: []daemon.VIPStatus{
@@ -46,6 +48,14 @@ func TestStatusTableGolden(t *testing.T) {
 	}{
 		{"status-sample", statusSample()},
 		{"status-starting", daemon.Status{}},
+		{"status-starting-dry-run", daemon.Status{DryRun: true}},
+		{"status-dry-run-unhealthy", func() daemon.Status {
+			s := statusSample()
+			s.DryRun = true
+			s.Interface.FailedWrites = 3
+			s.Interface.Error = `vip "10.0.0.100/32": add: operation not permitted`
+			return s
+		}()},
 		{"status-bird-away", func() daemon.Status {
 			s := statusSample()
 			s.Bird.Error = `bird: dial "/run/bird/bird.ctl": connect: no such file or directory` // what verify.Socket reports

@@ -114,17 +114,23 @@ func (e *expectation) line() string {
 	return fmt.Sprintf("expected state from a fresh poll of %s (%s)", e.address, e.fallback)
 }
 
+// verifySchemaVersion is the version of the --json output; 1 was the
+// unversioned output before it, 2 the first to say so (the version of the
+// /status JSON that came with it: daemon.SchemaVersion).
+const verifySchemaVersion = 2
+
 // verifyJSON is the --json output. The report of internal/verify is kept
 // whole under "check", in the form the daemon's /status uses; exit_code
 // here is the process's, which differs from check.exit_code only when a
 // VIP was not judged.
 type verifyJSON struct {
-	ExitCode    int              `json:"exit_code"`
-	Error       string           `json:"error,omitempty"`
-	Expectation *jsonExpectation `json:"expectation,omitempty"`
-	Notes       []string         `json:"notes,omitempty"`
-	NotJudged   []jsonNotJudged  `json:"not_judged,omitempty"`
-	Check       json.RawMessage  `json:"check,omitempty"`
+	SchemaVersion int              `json:"schema_version"`
+	ExitCode      int              `json:"exit_code"`
+	Error         string           `json:"error,omitempty"`
+	Expectation   *jsonExpectation `json:"expectation,omitempty"`
+	Notes         []string         `json:"notes,omitempty"`
+	NotJudged     []jsonNotJudged  `json:"not_judged,omitempty"`
+	Check         json.RawMessage  `json:"check,omitempty"`
 }
 
 type jsonExpectation struct {
@@ -155,7 +161,7 @@ func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceRead
 	if !ok {
 		return exitBadInput
 	}
-	out := verifyJSON{ExitCode: exitBadInput}
+	out := verifyJSON{SchemaVersion: verifySchemaVersion, ExitCode: exitBadInput}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "rhi verify: %v\n", err)
 		if *asJSON {

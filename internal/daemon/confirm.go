@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"slices"
 	"sync"
@@ -61,10 +62,10 @@ type confirmJob struct {
 type BirdStatus struct {
 	Enabled   bool      `json:"enabled"`
 	Socket    string    `json:"socket,omitempty"`
-	LastCheck time.Time `json:"last_check,omitempty"`
+	LastCheck time.Time `json:"last_check,omitzero"`
 	// LastOK is the end of the last check that BIRD answered; after an
 	// Error it tells how long BIRD has been away.
-	LastOK    time.Time              `json:"last_ok,omitempty"`
+	LastOK    time.Time              `json:"last_ok,omitzero"`
 	Error     string                 `json:"error,omitempty"` // could not check
 	Protocols []verify.ProtocolState `json:"protocols,omitempty"`
 	Problems  []string               `json:"problems,omitempty"`
@@ -85,14 +86,16 @@ type VIPConfirm struct {
 	Problem   string          `json:"problem,omitempty"`
 	InTable   bool            `json:"in_bird_table"`
 	Exported  map[string]bool `json:"exported,omitempty"`
-	CheckedAt time.Time       `json:"checked_at"`
+	CheckedAt time.Time       `json:"checked_at,omitzero"`
 	// Latency is how long BIRD took to agree: from the VIP's last change
 	// or, when BIRD agreed with that change and then stopped (a restart,
 	// a missed notification), from when that disagreement was first seen.
-	// Zero while it disagrees.
-	Latency time.Duration `json:"confirm_latency_ns,omitempty"`
-	// DisagreeingSince is when the current disagreement was first seen.
-	DisagreeingSince time.Time `json:"disagreeing_since,omitempty"`
+	// Zero while it disagrees. JSON: confirm_latency_seconds, left out
+	// when zero (see MarshalJSON).
+	Latency time.Duration `json:"-"`
+	// DisagreeingSince is when the current disagreement was first seen;
+	// zero, and left out of the JSON, while BIRD agrees.
+	DisagreeingSince time.Time `json:"disagreeing_since,omitzero"`
 	// Renewed counts address renewals done to make BIRD see a change it
 	// missed.
 	Renewed int `json:"renewed,omitempty"`
@@ -210,6 +213,7 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 			c.lastEr = msg
 		}
 		c.status.Error = msg
+		c.status.Protocols = nil // what BIRD said of its sessions then is not their state now
 		for p, v := range c.vips {
 			v.Stale = true
 			c.vips[p] = v
@@ -334,4 +338,30 @@ func (c *confirmer) snapshot() (BirdStatus, map[netip.Prefix]VIPConfirm) {
 		vips[p] = v
 	}
 	return c.status, vips
+}
+
+// confirmJSON is VIPConfirm without its methods, for MarshalJSON.
+type confirmJSON VIPConfirm
+
+// confirmWire is VIPConfirm as JSON: the latency as float seconds, left out
+// while there is none.
+type confirmWire struct {
+	confirmJSON
+	Latency float64 `json:"confirm_latency_seconds,omitempty"`
+}
+
+// MarshalJSON writes the latency as float seconds.
+func (v VIPConfirm) MarshalJSON() ([]byte, error) {
+	return json.Marshal(confirmWire{confirmJSON(v), v.Latency.Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *VIPConfirm) UnmarshalJSON(b []byte) error {
+	var w confirmWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*v = VIPConfirm(w.confirmJSON)
+	v.Latency = seconds(w.Latency)
+	return nil
 }

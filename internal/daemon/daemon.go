@@ -59,6 +59,10 @@ type Deps struct {
 	// URL, timeout or poll mode changed; nil, or a nil result, keeps the
 	// current source.
 	NewHealth func(*config.Config) HealthSource
+	// DryRun says that Announcer only reports what it would change
+	// (`rhi run --dry-run`): BIRD is then held to the interface as it is,
+	// not to what rhi would make of it, and Status says so.
+	DryRun bool
 }
 
 // applyTimeout bounds one Set: netlink calls carry their own socket timeout,
@@ -74,6 +78,7 @@ type Daemon struct {
 	ready  func()
 	newHS  func(*config.Config) HealthSource
 	onPoll func(time.Duration, int)
+	dryRun bool
 
 	reloads  chan *config.Config
 	conf     *confirmer                 // nil without a Confirmer
@@ -104,6 +109,11 @@ type Daemon struct {
 	polls      uint64
 	failedAll  uint64                  // polls with at least one unreadable upstream, ever
 	flips      map[netip.Prefix]uint64 // changes of Announced, per VIP
+	writeErrs  uint64                  // interface writes (Set) that failed, ever
+	failWrites int                     // ticks in a row whose interface write failed
+	unsettled  int                     // polls in a row that settled no VIP
+	settledAt  time.Time               // end of the last poll that settled a VIP
+	tickEnd    time.Time               // end of the last tick
 
 	mu    sync.RWMutex
 	view  *view // what Status renders, under mu; swapped after every tick
@@ -120,6 +130,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		ready:     deps.Ready,
 		newHS:     deps.NewHealth,
 		onPoll:    deps.OnPoll,
+		dryRun:    deps.DryRun,
 		reloads:   make(chan *config.Config, 1),
 		renewals:  make(chan map[netip.Prefix]bool, 1),
 		hints:     make(chan struct{}, 1),
@@ -316,6 +327,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	}
 
 	changes := decide.Tick(d.cfg, snap, d.states)
+	d.noteSettled(polled)
 	d.changed = len(changes) > 0 || !d.confirmed
 	if d.loadDrain() {
 		d.changed = true
@@ -326,7 +338,11 @@ func (d *Daemon) tick(ctx context.Context) {
 			d.flips[c.VIP]++
 		}
 	}
-	d.apply(ctx)
+	if d.apply(ctx) != nil {
+		d.failWrites++
+	} else {
+		d.failWrites = 0
+	}
 	// Logged once the interface is set: at 1,000 VIPs writing the lines
 	// takes longer than the changes, and must not delay them.
 	for _, c := range changes {
@@ -336,7 +352,27 @@ func (d *Daemon) tick(ctx context.Context) {
 		d.requestConfirm()
 	}
 	d.lastSnap, d.lastStart, d.lastPoll = snap, start, polled
+	d.tickEnd = d.now()
 	d.publish(snap, start, polled)
+}
+
+// noteSettled counts the polls in a row that settled no VIP (every VIP's
+// verdict unknown: the control API could not tell rhi anything) and notes
+// when one last did. A config without VIPs has nothing to settle, and
+// every poll counts as settling it.
+func (d *Daemon) noteSettled(polled time.Time) {
+	settled := len(d.cfg.VIPs) == 0
+	for i := range d.cfg.VIPs {
+		if d.states[d.cfg.VIPs[i].Address].FailedPolls == 0 {
+			settled = true
+			break
+		}
+	}
+	if settled {
+		d.unsettled, d.settledAt = 0, polled
+		return
+	}
+	d.unsettled++
 }
 
 // drainCheck applies a changed drain file at once, without waiting for the
@@ -408,8 +444,9 @@ func (d *Daemon) desired(p netip.Prefix) bool {
 }
 
 // apply sets the interface to the desired state. Failures are logged once per
-// change of error and retried on the next tick by the same declarative call.
-func (d *Daemon) apply(ctx context.Context) {
+// change of error, counted, returned, and retried on the next tick by the
+// same declarative call.
+func (d *Daemon) apply(ctx context.Context) error {
 	clear(d.owned)
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
@@ -422,6 +459,7 @@ func (d *Daemon) apply(ctx context.Context) {
 	st, err := d.ann.Set(actx, d.owned)
 	cancel()
 	if err != nil {
+		d.writeErrs++
 		d.noteIfaceErr(err)
 	} else if d.ifaceErr != "" {
 		d.log.WithField("iface", d.cfg.Interface).Info("interface errors cleared")
@@ -430,7 +468,7 @@ func (d *Daemon) apply(ctx context.Context) {
 	if err != nil && !st.Exists && !errors.Is(err, vip.ErrNoInterface) {
 		// Set could not read the interface at all: keep the last known view
 		// rather than reporting every VIP absent.
-		return
+		return err
 	}
 	// A repair or a link coming or going changes what BIRD should see even
 	// when the set of present addresses ends as it was.
@@ -450,6 +488,7 @@ func (d *Daemon) apply(ctx context.Context) {
 		}
 	}
 	d.iface = st
+	return err
 }
 
 func (d *Daemon) noteIfaceErr(err error) {
@@ -554,6 +593,10 @@ func (d *Daemon) shutdown() error {
 		d.log.WithError(err).Error("stopping; withdrawing VIPs failed")
 		return err
 	}
+	if d.dryRun { // Set logged what it would delete; BIRD has nothing to confirm
+		d.log.WithField("on_shutdown", "withdraw").Info("stopping; dry run: VIPs left as they are")
+		return nil
+	}
 	d.log.WithFields(logrus.Fields{"on_shutdown": "withdraw", "vips": len(d.owned)}).Info("stopping; VIPs withdrawn")
 	d.waitWithdrawn()
 	return nil
@@ -633,6 +676,7 @@ func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
 	}
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
 	v.drained, v.drainErr, v.ticked = d.drained, d.drainErr, true
+	v.writeErrs, v.failWrites, v.unsettled, v.settledAt, v.tickEnd = d.writeErrs, d.failWrites, d.unsettled, d.settledAt, d.tickEnd
 	d.mu.Lock()
 	d.spare, d.view = d.view, v
 	d.mu.Unlock()
@@ -657,8 +701,12 @@ func (d *Daemon) confirmJob() confirmJob {
 	}
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
+		want := d.desired(p)
+		if d.dryRun {
+			want = d.iface.Has(p) // a dry run changes nothing: BIRD is held to the interface as it is
+		}
 		exp := verify.Absent
-		if d.desired(p) {
+		if want {
 			exp = verify.Present
 		}
 		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.iface.Has(p)})

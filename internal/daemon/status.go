@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"encoding/json"
+	"math"
 	"net/netip"
 	"time"
 
@@ -28,6 +30,11 @@ type view struct {
 	drained    drain.Set      // replaced, never mutated, by the loop
 	drainErr   string
 	ticked     bool
+	writeErrs  uint64
+	failWrites int
+	unsettled  int
+	settledAt  time.Time
+	tickEnd    time.Time
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -37,10 +44,22 @@ type vipRec struct {
 	flips uint64
 }
 
+// SchemaVersion is the version of the /status JSON. Version 1 was the
+// unversioned format with durations as "_ns" integers and zero times
+// written out; version 2 has durations as float seconds named "_seconds",
+// and leaves out a time that has not happened.
+const SchemaVersion = 2
+
 // Status is the daemon's state as /status and `rhi status` show it. Field
-// names are part of the JSON contract.
+// names are part of the JSON contract; a time that has not happened is left
+// out, never written as the zero time.
 type Status struct {
-	Ready      bool            `json:"ready"`
+	SchemaVersion int  `json:"schema_version"`
+	Ready         bool `json:"ready"` // the first tick has run
+	// DryRun: started with --dry-run, rhi changes nothing on the interface.
+	DryRun bool `json:"dry_run"`
+	// LastTick is when the loop last finished a tick (poll, decide, set).
+	LastTick   time.Time       `json:"last_tick,omitzero"`
 	Interface  InterfaceStatus `json:"interface"`
 	ControlAPI APIStatus       `json:"control_api"`
 	Bird       BirdStatus      `json:"bird"`
@@ -54,6 +73,10 @@ type InterfaceStatus struct {
 	Exists bool   `json:"exists"`
 	Up     bool   `json:"up"`
 	Error  string `json:"error,omitempty"`
+	// WriteErrors counts the interface writes that failed since start;
+	// FailedWrites the ticks in a row whose write failed.
+	WriteErrors  uint64 `json:"write_errors_total"`
+	FailedWrites int    `json:"consecutive_failed_writes"`
 	// Foreign lists the addresses rhi does not own, point-to-point
 	// entries as ip(8) prints them ("10.9.0.1 peer 10.9.0.2/32").
 	Foreign []string `json:"foreign,omitempty"`
@@ -71,17 +94,25 @@ type DrainStatus struct {
 }
 
 // APIStatus is the health of the APISIX control API as the last poll saw it.
+// Its durations are float seconds in JSON (see MarshalJSON).
 type APIStatus struct {
 	URL                    string        `json:"url"`
-	PollInterval           time.Duration `json:"poll_interval_ns"`
-	Timeout                time.Duration `json:"timeout_ns"`
-	LastPoll               time.Time     `json:"last_poll"`
-	PollDuration           time.Duration `json:"poll_duration_ns"`
+	PollInterval           time.Duration `json:"-"` // poll_interval_seconds
+	Timeout                time.Duration `json:"-"` // timeout_seconds
+	LastPoll               time.Time     `json:"last_poll,omitzero"`
+	PollDuration           time.Duration `json:"-"` // poll_duration_seconds
 	Upstreams              int           `json:"upstreams"`
 	Unreadable             int           `json:"unreadable"` // failed or not found in the last poll
 	ConsecutiveFailedPolls int           `json:"consecutive_failed_polls"`
 	Polls                  uint64        `json:"polls_total"`
 	FailedPolls            uint64        `json:"failed_polls_total"`
+	// MaxFailedPolls is failure_policy.max_failed_polls in force.
+	MaxFailedPolls int `json:"max_failed_polls"`
+	// LastSettled is the end of the last poll that settled at least one
+	// VIP (told rhi whether it is available); UnsettledPolls counts the
+	// polls since that settled none.
+	LastSettled    time.Time `json:"last_settled_poll,omitzero"`
+	UnsettledPolls int       `json:"consecutive_unsettled_polls"`
 }
 
 // VIPStatus is one VIP: what rhi decided, why, and what the interface holds.
@@ -91,10 +122,10 @@ type VIPStatus struct {
 	Condition   string              `json:"condition"`
 	Verdict     decide.Availability `json:"verdict"`
 	Reason      decide.Reason       `json:"reason"`
-	Desired     bool                `json:"desired"`      // should be on the interface
-	Drained     bool                `json:"drained"`      // withdrawn by the operator
-	OnInterface bool                `json:"on_interface"` // is on the interface
-	Since       time.Time           `json:"since"`        // last change of either
+	Desired     bool                `json:"desired"`        // should be on the interface
+	Drained     bool                `json:"drained"`        // withdrawn by the operator
+	OnInterface bool                `json:"on_interface"`   // is on the interface
+	Since       time.Time           `json:"since,omitzero"` // last change of either
 	FailedPolls int                 `json:"failed_polls"`
 	Streak      int                 `json:"streak,omitempty"` // polls towards rise/fall
 	Transitions uint64              `json:"transitions"`      // changes of Desired since start
@@ -120,19 +151,20 @@ func (d *Daemon) Status() Status {
 	defer d.mu.RUnlock() // publish reuses a view once no reader holds it
 	v := d.view
 	if v == nil || !v.ticked {
-		return Status{}
+		return Status{SchemaVersion: SchemaVersion, DryRun: d.dryRun}
 	}
 	s := Status{
-		Ready: true,
+		SchemaVersion: SchemaVersion, Ready: true, DryRun: d.dryRun, LastTick: v.tickEnd,
 		Interface: InterfaceStatus{
 			Name: v.cfg.Interface, Exists: v.iface.Exists, Up: v.iface.Up,
-			Error: v.ifaceErr,
+			Error: v.ifaceErr, WriteErrors: v.writeErrs, FailedWrites: v.failWrites,
 		},
 		ControlAPI: APIStatus{
 			URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
 			LastPoll: v.tickStart, PollDuration: v.pollTook,
 			Upstreams: len(v.snap), ConsecutiveFailedPolls: v.failedRun,
 			Polls: v.polls, FailedPolls: v.failedAll, Unreadable: v.unreadable,
+			MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.settledAt, UnsettledPolls: v.unsettled,
 		},
 	}
 	s.Drain = DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
@@ -178,4 +210,36 @@ func (d *Daemon) Status() Status {
 		s.VIPs = append(s.VIPs, vs)
 	}
 	return s
+}
+
+// apiJSON is APIStatus without its methods, for MarshalJSON.
+type apiJSON APIStatus
+
+// apiWire is APIStatus as JSON: durations as float seconds.
+type apiWire struct {
+	apiJSON
+	PollInterval float64 `json:"poll_interval_seconds"`
+	Timeout      float64 `json:"timeout_seconds"`
+	PollDuration float64 `json:"poll_duration_seconds"`
+}
+
+// MarshalJSON writes the durations as float seconds.
+func (a APIStatus) MarshalJSON() ([]byte, error) {
+	return json.Marshal(apiWire{apiJSON(a), a.PollInterval.Seconds(), a.Timeout.Seconds(), a.PollDuration.Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *APIStatus) UnmarshalJSON(b []byte) error {
+	var w apiWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*a = APIStatus(w.apiJSON)
+	a.PollInterval, a.Timeout, a.PollDuration = seconds(w.PollInterval), seconds(w.Timeout), seconds(w.PollDuration)
+	return nil
+}
+
+// seconds turns float seconds back into a Duration, to the nanosecond.
+func seconds(f float64) time.Duration {
+	return time.Duration(math.Round(f * float64(time.Second)))
 }

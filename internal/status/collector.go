@@ -1,6 +1,8 @@
 package status
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
@@ -32,27 +34,38 @@ var (
 	descIfaceUp = prometheus.NewDesc("rhi_interface_up",
 		"1 if the VIP interface exists and is administratively up.", []string{"iface"}, nil)
 	descReady = prometheus.NewDesc("rhi_ready",
-		"1 once the first tick has run.", nil, nil)
+		"1 while /healthz answers 200: the loop turns, the interface takes writes, polls settle VIPs.", nil, nil)
+	descDryRun = prometheus.NewDesc("rhi_dry_run",
+		"1 if rhi runs with --dry-run and changes nothing on the interface.", nil, nil)
+	descWriteErrors = prometheus.NewDesc("rhi_interface_write_errors_total",
+		"Interface writes (one per tick or repair) that failed.", nil, nil)
+	descLastSettled = prometheus.NewDesc("rhi_last_settled_poll_timestamp_seconds",
+		"When a poll last settled at least one VIP (Unix time); 0 if none has since start.", nil, nil)
 	descBirdUp = prometheus.NewDesc("rhi_bird_up",
 		"1 if the last confirmation could talk to BIRD.", nil, nil)
 	descBirdAgrees = prometheus.NewDesc("rhi_vip_bird_agrees",
 		"1 if BIRD's table and exports matched the VIP's desired state in the last confirmation.", []string{"vip"}, nil)
 	descBirdLatency = prometheus.NewDesc("rhi_vip_bird_confirm_seconds",
-		"How long after the VIP's last change BIRD was first seen to agree.", []string{"vip"}, nil)
+		"How long after the VIP's last change BIRD was first seen to agree; only for VIPs BIRD agrees with.", []string{"vip"}, nil)
 	descBirdRenewed = prometheus.NewDesc("rhi_vip_bird_renewals_total",
 		"Address renewals done because BIRD missed a change.", []string{"vip"}, nil)
 	descBGP = prometheus.NewDesc("rhi_bgp_established",
-		"1 if the selected BGP protocol is Established.", []string{"protocol"}, nil)
+		"1 if the selected BGP protocol is Established; absent while BIRD cannot be asked.", []string{"protocol"}, nil)
 )
 
 var verdicts = []string{"up", "down", "no_checker", "not_found", "failed"}
 
-// collector turns the daemon's status into metrics at scrape time.
-type collector struct{ src Source }
+// collector turns the daemon's status into metrics at scrape time; now is
+// the clock rhi_ready is judged by.
+type collector struct {
+	src Source
+	now func() time.Time
+}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descVIPDesired, descVIPOnIface, descVIPPolicy, descVIPFailed,
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
+		descDryRun, descWriteErrors, descLastSettled,
 		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP} {
 		ch <- d
 	}
@@ -63,10 +76,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	gauge(descReady, b2f(s.Ready))
+	gauge(descReady, b2f(Judge(s, c.now()) == nil))
+	gauge(descDryRun, b2f(s.DryRun))
 	if !s.Ready {
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(descWriteErrors, prometheus.CounterValue, float64(s.Interface.WriteErrors))
+	settled := 0.0
+	if !s.ControlAPI.LastSettled.IsZero() {
+		settled = float64(s.ControlAPI.LastSettled.UnixMilli()) / 1e3
+	}
+	gauge(descLastSettled, settled)
 	ch <- prometheus.MustNewConstMetric(descPolls, prometheus.CounterValue, float64(s.ControlAPI.Polls))
 	ch <- prometheus.MustNewConstMetric(descFailedPolls, prometheus.CounterValue, float64(s.ControlAPI.FailedPolls))
 	gauge(descConsecutive, float64(s.ControlAPI.ConsecutiveFailedPolls))
@@ -74,8 +94,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descDrainError, b2f(s.Drain.Error != ""))
 	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
 		gauge(descBirdUp, b2f(s.Bird.Error == ""))
-		for _, p := range s.Bird.Protocols {
-			gauge(descBGP, b2f(p.Established), p.Name)
+		if s.Bird.Error == "" { // else Protocols is what BIRD said before it went away
+			for _, p := range s.Bird.Protocols {
+				gauge(descBGP, b2f(p.Established), p.Name)
+			}
 		}
 	}
 	seen := map[string]bool{}
@@ -83,7 +105,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if b := v.Bird; b != nil {
 			if !b.Stale { // BIRD unreachable since: rhi_bird_up says so, agreement is unknown
 				gauge(descBirdAgrees, b2f(b.Agrees), v.Address)
-				gauge(descBirdLatency, b.Latency.Seconds(), v.Address)
+				if b.Agrees && b.Latency > 0 { // a latency is measured only when BIRD agrees
+					gauge(descBirdLatency, b.Latency.Seconds(), v.Address)
+				}
 			}
 			ch <- prometheus.MustNewConstMetric(descBirdRenewed, prometheus.CounterValue, float64(b.Renewed), v.Address)
 		}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,7 @@ type Metrics struct {
 	reloads      *prometheus.CounterVec
 	lastReload   prometheus.Gauge
 	reloadOK     prometheus.Gauge
+	coll         *collector
 }
 
 // NewMetrics registers rhi's metrics, the Go runtime's and the process's.
@@ -57,6 +59,7 @@ func NewMetrics(src Source, version string) *Metrics {
 			Name: "rhi_config_last_reload_successful",
 			Help: "1 if the last configuration reload succeeded.",
 		}),
+		coll: &collector{src: src, now: time.Now},
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rhi_build_info",
@@ -66,7 +69,7 @@ func NewMetrics(src Source, version string) *Metrics {
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
 	m.reg.MustRegister(m.pollDuration, m.reloads, m.lastReload, m.reloadOK, build,
-		&collector{src: src},
+		m.coll,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Reloaded(true, time.Now())
 	return m
@@ -100,7 +103,7 @@ func Handler(src Source, m *Metrics, now func() time.Time) http.Handler {
 		enc.Encode(src.Status())
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := Healthy(src.Status(), now()); err != nil {
+		if err := Judge(src.Status(), now()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
@@ -111,7 +114,9 @@ func Handler(src Source, m *Metrics, now func() time.Time) http.Handler {
 
 // Healthy says whether the loop is turning: it has ticked, and the last poll
 // started recently enough for the poll interval and timeout in force. It
-// says nothing of APISIX's or BIRD's health, which /status reports.
+// says nothing of APISIX's or BIRD's health, which /status reports. The
+// systemd watchdog uses it: a restart mends a stuck loop, not a refused
+// write nor a dead control API, which Judge reports.
 func Healthy(s daemon.Status, now time.Time) error {
 	if !s.Ready {
 		return errors.New("not ready: no tick yet")
@@ -120,6 +125,53 @@ func Healthy(s daemon.Status, now time.Time) error {
 	limit := 2*api.PollInterval + api.Timeout + 10*time.Second
 	if age := now.Sub(api.LastPoll); age > limit {
 		return fmt.Errorf("stalled: last poll %s ago (limit %s)", age.Round(time.Millisecond), limit)
+	}
+	return nil
+}
+
+// stallIntervals is how many poll intervals (plus the poll timeout) may
+// pass without a finished tick before /healthz calls the loop stalled: one
+// tick may run a whole timeout late and the next be skipped (the ticker
+// drops a tick the loop was too busy for), and a third leaves room for an
+// interface write that is slow but not stuck.
+const stallIntervals = 3
+
+// Judge is the /healthz verdict (nil: healthy) and what rhi_ready says. The
+// daemon is unhealthy when
+//   - it has not ticked yet;
+//   - no tick finished for stallIntervals poll intervals plus the poll
+//     timeout (the loop has stalled);
+//   - the interface could not be written in the last max_failed_polls
+//     ticks (no CAP_NET_ADMIN, the interface missing, the kernel refusing):
+//     rhi cannot announce or withdraw anything;
+//   - the last max_failed_polls polls settled no VIP (the control API told
+//     rhi nothing): rhi decides by failure policy alone.
+//
+// BIRD's side is not judged here: BIRD down is no reason to restart or
+// stop probing rhi; rhi_bird_up and /status report it. The error says why
+// in one line. It is pure: now is the only clock.
+func Judge(s daemon.Status, now time.Time) error {
+	if !s.Ready {
+		return errors.New("not ready: no tick yet")
+	}
+	api := s.ControlAPI
+	limit := stallIntervals*api.PollInterval + api.Timeout
+	if age := now.Sub(s.LastTick); age > limit {
+		return fmt.Errorf("stalled: no tick finished for %s (limit %s: %d poll intervals and the timeout)",
+			age.Round(time.Millisecond), limit, stallIntervals)
+	}
+	ticks := max(api.MaxFailedPolls, 1)
+	if in := s.Interface; in.FailedWrites >= ticks {
+		return fmt.Errorf("interface %s could not be written in the last %d ticks (max_failed_polls %d): %s",
+			in.Name, in.FailedWrites, api.MaxFailedPolls, strings.ReplaceAll(in.Error, "\n", "; "))
+	}
+	if api.UnsettledPolls >= ticks {
+		last := "none since start"
+		if !api.LastSettled.IsZero() {
+			last = "last " + now.Sub(api.LastSettled).Round(time.Millisecond).String() + " ago"
+		}
+		return fmt.Errorf("control API: the last %d polls settled no VIP (max_failed_polls %d; %s)",
+			api.UnsettledPolls, api.MaxFailedPolls, last)
 	}
 	return nil
 }

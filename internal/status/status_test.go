@@ -25,13 +25,16 @@ var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
 func sample() daemon.Status {
 	return daemon.Status{
-		Ready:     true,
-		Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true},
+		SchemaVersion: daemon.SchemaVersion,
+		Ready:         true,
+		LastTick:      t0.Add(30 * time.Millisecond),
+		Interface:     daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, WriteErrors: 7},
 		Bird: daemon.BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: t0, Agree: 1, Disagree: 1,
 			Protocols: []verify.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
 		ControlAPI: daemon.APIStatus{
 			URL: "http://127.0.0.1:9090", PollInterval: 3 * time.Second, Timeout: 5 * time.Second,
 			LastPoll: t0, Polls: 42, FailedPolls: 2, ConsecutiveFailedPolls: 1,
+			MaxFailedPolls: 3, LastSettled: t0.Add(-3*time.Second + 20*time.Millisecond),
 		},
 		VIPs: []daemon.VIPStatus{
 			{Address: "10.0.0.100/32", Condition: "all", Verdict: decide.Available, Reason: decide.ReasonHealthy,
@@ -90,6 +93,9 @@ func TestMetrics(t *testing.T) {
 		`rhi_bgp_established{protocol="peer_6"} 0`,
 		`rhi_vip_bird_agrees{vip="10.0.0.100/32"} 1`,
 		`rhi_vip_bird_confirm_seconds{vip="10.0.0.100/32"} 0.025`,
+		`rhi_interface_write_errors_total 7`,
+		`rhi_last_settled_poll_timestamp_seconds 1.79621279702e+09`,
+		`rhi_dry_run 0`,
 	} {
 		if !strings.Contains(body, line) {
 			t.Errorf("/metrics lacks %s", line)
@@ -118,24 +124,80 @@ func TestStatusJSON(t *testing.T) {
 	}
 }
 
-func TestHealthz(t *testing.T) {
+// TestJudge: the /healthz verdict for each way the daemon can be unwell,
+// and just inside each limit.
+func TestJudge(t *testing.T) {
+	with := func(f func(*daemon.Status)) daemon.Status { s := sample(); f(&s); return s }
+	tick := t0.Add(30 * time.Millisecond) // sample's LastTick
+	limit := 3*3*time.Second + 5*time.Second
 	tests := []struct {
 		name string
 		s    daemon.Status
 		now  time.Time
-		code int
-		body string
+		want string // "" for healthy
 	}{
-		{"not ready", daemon.Status{}, t0, 503, "not ready"},
-		{"fresh", sample(), t0.Add(4 * time.Second), 200, "ok"},
-		{"stalled", sample(), t0.Add(time.Minute), 503, "stalled"},
+		{"not ready", daemon.Status{}, t0, "not ready: no tick yet"},
+		{"fresh", sample(), t0.Add(4 * time.Second), ""},
+		{"tick at the limit", sample(), tick.Add(limit), ""},
+		{"stalled", sample(), tick.Add(limit + time.Millisecond), "stalled: no tick finished for 14.001s (limit 14s: 3 poll intervals and the timeout)"},
+		{"writes failing, one tick short", with(func(s *daemon.Status) { s.Interface.FailedWrites = 2; s.Interface.Error = "permission denied" }), tick, ""},
+		{"writes failing", with(func(s *daemon.Status) {
+			s.Interface.FailedWrites = 3
+			s.Interface.Error = "vip \"10.0.0.100/32\": add: operation not permitted\nvip \"10.0.0.101/32\": add: operation not permitted"
+		}), tick, // one line, whatever the error
+			`interface rhi0 could not be written in the last 3 ticks (max_failed_polls 3): vip "10.0.0.100/32": add: operation not permitted; vip "10.0.0.101/32": add: operation not permitted`},
+		{"unsettled, one poll short", with(func(s *daemon.Status) { s.ControlAPI.UnsettledPolls = 2 }), tick, ""},
+		{"unsettled", with(func(s *daemon.Status) { s.ControlAPI.UnsettledPolls = 3 }), t0.Add(6 * time.Second),
+			"control API: the last 3 polls settled no VIP (max_failed_polls 3; last 8.98s ago)"},
+		{"never settled", with(func(s *daemon.Status) { s.ControlAPI.UnsettledPolls = 4; s.ControlAPI.LastSettled = time.Time{} }), tick,
+			"control API: the last 4 polls settled no VIP (max_failed_polls 3; none since start)"},
+		{"BIRD away is not judged", with(func(s *daemon.Status) { s.Bird.Error = "connection refused" }), tick, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Judge(tt.s, tt.now)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("Judge = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHealthz: /healthz answers Judge's verdict, the reason as plain text,
+// and rhi_ready agrees with it.
+func TestHealthz(t *testing.T) {
+	unwell := sample()
+	unwell.Interface.FailedWrites, unwell.Interface.Error = 5, "operation not permitted"
+	tests := []struct {
+		name  string
+		s     daemon.Status
+		now   time.Time
+		code  int
+		body  string
+		ready string
+	}{
+		{"not ready", daemon.Status{}, t0, 503, "not ready", "rhi_ready 0"},
+		{"fresh", sample(), t0.Add(4 * time.Second), 200, "ok", "rhi_ready 1"},
+		{"stalled", sample(), t0.Add(time.Minute), 503, "stalled", "rhi_ready 0"},
+		{"writes failing", unwell, t0, 503, "could not be written", "rhi_ready 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := &fixed{tt.s}
-			code, body := get(t, Handler(src, NewMetrics(src, "dev"), func() time.Time { return tt.now }), "/healthz")
+			clock := func() time.Time { return tt.now }
+			m := NewMetrics(src, "dev")
+			m.coll.now = clock
+			h := Handler(src, m, clock)
+			code, body := get(t, h, "/healthz")
 			if code != tt.code || !strings.Contains(body, tt.body) {
 				t.Errorf("got %d %q, want %d %q", code, body, tt.code, tt.body)
+			}
+			if _, metrics := get(t, h, "/metrics"); !strings.Contains(metrics, "\n"+tt.ready+"\n") {
+				t.Errorf("/metrics lacks %q", tt.ready)
 			}
 		})
 	}
@@ -155,9 +217,62 @@ func TestMetricsBirdAway(t *testing.T) {
 			t.Errorf("/metrics lacks %s", line)
 		}
 	}
-	for _, name := range []string{"rhi_vip_bird_agrees{", "rhi_vip_bird_confirm_seconds{"} {
+	for _, name := range []string{"rhi_vip_bird_agrees{", "rhi_vip_bird_confirm_seconds{", "rhi_bgp_established{"} {
 		if strings.Contains(body, name) {
 			t.Errorf("/metrics exports %s… for a stale record", name)
+		}
+	}
+}
+
+// TestMetricsConfirmOnlyAgreeing: a VIP BIRD disagrees with (an IPv6 VIP
+// without an IPv6 session, say) has no confirmation time, not "0 s".
+func TestMetricsConfirmOnlyAgreeing(t *testing.T) {
+	s := sample()
+	s.VIPs[1].Address = "2001:db8::1/128"
+	s.VIPs[1].Bird = &daemon.VIPConfirm{Expected: "present", Problem: "no Established protocol carries IPv6", CheckedAt: t0, DisagreeingSince: t0}
+	src := &fixed{s}
+	_, body := get(t, Handler(src, NewMetrics(src, "v"), func() time.Time { return t0 }), "/metrics")
+	for _, line := range []string{`rhi_vip_bird_agrees{vip="2001:db8::1/128"} 0`, `rhi_vip_bird_confirm_seconds{vip="10.0.0.100/32"} 0.025`} {
+		if !strings.Contains(body, line) {
+			t.Errorf("/metrics lacks %s", line)
+		}
+	}
+	if strings.Contains(body, `rhi_vip_bird_confirm_seconds{vip="2001:db8::1/128"}`) {
+		t.Errorf("/metrics has a confirmation time for a VIP BIRD disagrees with")
+	}
+}
+
+// TestMetricsDryRunAndNeverSettled: rhi_dry_run says a dry run; a daemon
+// whose polls never settled anything reports 0 as the last settled time.
+func TestMetricsDryRunAndNeverSettled(t *testing.T) {
+	s := sample()
+	s.DryRun = true
+	s.ControlAPI.LastSettled = time.Time{}
+	src := &fixed{s}
+	_, body := get(t, Handler(src, NewMetrics(src, "v"), func() time.Time { return t0 }), "/metrics")
+	for _, line := range []string{"\nrhi_dry_run 1\n", "\nrhi_last_settled_poll_timestamp_seconds 0\n"} {
+		if !strings.Contains(body, line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+}
+
+// TestStatusJSONSchema: /status carries schema_version and dry_run, seconds
+// with their unit, and no zero time.
+func TestStatusJSONSchema(t *testing.T) {
+	s := sample()
+	s.DryRun = true
+	src := &fixed{s}
+	_, body := get(t, Handler(src, NewMetrics(src, "dev"), time.Now), "/status")
+	for _, want := range []string{`"schema_version": 2`, `"dry_run": true`, `"poll_interval_seconds": 3`, `"timeout_seconds": 5`,
+		`"confirm_latency_seconds": 0.025`, `"write_errors_total": 7`, `"consecutive_unsettled_polls": 0`, `"max_failed_polls": 3`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/status lacks %s", want)
+		}
+	}
+	for _, bad := range []string{"0001-01-01", "_ns\"", `"since"`, `"disagreeing_since"`} {
+		if strings.Contains(body, bad) {
+			t.Errorf("/status has %s:\n%s", bad, body)
 		}
 	}
 }
