@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rhi-daemon/rhi/internal/asuser"
 )
 
 // serve answers "ok" on ln until the test ends and counts the requests.
@@ -94,7 +96,25 @@ func TestClientRefusesAnotherUID(t *testing.T) {
 
 func TestClientRefusesSocketInSharedDirectory(t *testing.T) {
 	if os.Getuid() == 0 {
-		t.Skip("root is trusted anywhere; TestClientRefusesImpostorUser covers root")
+		// Root is trusted anywhere: run this test again as nobody.
+		dir, err := os.MkdirTemp("", "ctlsock-shared-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		os.Chmod(dir, 0o755)
+		tmp := filepath.Join(dir, "tmp")
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(tmp, asuser.Nobody, asuser.Nobody); err != nil {
+			t.Fatal(err)
+		}
+		out, err := asuser.Run(t.Context(), dir, t.Name(), asuser.Nobody, asuser.Nobody, "TMPDIR="+tmp)
+		if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+			t.Fatalf("as nobody: %v\n%s", err, out)
+		}
+		return
 	}
 	dir := filepath.Join(t.TempDir(), "shared")
 	if err := os.Mkdir(dir, 0o777); err != nil {
