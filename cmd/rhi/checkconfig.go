@@ -20,6 +20,10 @@ func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitBadInput
 	}
+	// Warnings go to stderr even with --quiet: the journal should see them.
+	for _, w := range config.Warnings(cfg) {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", *path, w)
+	}
 	if *quiet {
 		return exitOK
 	}

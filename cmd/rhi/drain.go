@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,19 +13,25 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 // cmdDrain is `rhi drain` (drain true) and `rhi undrain` (drain false): it
-// records the change in drain_file, then waits for the running daemon to
-// apply it and for BIRD to confirm.
+// checks that the running daemon answers on its control socket, records
+// the change in drain_file under a lock shared by every `rhi drain`, then
+// waits for the daemon to apply it and for BIRD to confirm. With --no-wait
+// it only records the change, daemon or not.
 func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int {
 	fs := flags(name, "[--config PATH] [--timeout D] [--no-wait] (--all | VIP...)", stdout, stderr)
 	path := fs.String("config", defaultConfig, "configuration file")
 	all := fs.Bool("all", false, "every VIP of the configuration")
-	noWait := fs.Bool("no-wait", false, "record the change and return without waiting for the daemon")
+	noWait := fs.Bool("no-wait", false, "record the change and return without asking the daemon")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the daemon and BIRD to confirm")
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
@@ -36,56 +44,20 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return exitBadInput
 	}
-	configured := map[netip.Prefix]bool{}
-	for _, v := range cfg.VIPs {
-		configured[v.Address] = true
+	targets, err := drainTargets(cfg, *all, fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "rhi %s: %v of %s\n", name, err, *path)
+		return exitBadInput
 	}
-	var targets []netip.Prefix
-	for _, a := range fs.Args() {
-		p, err := drain.ParsePrefix(a)
-		if err != nil || !configured[p] {
-			fmt.Fprintf(stderr, "rhi %s: %q is not a VIP of %s\n", name, a, *path)
+	if !*noWait {
+		if err := daemonAnswers(cfg.ControlSocket); err != nil {
+			fmt.Fprintf(stderr, "rhi %s: %v; nothing recorded (--no-wait records the change for the daemon to apply when it runs)\n", name, err)
 			return exitBadInput
 		}
-		targets = append(targets, p)
 	}
-	if *all {
-		for _, v := range cfg.VIPs {
-			targets = append(targets, v.Address)
-		}
-	}
-
-	set, err := drain.Read(cfg.DrainFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "rhi %s: %v\n", name, err)
-		return exitFailure
-	}
-	switch {
-	case on && *all:
-		set.All = true
-	case on:
-		for _, p := range targets {
-			set.VIPs[p] = true
-		}
-	case *all:
-		set = drain.Set{VIPs: map[netip.Prefix]bool{}}
-	default:
-		if set.All {
-			// "all" minus these: spell out the others, so they stay drained.
-			set.All = false
-			for p := range configured {
-				set.VIPs[p] = true
-			}
-		}
-		for _, p := range targets {
-			delete(set.VIPs, p)
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(cfg.DrainFile), 0o750); err != nil {
-		fmt.Fprintf(stderr, "rhi %s: %v\n", name, err)
-		return exitFailure
-	}
-	if err := drain.Write(cfg.DrainFile, set); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if err := updateDrain(ctx, cfg.DrainFile, func(set *drain.Set) { applyDrain(set, on, *all, targets, cfg) }); err != nil {
 		fmt.Fprintf(stderr, "rhi %s: %v\n", name, err)
 		return exitFailure
 	}
@@ -93,19 +65,148 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 	if *noWait {
 		return exitOK
 	}
-	if cfg.StatusListen == "" {
-		fmt.Fprintf(stderr, "rhi %s: status_listen is empty: cannot ask the daemon whether it applied the change\n", name)
-		return exitFailure
+	return waitDrain(ctx, cfg.ControlSocket, on, targets, time.Now(), stdout, stderr)
+}
+
+// drainTargets reads the VIPs named on the command line, or all of cfg's.
+func drainTargets(cfg *config.Config, all bool, args []string) ([]netip.Prefix, error) {
+	if all {
+		targets := make([]netip.Prefix, 0, len(cfg.VIPs))
+		for _, v := range cfg.VIPs {
+			targets = append(targets, v.Address)
+		}
+		return targets, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	var targets []netip.Prefix
+	for _, a := range args {
+		p, err := drain.ParsePrefix(a)
+		if err != nil || !slices.ContainsFunc(cfg.VIPs, func(v config.VIP) bool { return v.Address == p }) {
+			return nil, fmt.Errorf("%q is not a VIP", a)
+		}
+		targets = append(targets, p)
+	}
+	return targets, nil
+}
+
+// applyDrain changes set as `rhi drain` (on) or `rhi undrain` asks.
+func applyDrain(set *drain.Set, on, all bool, targets []netip.Prefix, cfg *config.Config) {
+	switch {
+	case on && all:
+		set.All = true
+	case on:
+		for _, p := range targets {
+			set.VIPs[p] = true
+		}
+	case all:
+		*set = drain.Set{VIPs: map[netip.Prefix]bool{}}
+	default:
+		if set.All {
+			// "all" minus these: spell out the others, so they stay drained.
+			set.All = false
+			for _, v := range cfg.VIPs {
+				set.VIPs[v.Address] = true
+			}
+		}
+		for _, p := range targets {
+			delete(set.VIPs, p)
+		}
+	}
+}
+
+// probeTimeout bounds the question that tells whether the daemon runs.
+const probeTimeout = 3 * time.Second
+
+// daemonAnswers says why the daemon cannot be asked, if it cannot. Any
+// answer to /healthz from a trusted peer will do, healthy or not: it is
+// cheap, where /status grows with the VIPs.
+func daemonAnswers(socket string) error {
+	if socket == "" {
+		return errors.New("control_socket is empty: the daemon cannot be asked whether it applies the change")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	return waitDrain(ctx, cfg.StatusListen, on, targets, time.Now(), stdout, stderr)
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://rhi/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := ctlsock.Client{Path: socket}.HTTP().Do(req)
+	if err != nil {
+		return fmt.Errorf("daemon not reachable on %s: %w", socket, urlCause(err))
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// updateDrain changes the drain file with change under an exclusive lock
+// on the file beside it (see lockDrain): concurrent `rhi drain`s each read
+// the file as the last one wrote it, so none loses another's change.
+func updateDrain(ctx context.Context, path string, change func(*drain.Set)) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	unlock, err := lockDrain(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	set, err := drain.Read(path)
+	if err != nil {
+		return err
+	}
+	change(&set)
+	return drain.Write(path, set)
+}
+
+// lockRetry is how often a waiting `rhi drain` tries the lock again.
+const lockRetry = 10 * time.Millisecond
+
+// lockDrain takes an exclusive flock on drainFile + ".lock", which it
+// creates if missing. The lock file is opened without following a link and
+// without blocking, and refused unless it is a regular file; the wait for
+// the lock ends with ctx. Only `rhi drain` and `rhi undrain` take it: the
+// daemon reads the drain file, which is replaced whole, never written in
+// place.
+func lockDrain(ctx context.Context, drainFile string) (unlock func(), err error) {
+	path := drainFile + ".lock"
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("drain lock %q: a symbolic link: refused", path)
+		}
+		return nil, fmt.Errorf("drain lock %q: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+		}
+		return nil, fmt.Errorf("drain lock %q: %w", path, err)
+	}
+	t := time.NewTicker(lockRetry)
+	defer t.Stop()
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing releases the lock
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("drain lock %q: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("drain lock %q: still held by another rhi drain: %w", path, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // waitDrain polls the daemon's status until every target shows the drain
 // state on and, for a drain, is off the interface with BIRD confirming it
 // is exported nowhere.
-func waitDrain(ctx context.Context, addr string, on bool, targets []netip.Prefix, since time.Time, stdout, stderr io.Writer) int {
+func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Prefix, since time.Time, stdout, stderr io.Writer) int {
 	want := map[string]bool{}
 	for _, p := range targets {
 		want[p.String()] = true
@@ -116,7 +217,7 @@ func waitDrain(ctx context.Context, addr string, on bool, targets []netip.Prefix
 	defer tick.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, st, err := fetchStatus(rctx, addr)
+		_, st, err := fetchStatus(rctx, socket)
 		cancel()
 		lastErr = err
 		if err == nil {
@@ -129,7 +230,7 @@ func waitDrain(ctx context.Context, addr string, on bool, targets []netip.Prefix
 		select {
 		case <-ctx.Done():
 			if lastErr != nil {
-				fmt.Fprintf(stderr, "rhi: recorded, but NOT confirmed as applied: %v\n", lastErr)
+				fmt.Fprintf(stderr, "rhi: recorded, but NOT confirmed as applied: daemon not reachable on %s: %v\n", socket, lastErr)
 				return exitFailure
 			}
 			reportDrain(stdout, last, want, since)

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,13 +16,13 @@ import (
 )
 
 // drainConfig writes a config with the seed's VIPs whose drain file and
-// status listener are the test's.
-func drainConfig(t *testing.T, statusAddr string) (cfg, drainFile string) {
+// control socket are the test's.
+func drainConfig(t *testing.T, socket string) (cfg, drainFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	drainFile = filepath.Join(dir, "state", "drain")
 	cfg = filepath.Join(dir, "rhi.yaml")
-	text := `status_listen: "` + statusAddr + `"
+	text := `control_socket: "` + socket + `"
 drain_file: ` + drainFile + `
 vips:
   - address: 10.0.0.100
@@ -82,22 +80,14 @@ func TestDrainRecords(t *testing.T) {
 	}
 }
 
-// fakeDaemon serves /status from a function of the request count.
+// fakeDaemon serves /status on a control socket from a function of the
+// request count, and returns the socket's path.
 func fakeDaemon(t *testing.T, status func(n int) daemon.Status) string {
 	t.Helper()
-	n := 0
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n++
-		json.NewEncoder(w).Encode(status(n))
+	var n atomic.Int32
+	return serveControl(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(status(int(n.Add(1))))
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return ln.Addr().String()
 }
 
 func TestDrainWaitsForDaemonAndBird(t *testing.T) {
@@ -164,14 +154,43 @@ func TestDrainNotConfirmed(t *testing.T) {
 	}
 }
 
+// TestDrainDaemonDown: without a daemon to apply it, a drain fails at once
+// and records nothing, unless --no-wait.
 func TestDrainDaemonDown(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	cfg, file := drainConfig(t, addr)
+	cfg, file := drainConfig(t, deadSocket(t))
+	var out, errb bytes.Buffer
+	if code := run([]string{"drain", "--config", cfg, "--timeout", "30s", "10.0.0.100"}, &out, &errb); code != exitBadInput {
+		t.Fatalf("exit %d, want %d", code, exitBadInput)
+	}
+	if want := "daemon not reachable on "; !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "nothing recorded") {
+		t.Errorf("stderr %q lacks %q and \"nothing recorded\"", errb.String(), want)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("the drain file exists (%v): it was recorded", err)
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"drain", "--config", cfg, "--no-wait", "10.0.0.100"}, &out, &errb); code != exitOK {
+		t.Fatalf("--no-wait: exit %d: %s", code, errb.String())
+	}
+	if b, _ := os.ReadFile(file); !strings.Contains(string(b), "10.0.0.100/32") {
+		t.Error("--no-wait: the drain was not recorded")
+	}
+}
+
+// TestDrainDaemonGoesAway: a daemon that answered once and then stops
+// answering leaves the drain recorded but not confirmed.
+func TestDrainDaemonGoesAway(t *testing.T) {
+	socket := fakeDaemon(t, func(n int) daemon.Status {
+		if n == 1 {
+			return daemon.Status{Ready: true}
+		}
+		panic(http.ErrAbortHandler) // the connection is cut
+	})
+	cfg, file := drainConfig(t, socket)
 	var out, errb bytes.Buffer
 	if code := run([]string{"drain", "--config", cfg, "--timeout", "300ms", "10.0.0.100"}, &out, &errb); code != exitFailure {
-		t.Fatalf("exit %d, want %d", code, exitFailure)
+		t.Fatalf("exit %d, want %d: %s", code, exitFailure, errb.String())
 	}
 	if !strings.Contains(errb.String(), "NOT confirmed as applied") {
 		t.Errorf("stderr: %s", errb.String())

@@ -46,8 +46,8 @@ Usage:
 --config defaults to ` + defaultConfig + `.
 
 Exit codes: 0 ok; 1 failure (verify: a mismatch; drain: not confirmed); 2 bad
-usage or invalid config (verify: could not check; --nagios: 0 OK, 1 WARNING,
-2 CRITICAL, 3 UNKNOWN). "rhi COMMAND --help" tells more.
+usage or invalid config (verify: could not check; drain: daemon not reachable;
+--nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN). "rhi COMMAND --help" tells more.
 `
 
 func main() {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/logfile"
 	"github.com/rhi-daemon/rhi/internal/owned"
@@ -110,12 +114,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			return h
 		},
 	})
-	if cfg.StatusListen != "" {
+	for _, w := range config.Warnings(cfg) {
+		log.Warn(w)
+	}
+	waitServers := func() {}
+	if cfg.StatusListen != "" || cfg.ControlSocket != "" {
 		metrics = status.NewMetrics(d, version)
-		if err := status.Serve(ctx, cfg.StatusListen, status.Handler(d, metrics, time.Now), log); err != nil {
-			log.WithError(err).Error("cannot start")
-			return exitFailure
-		}
+		waitServers = startServers(ctx, cfg, status.Handler(d, metrics, time.Now), log)
 	}
 	go handleSignals(ctx, sigs, *path, cfg, d, metrics, logs, log)
 	go watchdog(ctx, d, time.Now, log)
@@ -123,11 +128,36 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer notifyStopping()
 
 	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface}).Info("rhi starting")
-	if err := d.Run(ctx); err != nil {
+	err = d.Run(ctx)
+	stop()
+	waitServers() // the control socket's file goes with its server
+	if err != nil {
 		log.WithError(err).Error("stopped with an error")
 		return exitFailure
 	}
 	return exitOK
+}
+
+// startServers serves h on status_listen (for Prometheus and probes) and
+// on control_socket (for the CLI), each when set, until ctx is done.
+// Neither can stop the routing loop: a listener that cannot be opened is
+// logged and retried. The function returned waits until both have stopped.
+func startServers(ctx context.Context, cfg *config.Config, h http.Handler, log logrus.FieldLogger) (wait func()) {
+	var wg sync.WaitGroup
+	serve := func(name string, listen status.Listen) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status.Serve(ctx, name, listen, h, status.Options{}, log)
+		}()
+	}
+	if cfg.StatusListen != "" {
+		serve("status_listen", status.TCP(cfg.StatusListen))
+	}
+	if cfg.ControlSocket != "" {
+		serve("control_socket", func() (net.Listener, error) { return ctlsock.Listen(cfg.ControlSocket) })
+	}
+	return wg.Wait
 }
 
 func newHealth(cfg *config.Config) (*apisix.Client, error) {
@@ -232,6 +262,9 @@ func restartOnly(old, next *config.Config) []string {
 	}
 	if old.StatusListen != next.StatusListen {
 		keys = append(keys, "status_listen")
+	}
+	if old.ControlSocket != next.ControlSocket {
+		keys = append(keys, "control_socket")
 	}
 	if old.Bird.Socket != next.Bird.Socket {
 		keys = append(keys, "bird.socket")

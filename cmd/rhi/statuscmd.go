@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
@@ -20,8 +24,8 @@ const maxStatusBytes = 64 << 20
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flags("status", "[--config PATH] [--json]", stdout, stderr)
-	path := fs.String("config", defaultConfig, "configuration file (for status_listen)")
-	asJSON := fs.Bool("json", false, "print the daemon's JSON as it is")
+	path := fs.String("config", defaultConfig, "configuration file (for control_socket)")
+	asJSON := fs.Bool("json", false, "print the daemon's JSON as it is (control characters escaped)")
 	if code, ok := parse(fs, args, stdout); !ok {
 		return code
 	}
@@ -29,15 +33,15 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitBadInput
 	}
-	if cfg.StatusListen == "" {
-		fmt.Fprintf(stderr, "rhi status: status_listen is empty in %s: the daemon serves no status\n", *path)
+	if cfg.ControlSocket == "" {
+		fmt.Fprintf(stderr, "rhi status: control_socket is empty in %s: the daemon cannot be asked\n", *path)
 		return exitBadInput
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	raw, st, err := fetchStatus(ctx, cfg.StatusListen)
+	raw, st, err := fetchStatus(ctx, cfg.ControlSocket)
 	if err != nil {
-		fmt.Fprintf(stderr, "rhi status: %v\n", err)
+		fmt.Fprintf(stderr, "rhi status: daemon not reachable on %s: %v\n", cfg.ControlSocket, err)
 		return exitBadInput
 	}
 	if *asJSON {
@@ -48,29 +52,43 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// fetchStatus asks the running daemon for its status.
-func fetchStatus(ctx context.Context, addr string) ([]byte, daemon.Status, error) {
+// fetchStatus asks the running daemon for its status on its control
+// socket, which answers only if the kernel says the daemon's user is at the
+// other end (see internal/ctlsock). Errors say what went wrong, not where:
+// the caller names the socket. Every string of the status returned,
+// and the JSON text, are cleaned of control characters: they are printed.
+func fetchStatus(ctx context.Context, socket string) ([]byte, daemon.Status, error) {
 	var st daemon.Status
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/status", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://rhi/status", nil)
 	if err != nil {
 		return nil, st, err
 	}
-	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	resp, err := ctlsock.Client{Path: socket}.HTTP().Do(req)
 	if err != nil {
-		return nil, st, fmt.Errorf("daemon not reachable at %s: %w", addr, err)
+		return nil, st, urlCause(err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBytes))
 	if err != nil {
-		return nil, st, fmt.Errorf("read status from %s: %w", addr, err)
+		return nil, st, fmt.Errorf("reading its answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, st, fmt.Errorf("status from %s: HTTP %d", addr, resp.StatusCode)
+		return nil, st, fmt.Errorf("it answered HTTP %d", resp.StatusCode)
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, st, fmt.Errorf("status from %s: %w", addr, err)
+		return nil, st, fmt.Errorf("decoding its answer: %w", err)
 	}
-	return raw, st, nil
+	cleanStrings(reflect.ValueOf(&st).Elem())
+	return cleanJSON(raw), st, nil
+}
+
+// urlCause drops the *url.Error around err: the URL of a request on the
+// control socket is a placeholder ("http://rhi/status"); keep the cause.
+func urlCause(err error) error {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // writeStatus prints the status as a table a person reads at a glance.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -26,7 +25,8 @@ import (
 )
 
 // verifyStatusTimeout bounds the question to the running daemon. It answers
-// from memory on loopback, so a slow answer means it is not really there.
+// from memory on its control socket, so a slow answer means it is not
+// really there.
 const verifyStatusTimeout = 3 * time.Second
 
 const verifySynopsis = "[--config PATH] [--bird-socket PATH] [--json | --nagios]"
@@ -40,7 +40,7 @@ A host address on the interface that rhi does not manage (neither a VIP
 nor one it is withdrawing) is checked too: BIRD must not export it, since
 nothing checks its health. It changes nothing.
 
-The expected state comes from the running daemon at status_listen when it
+The expected state comes from the running daemon on control_socket when it
 answers (what it decided). Otherwise it comes from one fresh poll of the
 control API: available means present, unavailable means absent. A VIP that
 the poll cannot settle (an upstream failed or was not found) is NOT JUDGED:
@@ -91,7 +91,7 @@ const (
 // expectation is what rhi wants, per VIP, and where that was learnt.
 type expectation struct {
 	source   string // fromDaemon or fromPoll
-	address  string // status_listen, or the control API's URL
+	address  string // control_socket, or the control API's URL
 	fallback string // why the daemon was not the source; "" when it was
 	iface    string // the interface the VIPs live on
 	vips     []expectedVIP
@@ -111,7 +111,7 @@ type expectedVIP struct {
 // line is the sentence that opens the human report.
 func (e *expectation) line() string {
 	if e.source == fromDaemon {
-		return "expected state from the running daemon at " + e.address
+		return "expected state from the running daemon on " + e.address
 	}
 	return fmt.Sprintf("expected state from a fresh poll of %s (%s)", e.address, e.fallback)
 }
@@ -137,7 +137,7 @@ type verifyJSON struct {
 
 type jsonExpectation struct {
 	Source   string `json:"source"`             // "daemon" or "poll"
-	Address  string `json:"address"`            // status_listen or the control API's URL
+	Address  string `json:"address"`            // control_socket or the control API's URL
 	Fallback string `json:"fallback,omitempty"` // why the daemon was not asked or did not answer
 }
 
@@ -329,21 +329,17 @@ func presence(on bool) string {
 // worked.
 func expect(ctx context.Context, cfg *config.Config) (*expectation, error) {
 	var fallback string
-	if cfg.StatusListen == "" {
-		fallback = "status_listen is empty: no daemon to ask"
+	if cfg.ControlSocket == "" {
+		fallback = "control_socket is empty: no daemon to ask"
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, verifyStatusTimeout)
-		_, st, err := fetchStatus(sctx, cfg.StatusListen)
+		_, st, err := fetchStatus(sctx, cfg.ControlSocket)
 		cancel()
 		switch {
 		case err != nil:
-			// The URL is in the sentence already; keep the cause.
-			if ue := (*url.Error)(nil); errors.As(err, &ue) {
-				err = ue.Err
-			}
-			fallback = fmt.Sprintf("the daemon at %s did not answer: %v", cfg.StatusListen, err)
+			fallback = fmt.Sprintf("the daemon on %s did not answer: %v", cfg.ControlSocket, err)
 		case !st.Ready:
-			fallback = fmt.Sprintf("the daemon at %s has not finished its first tick", cfg.StatusListen)
+			fallback = fmt.Sprintf("the daemon on %s has not finished its first tick", cfg.ControlSocket)
 		default:
 			return fromStatus(cfg, st.Interface, st.VIPs)
 		}
@@ -364,12 +360,12 @@ func expect(ctx context.Context, cfg *config.Config) (*expectation, error) {
 // as absent: the daemon owns them until they are gone, and BIRD must stop
 // exporting them.
 func fromStatus(cfg *config.Config, iface daemon.InterfaceStatus, vips []daemon.VIPStatus) (*expectation, error) {
-	exp := &expectation{source: fromDaemon, address: cfg.StatusListen, iface: cmp.Or(iface.Name, cfg.Interface)}
+	exp := &expectation{source: fromDaemon, address: cfg.ControlSocket, iface: cmp.Or(iface.Name, cfg.Interface)}
 	running := map[netip.Prefix]bool{}
 	for _, v := range vips {
 		p, err := netip.ParsePrefix(v.Address)
 		if err != nil {
-			return nil, fmt.Errorf("status from %s: vip %q: %w", cfg.StatusListen, v.Address, err)
+			return nil, fmt.Errorf("status from %s: vip %q: %w", cfg.ControlSocket, v.Address, err)
 		}
 		running[p] = true
 		exp.vips = append(exp.vips, expectedVIP{prefix: p, present: v.Desired, judged: true})
@@ -378,7 +374,7 @@ func fromStatus(cfg *config.Config, iface daemon.InterfaceStatus, vips []daemon.
 	for _, a := range iface.Withdrawing {
 		p, err := netip.ParsePrefix(a)
 		if err != nil {
-			return nil, fmt.Errorf("status from %s: withdrawing vip %q: %w", cfg.StatusListen, a, err)
+			return nil, fmt.Errorf("status from %s: withdrawing vip %q: %w", cfg.ControlSocket, a, err)
 		}
 		if !running[p] {
 			withdrawing[p] = true

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -68,8 +67,8 @@ type verifyEnv struct {
 	stall     bool     // BIRD never answers "show protocols all"
 	protocols []string // bird.protocols; nil: every BGP protocol
 
-	daemon   *daemon.Status // nil: nothing listens at status_listen
-	noStatus bool           // status_listen is empty
+	daemon   *daemon.Status // nil: nothing listens on control_socket
+	noStatus bool           // control_socket is empty
 
 	// api maps each upstream the control API knows to its nodes' status;
 	// an upstream left out is "not found". nil: nothing listens.
@@ -115,13 +114,13 @@ func (e verifyEnv) start(t *testing.T) verifyWorld {
 		socket = srv.Path
 	}
 
-	status := vDeadAddr(t)
+	status := deadSocket(t)
 	if e.daemon != nil {
 		body, err := json.Marshal(e.daemon)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status = serveControl(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/status" {
 				http.NotFound(w, r)
 				return
@@ -129,8 +128,6 @@ func (e verifyEnv) start(t *testing.T) verifyWorld {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(body)
 		}))
-		t.Cleanup(ts.Close)
-		status = strings.TrimPrefix(ts.URL, "http://")
 	}
 	if e.noStatus {
 		status = ""
@@ -154,7 +151,7 @@ func (e verifyEnv) start(t *testing.T) verifyWorld {
 	cfg := fmt.Sprintf(`apisix_control_url: %s
 apisix_timeout: 2s
 interface: rhi0
-status_listen: "%s"
+control_socket: "%s"
 bird:
   socket: %s
   timeout: 1s%s
@@ -185,10 +182,11 @@ vips:
 		return vip.State{Exists: true, Up: !e.ifaceDown, LowerUp: !e.ifaceDown, Present: held}, nil
 	}
 
-	pairs := []string{socket, "BIRD_SOCKET", dir, "TMPDIR", apiURL, "API_URL", strings.TrimPrefix(apiURL, "http://"), "API_ADDR"}
+	var pairs []string
 	if status != "" {
-		pairs = append(pairs, status, "STATUS_ADDR")
+		pairs = append(pairs, status, "CONTROL_SOCKET")
 	}
+	pairs = append(pairs, socket, "BIRD_SOCKET", dir, "TMPDIR", apiURL, "API_URL", strings.TrimPrefix(apiURL, "http://"), "API_ADDR")
 	return verifyWorld{config: path, read: read, scrub: strings.NewReplacer(pairs...)}
 }
 
@@ -341,7 +339,7 @@ func TestVerifyGolden(t *testing.T) {
 			name:   "neither-daemon-nor-api",
 			env:    verifyEnv{bird: "up-vip", iface: vBoth},
 			code:   2,
-			stderr: "no expected state: the daemon at STATUS_ADDR did not answer: dial tcp STATUS_ADDR: connect: connection refused; control API at API_URL did not answer",
+			stderr: "no expected state: the daemon on CONTROL_SOCKET did not answer: lstat CONTROL_SOCKET: no such file or directory; control API at API_URL did not answer",
 			noOut:  true,
 		},
 		{

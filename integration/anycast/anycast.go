@@ -90,6 +90,7 @@ bird:
   protocols: [{{.Protocols}}]
 on_shutdown: {{.C.OnShutdown}}
 status_listen: {{.StatusAddr}}
+control_socket: {{.Dir}}/rhi.sock
 drain_file: {{.Dir}}/drain
 state_file: {{.Dir}}/owned
 unmanaged_addresses: {{.C.Unmanaged}}

@@ -183,6 +183,21 @@ func checkSocket(s string) issue {
 	return issue{}
 }
 
+// checkControlSocket accepts "" (no control socket) or an absolute path
+// short enough for a unix socket address: the daemon and the CLI must agree
+// on it whatever their working directories.
+func checkControlSocket(s string) issue {
+	switch {
+	case s == "":
+		return issue{}
+	case !strings.HasPrefix(s, "/"):
+		return issue{msg: "not an absolute path", allowed: `an absolute path such as /run/rhi/rhi.sock, or "" to disable`}
+	case strings.ContainsRune(s, 0):
+		return issue{msg: "contains a NUL byte"}
+	}
+	return checkSocket(s)
+}
+
 // symbolRE is a BIRD symbol: what a protocol name can be. BIRD caps
 // symbols at 64 characters (SYM_MAX_LEN) and is case-sensitive.
 var symbolRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)

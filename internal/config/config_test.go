@@ -39,14 +39,15 @@ func TestSeedExample(t *testing.T) {
 			MaxFailedPolls:        3,
 			NoChecker:             "healthy",
 		},
-		Bird:         Bird{Socket: "/run/bird/bird.ctl", Timeout: 2 * time.Second},
-		Rise:         1,
-		Fall:         1,
-		OnShutdown:   "keep",
-		StatusListen: "127.0.0.1:9711",
-		DrainFile:    "/var/lib/rhi/drain",
-		StateFile:    "/var/lib/rhi/owned",
-		Unmanaged:    "report",
+		Bird:          Bird{Socket: "/run/bird/bird.ctl", Timeout: 2 * time.Second},
+		Rise:          1,
+		Fall:          1,
+		OnShutdown:    "keep",
+		StatusListen:  "127.0.0.1:9711",
+		DrainFile:     "/var/lib/rhi/drain",
+		StateFile:     "/var/lib/rhi/owned",
+		Unmanaged:     "report",
+		ControlSocket: "/run/rhi/rhi.sock",
 		VIPs: []VIP{
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
@@ -90,6 +91,7 @@ func TestDefault(t *testing.T) {
 		DrainFile:     "/var/lib/rhi/drain",
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     "report",
+		ControlSocket: "/run/rhi/rhi.sock",
 	}
 	if diff := cmp.Diff(want, Default(), cmpConfig); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)

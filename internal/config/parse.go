@@ -38,13 +38,14 @@ func Default() Config {
 			Socket:  "/run/bird/bird.ctl",
 			Timeout: 2 * time.Second,
 		},
-		Rise:         1,
-		Fall:         1,
-		OnShutdown:   "keep",
-		StatusListen: "127.0.0.1:9711",
-		DrainFile:    "/var/lib/rhi/drain",
-		StateFile:    "/var/lib/rhi/owned",
-		Unmanaged:    "report",
+		Rise:          1,
+		Fall:          1,
+		OnShutdown:    "keep",
+		StatusListen:  "127.0.0.1:9711",
+		DrainFile:     "/var/lib/rhi/drain",
+		StateFile:     "/var/lib/rhi/owned",
+		Unmanaged:     "report",
+		ControlSocket: "/run/rhi/rhi.sock",
 	}
 }
 
@@ -393,7 +394,7 @@ var (
 	topKeys = []string{
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
 		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
-		"on_shutdown", "status_listen", "drain_file", "state_file", "unmanaged_addresses", "vips",
+		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "vips",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
@@ -420,6 +421,7 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["fall"], "fall", &c.Fall, parseCount)
 	set(p, m["on_shutdown"], "on_shutdown", &c.OnShutdown, enum("keep", "withdraw"))
 	set(p, m["status_listen"], "status_listen", &c.StatusListen, checked(checkListen))
+	set(p, m["control_socket"], "control_socket", &c.ControlSocket, checked(checkControlSocket))
 	set(p, m["drain_file"], "drain_file", &c.DrainFile, checked(checkFilePath))
 	set(p, m["state_file"], "state_file", &c.StateFile, checked(checkFilePath))
 	if c.StateFile == c.DrainFile {

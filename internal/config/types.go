@@ -38,6 +38,9 @@ type Config struct {
 	Fall          int           `yaml:"fall"`
 	OnShutdown    string        `yaml:"on_shutdown"` // "keep" or "withdraw"
 	StatusListen  string        `yaml:"status_listen"`
+	// ControlSocket is the unix socket the CLI (`rhi status`, `rhi verify`,
+	// `rhi drain`) asks the daemon on; empty disables it.
+	ControlSocket string `yaml:"control_socket"`
 	// DrainFile holds the VIPs drained by `rhi drain`, one per line (or
 	// "all"); it survives restarts. A missing file drains nothing.
 	DrainFile string `yaml:"drain_file"`

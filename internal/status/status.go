@@ -1,15 +1,14 @@
-// Package status serves what the daemon knows over HTTP on status_listen:
+// Package status serves what the daemon knows over HTTP on status_listen
+// and on control_socket (for the CLI), each bounded and retried by Serve:
 // /metrics for Prometheus, /status as JSON, /healthz for probes. Every value
 // is read from the daemon's published view at request time, so label sets
 // follow the running config: a VIP dropped by a reload disappears.
 package status
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/daemon"
 )
@@ -175,35 +173,5 @@ func Judge(s daemon.Status, now time.Time) error {
 		return fmt.Errorf("control API: the last %d polls settled no VIP (max_failed_polls %d; %s)",
 			api.UnsettledPolls, api.MaxFailedPolls, last)
 	}
-	return nil
-}
-
-// Serve listens on addr and serves h until ctx is done. Listening errors are
-// returned at once so a busy port is reported at start-up.
-func Serve(ctx context.Context, addr string, h http.Handler, log logrus.FieldLogger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("status_listen %q: %w", addr, err)
-	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.WithError(err).Error("status server stopped")
-		}
-	}()
-	log.WithField("addr", ln.Addr().String()).Info("serving /metrics, /status, /healthz")
 	return nil
 }

@@ -1,0 +1,248 @@
+package status
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+)
+
+// guard bounds every wait of these tests: a wait that reaches it is a
+// failure, never the measure of one.
+const guard = 5 * time.Second
+
+var hello = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "rhi") })
+
+// serveOnce serves h with o on a fresh loopback listener until the test
+// ends; it returns the address and waits for Serve to return at cleanup.
+func serveOnce(t *testing.T, o Options) (string, *test.Hook) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	listen := func() (net.Listener, error) {
+		err := errors.New("listened once already")
+		once.Do(func() { err = nil })
+		if err != nil {
+			return nil, err
+		}
+		return ln, nil
+	}
+	log, hook := test.NewNullLogger()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Serve(ctx, "status_listen", listen, hello, o, log); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(guard):
+			t.Error("Serve did not return after its context was cancelled")
+		}
+	})
+	return ln.Addr().String(), hook
+}
+
+// exchange sends one keep-alive GET on c and reads the answer.
+func exchange(c net.Conn, r *bufio.Reader) (string, error) {
+	c.SetDeadline(time.Now().Add(guard))
+	if _, err := fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost: rhi\r\n\r\n"); err != nil {
+		return "", err
+	}
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// closedByServer waits for the server to close c: a read ends in EOF or a
+// reset rather than at the guard's deadline.
+func closedByServer(c net.Conn, r *bufio.Reader) error {
+	c.SetReadDeadline(time.Now().Add(guard))
+	_, err := r.ReadByte()
+	var ne net.Error
+	switch {
+	case err == nil:
+		return errors.New("the server sent data")
+	case errors.As(err, &ne) && ne.Timeout():
+		return errors.New("still open")
+	}
+	return nil
+}
+
+type client struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dial(t *testing.T, addr string) client {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return client{c, bufio.NewReader(c)}
+}
+
+func TestLimitListenerRefusesBeyondMax(t *testing.T) {
+	addr, hook := serveOnce(t, Options{MaxConns: 2, ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute})
+	// Two kept-alive connections, each answered once: both slots are held.
+	held := []client{dial(t, addr), dial(t, addr)}
+	for i, h := range held {
+		if body, err := exchange(h.c, h.r); err != nil || body != "rhi" {
+			t.Fatalf("connection %d: %q, %v", i, body, err)
+		}
+	}
+	third := dial(t, addr)
+	if body, err := exchange(third.c, third.r); err == nil {
+		t.Fatalf("a third connection was served (%q) with MaxConns 2", body)
+	}
+	found := false
+	for _, e := range hook.AllEntries() {
+		found = found || (e.Level == logrus.WarnLevel && strings.Contains(e.Message, "too many connections") && e.Data["max_conns"] == 2)
+	}
+	if !found {
+		t.Errorf("no warning about the refused connection; logged %d entries", len(hook.AllEntries()))
+	}
+	// Closing one frees its slot for the next client.
+	held[0].c.Close()
+	deadline := time.Now().Add(guard)
+	for {
+		next := dial(t, addr)
+		body, err := exchange(next.c, next.r)
+		if err == nil && body == "rhi" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot came free after a connection closed: %v", err)
+		}
+		next.c.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The other held connection is still served.
+	if body, err := exchange(held[1].c, held[1].r); err != nil || body != "rhi" {
+		t.Errorf("held connection: %q, %v", body, err)
+	}
+}
+
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	addr, _ := serveOnce(t, Options{MaxConns: 1, ReadHeaderTimeout: 50 * time.Millisecond, IdleTimeout: 50 * time.Millisecond})
+	// A kept-alive connection that asks nothing more is closed... (A
+	// loaded machine may take longer than the header timeout to send the
+	// first request: then dial again.)
+	var kept client
+	deadline := time.Now().Add(guard)
+	for {
+		kept = dial(t, addr)
+		body, err := exchange(kept.c, kept.r)
+		if err == nil && body == "rhi" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never answered: %q, %v", body, err)
+		}
+		kept.c.Close()
+	}
+	if err := closedByServer(kept.c, kept.r); err != nil {
+		t.Fatalf("idle kept-alive connection: %v", err)
+	}
+	// ...and so is one that never sends its headers, after which the one
+	// slot serves again.
+	var silent client
+	deadline = time.Now().Add(guard)
+	for {
+		silent = dial(t, addr)
+		if err := closedByServer(silent.c, silent.r); err != nil {
+			t.Fatalf("silent connection: %v", err)
+		}
+		next := dial(t, addr)
+		if body, err := exchange(next.c, next.r); err == nil && body == "rhi" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the only slot never came back")
+		}
+	}
+}
+
+func TestServeRetriesWhileTheAddressIsTaken(t *testing.T) {
+	squatter, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := squatter.Addr().String()
+	log, hook := test.NewNullLogger()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		Serve(ctx, "status_listen", TCP(addr), hello, Options{RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond}, log)
+		close(done)
+	}()
+	// Failures are logged: once as an error, then as warnings.
+	eventually(t, "two failed attempts logged", func() bool {
+		var errs, warns int
+		for _, e := range hook.AllEntries() {
+			if e.Data["listener"] == "status_listen" && e.Data[logrus.ErrorKey] != nil {
+				switch e.Level {
+				case logrus.ErrorLevel:
+					errs++
+				case logrus.WarnLevel:
+					warns++
+				}
+			}
+		}
+		if errs > 1 {
+			t.Fatalf("the same failure logged %d times as an error", errs)
+		}
+		return errs == 1 && warns >= 1
+	})
+	squatter.Close()
+	eventually(t, "rhi serving once the squatter left", func() bool {
+		resp, err := (&http.Client{Timeout: guard}).Get("http://" + addr + "/")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b) == "rhi"
+	})
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(guard):
+		t.Fatal("Serve did not return after its context was cancelled")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the address is still held after Serve returned: %v", err)
+	}
+	ln.Close()
+}
+
+// eventually polls ok until it holds or the guard's deadline passes.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", guard, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
