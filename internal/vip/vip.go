@@ -434,8 +434,9 @@ func (a *Announcer) readOnce(addrs map[netip.Prefix]struct{}, peers []Peer) (rea
 		lowerUp: attrs.RawFlags&unix.IFF_LOWER_UP != 0,
 		addrs:   addrs,
 	}
-	// Link-local addresses come with every link (the kernel's fe80::/64 on
-	// an ifb or a dummy); they are never VIPs and not worth reporting.
+	// ListPrefixes leaves out link-local addresses: they come with every
+	// link (the kernel's fe80::/64 on an ifb), are never VIPs and are not
+	// worth reporting.
 	r.peers, err = a.nl.ListPrefixes(attrs.Index, r.addrs, peers)
 	if err != nil {
 		return reading{peers: r.peers}, fmt.Errorf("list addresses on %q: %w", a.iface, err)

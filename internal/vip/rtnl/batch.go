@@ -80,8 +80,8 @@ func notWritten(answers []error, got []bool, from int) []error {
 
 // appendAddrMsg appends an RTM_NEWADDR (with NLM_F_CREATE|NLM_F_EXCL, as
 // the netlink library sends it) or RTM_DELADDR for c, asking for an
-// acknowledgement: what AddrAdd and AddrDel of hostAddr(c.Prefix) send,
-// scope global and, for IPv6, nodad.
+// acknowledgement: what the library's AddrAdd and AddrDel of c.Prefix,
+// with scope global and, for IPv6, nodad, send.
 func appendAddrMsg(b []byte, seq uint32, index int, c AddrChange) []byte {
 	ip := c.Prefix.Addr()
 	raw := ip.AsSlice()

@@ -298,7 +298,7 @@ func TestLeanDumpReopensInItsNamespace(t *testing.T) {
 // TestWriteAddrsOnTheKernel sends changes in batches of BatchSize to the
 // real kernel: more than two sends, both families, an add of an address
 // that is there and a delete of one that is not, each answered on its own,
-// and the addresses made as AddrAdd of hostAddr makes them (scope global,
+// and the addresses made as the library's AddrAdd makes VIPs (scope global,
 // IPv6 nodad and not tentative).
 func TestWriteAddrsOnTheKernel(t *testing.T) {
 	ns, h := labNS(t)
