@@ -28,7 +28,9 @@ func NewDryRun(nl Netlink, iface string, log logrus.FieldLogger) *DryRun {
 func (d *DryRun) Observe(ctx context.Context) (State, error) { return d.a.Observe(ctx) }
 
 // Set reports the interface as it is and logs what Set would add and
-// delete: the changes of the same plan, with the same errors left out.
+// delete: the writes of the same plan. A VIP Set would refuse (not a host
+// prefix, or an IPv6 address the interface holds otherwise) is in neither
+// list, and unlike Set, DryRun.Set returns no error for it.
 func (d *DryRun) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
 	r, err := d.a.read(ctx)
 	if err != nil {
