@@ -12,6 +12,9 @@
 // host prefixes: IPv4 /32 and IPv6 /128, the latter with nodad so that the
 // kernel does not hold it tentative (and hidden from BIRD) for a second.
 //
-// Netlink is reached through the small Netlink interface declared here,
-// which *netlink.Handle satisfies; tests use a kernel-like fake.
+// What to change is computed by a pure plan(current, desired), which Set
+// makes and DryRun only logs. The kernel is reached through the one small
+// Netlink interface declared here (find the link, list its addresses,
+// write a batch of changes), which *rtnl.Handle satisfies with its own
+// rtnetlink codec (package vip/rtnl); tests use a kernel-like fake.
 package vip

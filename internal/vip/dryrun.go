@@ -27,42 +27,50 @@ func NewDryRun(nl Netlink, iface string, log logrus.FieldLogger) *DryRun {
 // Observe reads the interface.
 func (d *DryRun) Observe(ctx context.Context) (State, error) { return d.a.Observe(ctx) }
 
-// Set reports the interface as it is and logs what it would add and delete.
+// Set reports the interface as it is and logs what Set would add and
+// delete: the writes of the same plan. A VIP Set would refuse (not a host
+// prefix, or an IPv6 address the interface holds otherwise) is in neither
+// list, and unlike Set, DryRun.Set returns no error for it.
 func (d *DryRun) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
-	seen, err := d.a.Observe(ctx)
+	r, err := d.a.read(ctx)
 	if err != nil {
 		return State{}, err
 	}
-	st := State{Exists: seen.Exists, Up: seen.Up, LowerUp: seen.LowerUp, Foreign: slices.Clone(seen.Foreign), ForeignPeers: seen.ForeignPeers}
-	var add, del []string
-	for _, p := range seen.Present {
-		if _, ok := owned[p]; ok {
-			st.Present = append(st.Present, p)
-		} else {
-			st.Foreign = append(st.Foreign, p)
+	c := plan(d.a.iface, r.addrs, r.peers, owned, nil)
+	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp, Foreign: c.foreign, ForeignPeers: sortedPeers(r.peers)}
+	for _, s := range c.sightings { // every owned VIP: there is no previous Set
+		if s.present {
+			st.Present = append(st.Present, s.p)
 		}
 	}
-	for p, want := range owned {
-		switch have := seen.Has(p); {
-		case want && !have:
-			add = append(add, p.String())
-		case !want && have:
-			del = append(del, p.String())
-		}
-	}
+	slices.SortFunc(st.Present, netip.Prefix.Compare)
 	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
-	slices.Sort(add)
-	slices.Sort(del)
-	plan := fmt.Sprintf("add [%s] delete [%s]", strings.Join(add, " "), strings.Join(del, " "))
-	if plan != d.last {
-		d.last = plan
-		if len(add)+len(del) == 0 {
-			d.log.WithField("iface", d.a.iface).Info("dry run: the interface is as wanted; nothing to change")
-		} else {
-			d.log.WithFields(logrus.Fields{"iface": d.a.iface, "would_add": strings.Join(add, " "), "would_delete": strings.Join(del, " ")}).Warn("dry run: not changing the interface")
-		}
-	}
+	d.logPlan(names(c.adds), names(c.dels))
 	return st, nil
+}
+
+// logPlan logs a plan once, and again only when it changes.
+func (d *DryRun) logPlan(add, del []string) {
+	plan := fmt.Sprintf("add [%s] delete [%s]", strings.Join(add, " "), strings.Join(del, " "))
+	if plan == d.last {
+		return
+	}
+	d.last = plan
+	if len(add)+len(del) == 0 {
+		d.log.WithField("iface", d.a.iface).Info("dry run: the interface is as wanted; nothing to change")
+		return
+	}
+	d.log.WithFields(logrus.Fields{"iface": d.a.iface, "would_add": strings.Join(add, " "), "would_delete": strings.Join(del, " ")}).Warn("dry run: not changing the interface")
+}
+
+// names returns the prefixes of ops as text, sorted as text.
+func names(ops []op) []string {
+	out := make([]string, len(ops))
+	for i, o := range ops {
+		out[i] = o.p.String()
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Renew logs the renewal it would do.

@@ -2,25 +2,26 @@ package vip
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/rhi-daemon/rhi/internal/vip/rtnl"
 )
 
 // fakeKernel is a Netlink that behaves like the kernel where rhi cares:
 // adding an address twice fails with EEXIST (for IPv6 the same address
 // with any prefix length or peer counts, as in the kernel), deleting one
 // that is not there fails with EADDRNOTAVAIL, links are found by index, and
-// a link that is missing answers ENODEV. It logs every write and can inject
-// failures.
+// a link that is missing answers ENODEV. Its WriteAddrs writes in sends of
+// rtnl.BatchSize changes and checks ctx between two, as a Handle does. It
+// logs every write and can inject failures. (Package rtnl tests that a
+// Handle speaks the kernel's bytes; this fake speaks the Netlink contract.)
 //
 // Point-to-point entries ("10.9.0.1 peer 10.9.0.2/32") are kept apart, as
 // the kernel matches them: an IPv4 one is another entry than 10.9.0.1/32
@@ -35,18 +36,16 @@ type fakeKernel struct {
 
 	failAdd map[netip.Prefix]error // AddrAdd of this prefix fails with the error
 	failDel map[netip.Prefix]error
-	// interrupted is how many of the next reads (AddrList, or the lean
-	// dump of leanKernel) return half of the list and say that the dump was
-	// interrupted.
+	// interrupted is how many of the next reads return half of the list
+	// and say that the dump was interrupted.
 	interrupted int
-	seq         uint32 // of the last lean dump
 	// beforeWrite, when set, runs before each write is applied, to play
 	// someone else changing the interface at the same time.
 	beforeWrite func(op string, p netip.Prefix)
-	// loseAcks, when n > 0, makes the batch path lose its answers from the
-	// n-th change of a send on, as a socket whose deadline passes: the
-	// changes before it are made and answered, the n-th is made, and the
-	// rest of that send is neither made nor answered.
+	// loseAcks, when n > 0, makes WriteAddrs lose its answers from the n-th
+	// change on, as a socket whose deadline passes: the changes before it
+	// are made and answered, the n-th is made, and the rest of that send is
+	// neither made nor answered.
 	loseAcks int
 }
 
@@ -79,12 +78,6 @@ func (f *fakeKernel) addLink(name string, addrs ...string) *fakeLink {
 		l.addrs[netip.MustParsePrefix(a)] = fakeAddr{}
 	}
 	return l
-}
-
-// peerOf returns the point-to-point entry addr describes, if it is one.
-func peerOf(addr *netlink.Addr) (Peer, bool) {
-	_, peer, ok := fromLibrary(*addr)
-	return peer, ok && peer.Local.IsValid()
 }
 
 // ipv6Del finds the entry an IPv6 delete of p takes: the kernel matches on
@@ -120,74 +113,88 @@ func (f *fakeKernel) LinkByName(name string) (netlink.Link, error) {
 	return &netlink.Ifb{LinkAttrs: attrs}, nil
 }
 
-func (f *fakeKernel) AddrList(link netlink.Link, family int) ([]netlink.Addr, error) {
-	if family != netlink.FAMILY_ALL {
-		return nil, fmt.Errorf("fake: family %d not supported", family)
-	}
-	l := f.byIndex(link.Attrs().Index)
+func (f *fakeKernel) ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
+	l := f.byIndex(index)
 	if l == nil {
-		return nil, nil // the kernel's dump simply has no address for it
+		return peers, nil // the kernel's dump simply has no address for it
 	}
-	out := make([]netlink.Addr, 0, len(l.addrs))
-	for p, a := range l.addrs {
-		n := p.Addr().BitLen()
-		out = append(out, netlink.Addr{
-			IPNet:     &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), n)},
-			Flags:     a.flags,
-			Scope:     a.scope,
-			LinkIndex: l.index,
-		})
-	}
-	for p, a := range l.peers {
-		// As the library reads the kernel's message: the local address with
-		// a full-length mask, the peer with the entry's prefix length.
-		n := p.Local.BitLen()
-		out = append(out, netlink.Addr{
-			IPNet:     &net.IPNet{IP: p.Local.AsSlice(), Mask: net.CIDRMask(n, n)},
-			Peer:      &net.IPNet{IP: p.Peer.Addr().AsSlice(), Mask: net.CIDRMask(p.Peer.Bits(), n)},
-			Flags:     a.flags,
-			Scope:     a.scope,
-			LinkIndex: l.index,
-		})
-	}
+	left := len(l.addrs) + len(l.peers) // how many entries the dump gets to
+	var err error
 	if f.interrupted > 0 {
 		f.interrupted--
-		return out[:len(out)/2], netlink.ErrDumpInterrupted
+		left, err = left/2, netlink.ErrDumpInterrupted
 	}
-	return out, nil
+	for p := range l.addrs {
+		if left--; left < 0 {
+			return peers, err
+		}
+		if !p.Addr().IsLinkLocalUnicast() {
+			into[p] = struct{}{}
+		}
+	}
+	for p := range l.peers {
+		if left--; left < 0 {
+			return peers, err
+		}
+		if !p.Local.IsLinkLocalUnicast() {
+			peers = append(peers, p)
+		}
+	}
+	return peers, err
 }
 
-func (f *fakeKernel) write(op string, link netlink.Link, addr *netlink.Addr) (*fakeLink, netip.Prefix, error) {
+func (f *fakeKernel) WriteAddrs(ctx context.Context, index int, changes []rtnl.AddrChange) ([]error, error) {
+	answers := make([]error, len(changes))
+	for i := range answers {
+		answers[i] = rtnl.ErrNotWritten
+	}
+	for start := 0; start < len(changes); start += rtnl.BatchSize {
+		if err := ctx.Err(); err != nil {
+			return answers, err
+		}
+		for i := start; i < min(start+rtnl.BatchSize, len(changes)); i++ {
+			err := f.change(index, changes[i])
+			if f.loseAcks > 0 {
+				f.loseAcks--
+				if f.loseAcks == 0 {
+					return answers, fmt.Errorf("address write: no answer within 2s: %w", unix.EAGAIN)
+				}
+			}
+			answers[i] = err
+		}
+	}
+	return answers, nil
+}
+
+// change makes one change as the kernel would, with scope global and, for
+// IPv6, nodad, as a Handle asks for.
+func (f *fakeKernel) change(index int, c rtnl.AddrChange) error {
 	f.writes++
-	p, ok := toPrefix(*addr)
-	if !ok {
-		return nil, p, unix.EINVAL
+	op := "del"
+	if c.Add {
+		op = "add"
 	}
-	if peer, ok := peerOf(addr); ok {
-		f.ops = append(f.ops, op+" "+peer.String())
-	} else {
-		f.ops = append(f.ops, op+" "+p.String())
-	}
+	f.ops = append(f.ops, op+" "+c.Prefix.String())
 	if f.beforeWrite != nil {
-		f.beforeWrite(op, p)
+		f.beforeWrite(op, c.Prefix)
 	}
-	l := f.byIndex(link.Attrs().Index)
+	l := f.byIndex(index)
 	if l == nil {
-		return nil, p, unix.ENODEV
+		return unix.ENODEV
 	}
-	return l, p, nil
+	if c.Add {
+		return f.add(l, c.Prefix)
+	}
+	return f.del(l, c.Prefix)
 }
 
-func (f *fakeKernel) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
-	l, p, err := f.write("add", link, addr)
-	if err != nil {
-		return err
-	}
+func (f *fakeKernel) add(l *fakeLink, p netip.Prefix) error {
 	if err := f.failAdd[p]; err != nil {
 		return err
 	}
-	peer, isPeer := peerOf(addr)
+	a := fakeAddr{scope: unix.RT_SCOPE_UNIVERSE}
 	if p.Addr().Is6() {
+		a.flags = unix.IFA_F_NODAD
 		for q := range l.addrs {
 			if q.Addr() == p.Addr() {
 				return unix.EEXIST
@@ -199,14 +206,6 @@ func (f *fakeKernel) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
 			}
 		}
 	}
-	a := fakeAddr{flags: addr.Flags, scope: addr.Scope}
-	if isPeer {
-		if _, ok := l.peers[peer]; ok {
-			return unix.EEXIST
-		}
-		l.peers[peer] = a
-		return nil
-	}
 	if _, ok := l.addrs[p]; ok {
 		return unix.EEXIST
 	}
@@ -214,41 +213,21 @@ func (f *fakeKernel) AddrAdd(link netlink.Link, addr *netlink.Addr) error {
 	return nil
 }
 
-func (f *fakeKernel) AddrDel(link netlink.Link, addr *netlink.Addr) error {
-	l, p, err := f.write("del", link, addr)
-	if err != nil {
-		return err
-	}
+func (f *fakeKernel) del(l *fakeLink, p netip.Prefix) error {
 	if err := f.failDel[p]; err != nil {
 		return err
 	}
-	peer, isPeer := peerOf(addr)
+	if _, ok := l.addrs[p]; ok {
+		delete(l.addrs, p)
+		return nil
+	}
 	if p.Addr().Is6() {
-		if isPeer {
-			p = netip.PrefixFrom(peer.Local, peer.Peer.Bits())
-		}
-		if _, ok := l.addrs[p]; ok {
-			delete(l.addrs, p)
-			return nil
-		}
 		if q, ok := l.ipv6Del(p); ok {
 			delete(l.peers, q)
 			return nil
 		}
-		return unix.EADDRNOTAVAIL
 	}
-	if isPeer {
-		if _, ok := l.peers[peer]; !ok {
-			return unix.EADDRNOTAVAIL
-		}
-		delete(l.peers, peer)
-		return nil
-	}
-	if _, ok := l.addrs[p]; !ok {
-		return unix.EADDRNOTAVAIL
-	}
-	delete(l.addrs, p)
-	return nil
+	return unix.EADDRNOTAVAIL
 }
 
 // String prints every link and address, sorted, one per line:
@@ -281,162 +260,4 @@ func (f *fakeKernel) String() string {
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
-}
-
-// leanKernel is the fake reached through the lean dump, the read path of
-// the production Handle: its ListPrefixes encodes the link's addresses as
-// the kernel's RTM_NEWADDR messages, two to a datagram after a late message
-// of an earlier dump, and hands the datagrams to the Handle's own collect.
-// An interrupted dump carries NLM_F_DUMP_INTR on its last address message,
-// not on its end, as the kernel flags the message at which it noticed the
-// change.
-type leanKernel struct{ *fakeKernel }
-
-var _ prefixLister = leanKernel{}
-
-func (k leanKernel) ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
-	f := k.fakeKernel
-	f.seq++
-	var msgs [][]byte
-	if l := f.byIndex(index); l != nil {
-		for p, a := range l.addrs {
-			msgs = append(msgs, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, f.seq, kernelIfaddr(p, a, uint32(l.index))))
-		}
-		for p, a := range l.peers {
-			msgs = append(msgs, nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, f.seq, kernelPeer(p, a, uint32(l.index))))
-		}
-	}
-	end := nlmsg(unix.NLMSG_DONE, unix.NLM_F_MULTI, f.seq, []byte{0, 0, 0, 0})
-	if f.interrupted > 0 {
-		f.interrupted--
-		msgs = msgs[:len(msgs)/2]
-		flagged := end
-		if len(msgs) > 0 {
-			flagged = msgs[len(msgs)-1]
-		}
-		binary.NativeEndian.PutUint16(flagged[6:], binary.NativeEndian.Uint16(flagged[6:])|unix.NLM_F_DUMP_INTR)
-	}
-	late := nlmsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, f.seq-1, kernelIfaddr(netip.MustParsePrefix("192.0.2.99/32"), fakeAddr{}, uint32(index)))
-	datagrams := [][]byte{late}
-	for i, m := range msgs {
-		if i%2 == 0 && i > 0 {
-			datagrams = append(datagrams, nil)
-		}
-		datagrams[len(datagrams)-1] = append(datagrams[len(datagrams)-1], m...)
-	}
-	datagrams = append(datagrams, end)
-	next := func() ([]byte, error) {
-		if len(datagrams) == 0 {
-			return nil, errors.New("fake: read past the end of the dump")
-		}
-		b := datagrams[0]
-		datagrams = datagrams[1:]
-		return b, nil
-	}
-	err := collect(next, f.seq, index, into, &peers)
-	return peers, err
-}
-
-// kernelIfaddr encodes an address as the kernel does in a dump: an IPv4
-// entry carries IFA_LOCAL and IFA_ADDRESS, an IPv6 one only IFA_ADDRESS.
-func kernelIfaddr(p netip.Prefix, a fakeAddr, index uint32) []byte {
-	attrs := map[uint16][]byte{unix.IFA_ADDRESS: p.Addr().AsSlice()}
-	family := byte(unix.AF_INET6)
-	if p.Addr().Is4() {
-		family = unix.AF_INET
-		attrs[unix.IFA_LOCAL] = p.Addr().AsSlice()
-	}
-	b := ifaddr(family, byte(p.Bits()), index, attrs)
-	b[2], b[3] = byte(a.flags), byte(a.scope)
-	return b
-}
-
-// kernelPeer encodes a point-to-point entry as the kernel does, for both
-// families: IFA_LOCAL the local address, IFA_ADDRESS the peer, and the
-// peer's prefix length.
-func kernelPeer(p Peer, a fakeAddr, index uint32) []byte {
-	family := byte(unix.AF_INET6)
-	if p.Local.Is4() {
-		family = unix.AF_INET
-	}
-	b := ifaddr(family, byte(p.Peer.Bits()), index, map[uint16][]byte{unix.IFA_LOCAL: p.Local.AsSlice(), unix.IFA_ADDRESS: p.Peer.Addr().AsSlice()})
-	b[2], b[3] = byte(a.flags), byte(a.scope)
-	return b
-}
-
-// leanKernel writes as the production Handle does, through the batch path:
-// WriteAddrs encodes the changes with appendAddrMsg, and the fake decodes
-// each message as the kernel would, applies it with AddrAdd or AddrDel, and
-// answers with acknowledgements, three to a datagram and after a late one
-// of an earlier request, that the Handle's own parseAcks reads.
-var _ batchWriter = leanKernel{}
-
-func (k leanKernel) WriteAddrs(ctx context.Context, index int, changes []AddrChange) ([]error, error) {
-	f := k.fakeKernel
-	var queue [][]byte
-	send := func(b []byte) error {
-		var acks []byte
-		acks = append(acks, nlmsg(unix.NLMSG_ERROR, 0, 0, make([]byte, 20))...) // late, seq 0
-		for n := 0; len(b) >= nlmsgHdrLen; n++ {
-			l := int(binary.NativeEndian.Uint32(b))
-			typ, seq := binary.NativeEndian.Uint16(b[4:]), binary.NativeEndian.Uint32(b[8:])
-			err := f.apply(typ, b[nlmsgHdrLen:l])
-			if f.loseAcks > 0 {
-				f.loseAcks--
-				if f.loseAcks == 0 {
-					if len(acks) > 0 {
-						queue = append(queue, acks)
-					}
-					return nil // this and later answers never come
-				}
-			}
-			var errno [4]byte
-			if e, ok := err.(syscall.Errno); ok {
-				binary.NativeEndian.PutUint32(errno[:], uint32(-int32(e)))
-			}
-			acks = append(acks, nlmsg(unix.NLMSG_ERROR, 0, seq, append(errno[:], b[:nlmsgHdrLen]...))...)
-			if n%3 == 2 {
-				queue, acks = append(queue, acks), nil
-			}
-			b = b[align4(l):]
-		}
-		if len(acks) > 0 {
-			queue = append(queue, acks)
-		}
-		return nil
-	}
-	recv := func() ([]byte, error) {
-		if len(queue) == 0 {
-			return nil, fmt.Errorf("no answer within 2s: %w", unix.EAGAIN)
-		}
-		b := queue[0]
-		queue = queue[1:]
-		return b, nil
-	}
-	return writeAddrs(ctx, index, changes, &f.seq, send, recv)
-}
-
-// apply decodes an RTM_NEWADDR or RTM_DELADDR as the kernel reads it and
-// makes the change.
-func (f *fakeKernel) apply(typ uint16, msg []byte) error {
-	family, bits, flags, scope := msg[0], int(msg[1]), int(msg[2]), int(msg[3])
-	index := int(binary.NativeEndian.Uint32(msg[4:]))
-	var local []byte
-	for a := msg[8:]; len(a) >= 4; {
-		l := int(binary.NativeEndian.Uint16(a))
-		if binary.NativeEndian.Uint16(a[2:]) == unix.IFA_LOCAL {
-			local = a[4:l]
-		}
-		a = a[align4(l):]
-	}
-	ip, ok := ipOf(family, local)
-	if !ok {
-		return unix.EINVAL
-	}
-	addr := &netlink.Addr{IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(bits, ip.BitLen())}, Flags: flags, Scope: scope}
-	link := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Index: index}}
-	if typ == unix.RTM_NEWADDR {
-		return f.AddrAdd(link, addr)
-	}
-	return f.AddrDel(link, addr)
 }

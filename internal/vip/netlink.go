@@ -1,30 +1,55 @@
 package vip
 
 import (
+	"context"
 	"errors"
+	"net/netip"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/rhi-daemon/rhi/internal/vip/rtnl"
 )
 
-// Netlink is the part of the kernel's rtnetlink API an Announcer needs.
-// *netlink.Handle satisfies it. Implementations need not be safe for
-// concurrent use: an Announcer calls them from one goroutine.
+// Netlink is the part of the kernel's rtnetlink API an Announcer needs: it
+// finds the link, lists its addresses and writes a batch of changes.
+// *rtnl.Handle satisfies it; tests use a kernel-like fake.
+// Implementations need not be safe for concurrent use: an Announcer calls
+// them from one goroutine.
 type Netlink interface {
 	// LinkByName returns the link called name, or an error that is a
 	// netlink.LinkNotFoundError (or unix.ENODEV) when there is none.
 	LinkByName(name string) (netlink.Link, error)
-	// AddrList returns the addresses on link of the given family
-	// (netlink.FAMILY_ALL for both). An error that is
-	// netlink.ErrDumpInterrupted means the list may be incomplete.
-	AddrList(link netlink.Link, family int) ([]netlink.Addr, error)
-	// AddrAdd adds addr to link; unix.EEXIST if it is already there.
-	AddrAdd(link netlink.Link, addr *netlink.Addr) error
-	// AddrDel removes addr from link; unix.EADDRNOTAVAIL if it is not there.
-	AddrDel(link netlink.Link, addr *netlink.Addr) error
+	// ListPrefixes adds to into (which the caller has cleared) every
+	// address but the link-local ones on the link with the given index,
+	// with its prefix length, and appends to peers, returning the result,
+	// every point-to-point entry: one whose peer is not its local address.
+	// An error that is netlink.ErrDumpInterrupted means the lists may be
+	// incomplete, never that an address is absent.
+	ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error)
+	// WriteAddrs adds or deletes host prefixes on the link with the given
+	// index, in order, with scope global and, for IPv6, nodad, and returns
+	// the kernel's answer to each, as long as changes: nil, or its errno
+	// (unix.EEXIST for an add of an address that is there,
+	// unix.EADDRNOTAVAIL for a delete of one that is not), or
+	// rtnl.ErrNotWritten for a change that got no answer; then err says
+	// why (the socket, its deadline, ctx), and that change may or may not
+	// have been made. A cancelled ctx stops it between two sends of up to
+	// rtnl.BatchSize changes.
+	WriteAddrs(ctx context.Context, index int, changes []rtnl.AddrChange) (answers []error, err error)
 }
 
-var _ Netlink = (*netlink.Handle)(nil)
+var _ Netlink = (*rtnl.Handle)(nil)
+
+// Peer is a point-to-point entry on an interface: a local address and the
+// prefix of the peer the kernel routes to.
+type Peer = rtnl.Peer
+
+// NewHandle is rtnl.NewHandle, the production Netlink: a handle in the
+// current network namespace whose every send and receive gives up after
+// timeout. The caller closes it.
+func NewHandle(timeout time.Duration) (*rtnl.Handle, error) { return rtnl.NewHandle(timeout) }
 
 // isLinkNotFound reports whether err says the link does not exist.
 // netlink turns the kernel's ENODEV into LinkNotFoundError; both are

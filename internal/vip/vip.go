@@ -12,6 +12,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/rhi-daemon/rhi/internal/vip/rtnl"
 )
 
 // ErrNoInterface is wrapped by the errors of Observe and Set when the
@@ -52,23 +54,6 @@ type State struct {
 	// Changed counts the addresses Set added or deleted in this call
 	// (repairs included); always 0 from Observe.
 	Changed int
-}
-
-// Peer is a point-to-point entry on an interface: a local address and the
-// prefix of the peer the kernel routes to.
-type Peer struct {
-	Local netip.Addr
-	Peer  netip.Prefix
-}
-
-// String formats p as ip(8) does: "10.9.0.1 peer 10.9.0.2/32".
-func (p Peer) String() string { return p.Local.String() + " peer " + p.Peer.String() }
-
-func comparePeers(x, y Peer) int {
-	if c := x.Local.Compare(y.Local); c != 0 {
-		return c
-	}
-	return x.Peer.Compare(y.Peer)
 }
 
 // Has reports whether p is in s.Present.
@@ -160,15 +145,8 @@ func sortedPeers(peers []Peer) []Peer {
 		return nil
 	}
 	out := slices.Clone(peers)
-	slices.SortFunc(out, comparePeers)
+	slices.SortFunc(out, Peer.Compare)
 	return out
-}
-
-// op is one address change.
-type op struct {
-	p      netip.Prefix
-	add    bool
-	repair bool // the address was changed by someone else since the previous Set
 }
 
 // Set makes the interface hold exactly the wanted ones among owned: owned
@@ -182,9 +160,9 @@ type op struct {
 //
 // Set is idempotent and may be called on every tick. When the interface is
 // missing it changes nothing and its error wraps ErrNoInterface. A
-// cancelled ctx stops it between two writes (a Handle writes in batches:
-// between two sends of up to batchSize writes). Each netlink call is
-// bounded by the netlink socket's own timeout (see NewHandle).
+// cancelled ctx stops it between two sends of up to rtnl.BatchSize writes.
+// Each netlink call is bounded by the netlink socket's own timeout (see
+// NewHandle).
 func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
 	r, err := a.read(ctx)
 	if err != nil {
@@ -194,41 +172,37 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 		return State{}, err
 	}
 	a.noteLink(r.up)
+	c := plan(a.iface, r.addrs, r.peers, owned, a.reached)
+	same := a.record(c, owned)
+	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), c.present, len(c.adds), len(c.dels))
+	made, errs := a.apply(ctx, r.link, c)
+	if !same {
+		a.refreshPresent()
+	}
+	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp, Changed: made}
+	if len(a.present) > 0 {
+		st.Present = slices.Clone(a.present) // the caller may keep and change its State
+	}
+	st.Foreign = c.foreign
+	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
+	st.ForeignPeers = sortedPeers(r.peers)
+	a.noteForeign(st.Foreign, st.ForeignPeers)
+	return st, errors.Join(append(c.errs, errs...)...)
+}
 
-	// One pass over owned: diff, note what is present in a.reached, and take
-	// every owned address out of r.addrs so that what is left is foreign. At
-	// 10,000 VIPs this pass is most of the cost of a tick that changes nothing.
-	var errs []error
-	var adds, dels []op
-	hosts, present := 0, 0
-	same := !a.stale // owned and the interface are as the previous Set left them
-	for p, want := range owned {
-		if !isHost(p) {
-			errs = append(errs, fmt.Errorf("vip %q: not a /32 or /128 host prefix", p))
-			continue
-		}
-		hosts++
-		_, have := r.addrs[p]
-		if have {
-			delete(r.addrs, p)
-			present++
-		}
-		prev, known := a.reached[p]
-		changed := known && prev != have
-		if !known || changed {
-			a.reached[p] = have
-		}
-		same = same && known && !changed
-		switch {
-		case want && !have:
-			adds = append(adds, op{p: p, add: true, repair: changed})
-		case !want && have:
-			dels = append(dels, op{p: p, repair: changed})
-		case changed:
-			a.log.WithField("vip", p.String()).Debug("address changed by someone else, now as wanted")
+// record notes in a.reached the presence of the VIPs plan sighted and
+// forgets those no longer owned. It reports whether owned and the interface
+// are as the previous Set left them, with nothing to write: then a.present
+// is still right.
+func (a *Announcer) record(c changes, owned map[netip.Prefix]bool) bool {
+	for _, s := range c.sightings {
+		a.reached[s.p] = s.present
+		if s.byOther && owned[s.p] == s.present {
+			a.log.WithField("vip", s.p.String()).Debug("address changed by someone else, now as wanted")
 		}
 	}
-	if len(a.reached) > hosts { // some prefixes are no longer owned
+	same := !a.stale && len(c.sightings) == 0 && len(c.adds) == 0 && len(c.dels) == 0
+	if len(a.reached) > c.hosts { // some prefixes are no longer owned
 		same = false
 		for p := range a.reached {
 			if _, ok := owned[p]; !ok {
@@ -236,148 +210,94 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 			}
 		}
 	}
-	byPrefix := func(x, y op) int { return x.p.Compare(y.p) }
-	slices.SortFunc(adds, byPrefix)
-	slices.SortFunc(dels, byPrefix)
-	adds = a.dropTaken(adds, r.addrs, r.peers, &errs)
-	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), present, len(adds), len(dels))
+	return same
+}
 
-	same = same && len(adds) == 0 && len(dels) == 0
-	changed, added := 0, 0
+// apply makes the changes, adds first, records in a.reached each one made
+// (or found made by someone else meanwhile) and logs them, and returns how
+// many there were and one error per change that failed or was not made.
+func (a *Announcer) apply(ctx context.Context, link netlink.Link, c changes) (int, []error) {
+	ops := append(c.adds, c.dels...)
+	if len(ops) == 0 {
+		return 0, nil
+	}
+	answers, stop := a.writeAll(ctx, link.Attrs().Index, ops)
+	var errs []error
 	var needless []refused
-	ops := append(adds, dels...)
-	answers, stop := a.writeAll(ctx, r.link, ops)
-	unwritten := 0
+	made, added, unwritten := 0, 0, 0
 	for i, o := range ops {
-		err := answers[i]
-		if err == ErrNotWritten {
+		switch err := answers[i]; {
+		case err == rtnl.ErrNotWritten:
 			unwritten++ // the next Set reads again and retries
-			continue
-		}
-		if !o.add && isGone(err) {
+		case !o.add && isGone(err):
 			needless = append(needless, refused{o, err})
-			continue
-		}
-		if err != nil {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("vip %q: %s on %q: %w%s", o.p, actionName(o.add), a.iface, err, permHint(err)))
-			continue
-		}
-		a.logChange(o)
-		a.reached[o.p] = o.add
-		changed++
-		if o.add {
-			added++
+		default:
+			a.made(o)
+			made++
+			if o.add {
+				added++
+			}
 		}
 	}
 	if stop != nil {
 		errs = append(errs, fmt.Errorf("set on %q: %d of %d changes not made: %w", a.iface, unwritten, len(ops), stop))
 	}
 	if len(needless) > 0 {
-		changed += a.checkGone(ctx, needless, &errs)
+		made += a.checkGone(ctx, needless, &errs)
 	}
-	a.logSummary(added, changed-added)
-
-	if !same {
-		a.stale = false
-		a.present = a.present[:0] // callers only ever get copies
-		for p, in := range a.reached {
-			if in {
-				a.present = append(a.present, p)
-			}
-		}
-		// Host prefixes of one family have one length, so comparing
-		// addresses orders them as Prefix.Compare would, at a third of the cost.
-		slices.SortFunc(a.present, func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) })
-	}
-	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp, Changed: changed}
-	if len(a.present) > 0 {
-		st.Present = slices.Clone(a.present) // the caller may keep and change its State
-	}
-	for p := range r.addrs {
-		st.Foreign = append(st.Foreign, p)
-	}
-	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
-	st.ForeignPeers = sortedPeers(r.peers)
-	a.noteForeign(st.Foreign, st.ForeignPeers)
-	return st, errors.Join(errs...)
+	a.logSummary(added, made-added)
+	return made, errs
 }
 
-// dropTaken takes out of adds the IPv6 VIPs whose address is already on the
-// interface with another prefix length (2001:db8::1/64 for 2001:db8::1/128)
-// or as the local end of a point-to-point entry, adding an error for each.
-// The kernel holds an IPv6 address once whatever its length or peer, so the
-// add would fail with EEXIST, be taken for success, and BIRD would go on
-// announcing the other prefix: a conflict an operator must hear about on
-// every tick. foreign holds the addresses not owned. (IPv4 has no such
-// conflict: 10.9.0.1/32 and 10.9.0.1 peer 10.9.0.2/32 are two entries.)
-func (a *Announcer) dropTaken(adds []op, foreign map[netip.Prefix]struct{}, peers []Peer, errs *[]error) []op {
-	if !slices.ContainsFunc(adds, func(o op) bool { return o.p.Addr().Is6() }) {
-		return adds
-	}
-	taken := map[netip.Addr]fmt.Stringer{}
-	for q := range foreign {
-		if q.Addr().Is6() {
-			taken[q.Addr()] = q
-		}
-	}
-	for _, q := range peers {
-		if q.Local.Is6() {
-			taken[q.Local] = q
-		}
-	}
-	return slices.DeleteFunc(adds, func(o op) bool {
-		q, ok := taken[o.p.Addr()]
-		if ok {
-			*errs = append(*errs, fmt.Errorf("vip %q: add on %q: the address is already there as %q", o.p, a.iface, q))
-		}
-		return ok
-	})
+// made records and logs a change that reached its goal.
+func (a *Announcer) made(o op) {
+	a.logChange(o)
+	a.reached[o.p] = o.add
 }
 
-// writeAll makes the changes, in order, and returns the answer to each as
-// batchWriter.WriteAddrs does: in a few sends when a.nl is a batchWriter,
-// else one write after the other, stopping when ctx ends. An add of an
-// address that is already there has reached its goal.
-func (a *Announcer) writeAll(ctx context.Context, link netlink.Link, ops []op) ([]error, error) {
-	if bw, ok := a.nl.(batchWriter); ok {
-		changes := make([]AddrChange, len(ops))
-		for i, o := range ops {
-			changes[i] = AddrChange{Prefix: o.p, Add: o.add}
+// refreshPresent rebuilds a.present, sorted, from a.reached.
+func (a *Announcer) refreshPresent() {
+	a.stale = false
+	a.present = a.present[:0] // callers only ever get copies
+	for p, in := range a.reached {
+		if in {
+			a.present = append(a.present, p)
 		}
-		answers, err := bw.WriteAddrs(ctx, link.Attrs().Index, changes)
-		for i, o := range ops {
-			if o.add && errors.Is(answers[i], unix.EEXIST) {
-				answers[i] = nil
-			}
-		}
-		return answers, err
 	}
-	answers := make([]error, len(ops))
+	// Host prefixes of one family have one length, so comparing
+	// addresses orders them as Prefix.Compare would, at a third of the cost.
+	slices.SortFunc(a.present, func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) })
+}
+
+// writeAll makes the changes, in order, in a few sends, and returns the
+// answer to each as Netlink.WriteAddrs does, and why it stopped early. An
+// add of an address that is already there has reached its goal.
+func (a *Announcer) writeAll(ctx context.Context, index int, ops []op) ([]error, error) {
+	changes := make([]rtnl.AddrChange, len(ops))
 	for i, o := range ops {
-		if err := ctx.Err(); err != nil {
-			for j := i; j < len(ops); j++ {
-				answers[j] = ErrNotWritten
-			}
-			return answers, err
-		}
-		answers[i] = a.write(link, o)
+		changes[i] = rtnl.AddrChange{Prefix: o.p, Add: o.add}
 	}
-	return answers, nil
+	answers, err := a.nl.WriteAddrs(ctx, index, changes)
+	for i, o := range ops {
+		if o.add && errors.Is(answers[i], unix.EEXIST) {
+			answers[i] = nil
+		}
+	}
+	return answers, err
 }
 
-// write makes one change. An add of an address that is already there has
-// reached its goal. A delete the kernel calls needless (isGone) is returned
-// as such: the address may be gone, or the kernel may hold no entry of that
-// name though a read showed one, and only another read can tell.
-func (a *Announcer) write(link netlink.Link, o op) error {
-	addr := hostAddr(o.p)
-	if !o.add {
-		return a.nl.AddrDel(link, addr)
-	}
-	if err := a.nl.AddrAdd(link, addr); !errors.Is(err, unix.EEXIST) {
+// write makes one change as writeAll does, once begun whatever becomes of
+// ctx. A delete the kernel calls needless (isGone) is returned as such: the
+// address may be gone, or the kernel may hold no entry of that name though
+// a read showed one, and only another read can tell.
+func (a *Announcer) write(ctx context.Context, index int, o op) error {
+	answers, err := a.writeAll(context.WithoutCancel(ctx), index, []op{o})
+	if answers[0] == rtnl.ErrNotWritten && err != nil {
 		return err
 	}
-	return nil
+	return answers[0]
 }
 
 // refused is a delete the kernel answered as needless, with its answer.
@@ -402,8 +322,7 @@ func (a *Announcer) checkGone(ctx context.Context, dels []refused, errs *[]error
 		case listed:
 			*errs = append(*errs, fmt.Errorf("vip %q: delete on %q: %w, yet the address is still listed", d.o.p, a.iface, d.err))
 		default:
-			a.logChange(d.o)
-			a.reached[d.o.p] = false
+			a.made(d.o)
 			n++
 		}
 	}
@@ -492,7 +411,7 @@ func (a *Announcer) readInto(ctx context.Context, addrs map[netip.Prefix]struct{
 		if i == maxReads {
 			return reading{}, fmt.Errorf("%w (%d reads)", err, i)
 		}
-		a.log.WithField("err", err).Debug("netlink dump interrupted, reading again")
+		a.log.WithError(err).Debug("netlink dump interrupted, reading again")
 	}
 }
 
@@ -515,93 +434,14 @@ func (a *Announcer) readOnce(addrs map[netip.Prefix]struct{}, peers []Peer) (rea
 		lowerUp: attrs.RawFlags&unix.IFF_LOWER_UP != 0,
 		addrs:   addrs,
 	}
-	// Link-local addresses come with every link (the kernel's fe80::/64 on
-	// an ifb or a dummy); they are never VIPs and not worth reporting.
-	if pl, ok := a.nl.(prefixLister); ok {
-		r.peers, err = pl.ListPrefixes(attrs.Index, r.addrs, peers)
-		if err != nil {
-			return reading{peers: r.peers}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
-		}
-		return r, nil
-	}
-	list, err := a.nl.AddrList(link, netlink.FAMILY_ALL)
+	// ListPrefixes leaves out link-local addresses: they come with every
+	// link (the kernel's fe80::/64 on an ifb), are never VIPs and are not
+	// worth reporting.
+	r.peers, err = a.nl.ListPrefixes(attrs.Index, r.addrs, peers)
 	if err != nil {
-		return reading{peers: peers}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
+		return reading{peers: r.peers}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
 	}
-	for _, ad := range list {
-		p, peer, ok := fromLibrary(ad)
-		switch {
-		case !ok:
-		case peer.Local.IsValid():
-			if !peer.Local.IsLinkLocalUnicast() {
-				peers = append(peers, peer)
-			}
-		case !p.Addr().IsLinkLocalUnicast():
-			r.addrs[p] = struct{}{}
-		}
-	}
-	r.peers = peers
 	return r, nil
-}
-
-// fromLibrary reads an address of the netlink library as parseIfaddr reads
-// the kernel's message: a point-to-point entry (a Peer that is not the
-// local address) as a Peer, any other entry as a prefix. The library gives
-// the local address of an entry with a Peer a full-length mask; the
-// kernel's prefix length is the peer's.
-func fromLibrary(ad netlink.Addr) (netip.Prefix, Peer, bool) {
-	p, ok := toPrefix(ad)
-	if !ok || ad.Peer == nil {
-		return p, Peer{}, ok
-	}
-	q, ok := toPrefix(netlink.Addr{IPNet: ad.Peer})
-	switch {
-	case !ok || q.Addr().Is4() != p.Addr().Is4():
-		return netip.Prefix{}, Peer{}, false
-	case q.Addr() == p.Addr():
-		return q, Peer{}, true
-	}
-	return netip.Prefix{}, Peer{Local: p.Addr(), Peer: q}, true
-}
-
-// toPrefix turns a kernel address into the address and prefix length that
-// `ip addr` shows, e.g. 10.0.0.100/24 (not masked).
-func toPrefix(ad netlink.Addr) (netip.Prefix, bool) {
-	if ad.IPNet == nil {
-		return netip.Prefix{}, false
-	}
-	ip, ok := netip.AddrFromSlice(ad.IP)
-	if !ok {
-		return netip.Prefix{}, false
-	}
-	ones, bits := ad.Mask.Size()
-	if bits == 32 {
-		ip = ip.Unmap()
-	}
-	p := netip.PrefixFrom(ip, ones)
-	return p, p.IsValid()
-}
-
-// hostAddr is the netlink form of a VIP: scope global, so that BIRD's
-// direct protocol takes it, and for IPv6 nodad, so that it is usable (and
-// visible to BIRD) at once instead of tentative for a second.
-func hostAddr(p netip.Prefix) *netlink.Addr {
-	ip := p.Addr()
-	n := ip.BitLen()
-	ad := &netlink.Addr{
-		IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(n, n)},
-		Scope: unix.RT_SCOPE_UNIVERSE,
-	}
-	if ip.Is6() {
-		ad.Flags = unix.IFA_F_NODAD
-	}
-	return ad
-}
-
-// isHost reports whether p is a VIP rhi can manage: a /32 or a /128 that is
-// not an IPv4-mapped IPv6 address.
-func isHost(p netip.Prefix) bool {
-	return p.IsValid() && p.Bits() == p.Addr().BitLen() && !p.Addr().Is4In6()
 }
 
 func actionName(add bool) string {
@@ -640,7 +480,7 @@ func (a *Announcer) Renew(ctx context.Context, p netip.Prefix, present bool) err
 		return fmt.Errorf("vip %q: renew on %q: %w", p, a.iface, err)
 	}
 	for i, add := range []bool{!present, present} {
-		err := a.write(r.link, op{p: p, add: add})
+		err := a.write(ctx, r.link.Attrs().Index, op{p: p, add: add})
 		if !add && isGone(err) {
 			err = nil // someone else took it meanwhile: the goal of this step
 		}

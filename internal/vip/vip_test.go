@@ -16,6 +16,8 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/rhi-daemon/rhi/internal/vip/rtnl"
 )
 
 const iface = "rhi0"
@@ -27,32 +29,11 @@ func cmpDiff(x, y any) string {
 
 func newTest(t *testing.T, addrs ...string) (*fakeKernel, *Announcer, *logtest.Hook) {
 	t.Helper()
-	return newTestOn(t, leanPath, addrs...)
-}
-
-// readPath is one of the two ways an Announcer reads the interface.
-type readPath struct {
-	name string
-	wrap func(*fakeKernel) Netlink
-}
-
-var (
-	// libraryPath reads with the netlink library's AddrList, as for any
-	// Netlink that is not a Handle.
-	libraryPath = readPath{"AddrList", func(f *fakeKernel) Netlink { return f }}
-	// leanPath reads with the lean dump's parser, as a Handle does.
-	leanPath  = readPath{"lean dump", func(f *fakeKernel) Netlink { return leanKernel{f} }}
-	readPaths = []readPath{libraryPath, leanPath}
-)
-
-// newTestOn is newTest with the Announcer reading through path.
-func newTestOn(t *testing.T, path readPath, addrs ...string) (*fakeKernel, *Announcer, *logtest.Hook) {
-	t.Helper()
 	f := newFakeKernel()
 	f.addLink(iface, addrs...)
 	log, hook := logtest.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
-	return f, New(path.wrap(f), iface, log), hook
+	return f, New(f, iface, log), hook
 }
 
 // want builds the fake's expected text for an up rhi0 holding lines, each
@@ -326,43 +307,41 @@ func TestDumpInterrupted(t *testing.T) {
 	start := []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32", "2001:db8::1/128", "2001:db8::2/128"}
 	desired := owned(start...)
 
-	for _, path := range readPaths {
-		t.Run(path.name+"/once", func(t *testing.T) {
-			f, a, _ := newTestOn(t, path, start...)
-			f.interrupted = 1
-			st, err := a.Set(context.Background(), desired)
-			if err != nil {
-				t.Fatalf("Set: %v", err)
-			}
-			// Trusting the half list would have re-added three addresses.
-			if f.writes != 0 {
-				t.Errorf("Set made writes %v after an interrupted dump", f.ops)
-			}
-			if diff := cmpDiff(prefixes(start...), st.Present); diff != "" {
-				t.Errorf("Present (-want +got):\n%s", diff)
-			}
+	t.Run("once", func(t *testing.T) {
+		f, a, _ := newTest(t, start...)
+		f.interrupted = 1
+		st, err := a.Set(context.Background(), desired)
+		if err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+		// Trusting the half list would have re-added three addresses.
+		if f.writes != 0 {
+			t.Errorf("Set made writes %v after an interrupted dump", f.ops)
+		}
+		if diff := cmpDiff(prefixes(start...), st.Present); diff != "" {
+			t.Errorf("Present (-want +got):\n%s", diff)
+		}
 
-			f.interrupted = 1
-			obs, err := a.Observe(context.Background())
-			if err != nil {
-				t.Fatalf("Observe: %v", err)
-			}
-			if diff := cmpDiff(prefixes(start...), obs.Present); diff != "" {
-				t.Errorf("Observe Present (-want +got):\n%s", diff)
-			}
-		})
-		t.Run(path.name+"/always", func(t *testing.T) {
-			f, a, _ := newTestOn(t, path, start...)
-			f.interrupted = maxReads
-			_, err := a.Set(context.Background(), owned("-10.0.0.1/32"))
-			if !errors.Is(err, netlink.ErrDumpInterrupted) {
-				t.Errorf("Set error = %v, want ErrDumpInterrupted", err)
-			}
-			if f.writes != 0 || f.interrupted != 0 {
-				t.Errorf("Set made writes %v, left %d interruptions; want no writes after %d reads", f.ops, f.interrupted, maxReads)
-			}
-		})
-	}
+		f.interrupted = 1
+		obs, err := a.Observe(context.Background())
+		if err != nil {
+			t.Fatalf("Observe: %v", err)
+		}
+		if diff := cmpDiff(prefixes(start...), obs.Present); diff != "" {
+			t.Errorf("Observe Present (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("always", func(t *testing.T) {
+		f, a, _ := newTest(t, start...)
+		f.interrupted = maxReads
+		_, err := a.Set(context.Background(), owned("-10.0.0.1/32"))
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			t.Errorf("Set error = %v, want ErrDumpInterrupted", err)
+		}
+		if f.writes != 0 || f.interrupted != 0 {
+			t.Errorf("Set made writes %v, left %d interruptions; want no writes after %d reads", f.ops, f.interrupted, maxReads)
+		}
+	})
 }
 
 func TestRepairsExternalChanges(t *testing.T) {
@@ -422,18 +401,6 @@ func TestRaceWithSomeoneElseCountsAsReached(t *testing.T) {
 	}
 }
 
-func TestAddressFlags(t *testing.T) {
-	f, a, _ := newTest(t)
-	if _, err := a.Set(context.Background(), owned("10.0.0.1/32", "2001:db8::1/128")); err != nil {
-		t.Fatalf("Set: %v", err)
-	}
-	// The fake prints nodad when IFA_F_NODAD is set and the scope when it is
-	// not global.
-	if diff := cmpDiff(want("10.0.0.1/32", "2001:db8::1/128 nodad"), f.String()); diff != "" {
-		t.Errorf("kernel (-want +got):\n%s", diff)
-	}
-}
-
 func TestLinkDownIsReportedOncePerChange(t *testing.T) {
 	f, a, hook := newTest(t)
 	l := f.links[iface]
@@ -479,48 +446,34 @@ func TestObserve(t *testing.T) {
 	}
 }
 
-// TestSetStopsWhenCancelled: one write after the other (the library's
-// path), a cancelled ctx stops Set between two writes.
+// TestSetStopsWhenCancelled: a Set on a cancelled ctx writes nothing.
 func TestSetStopsWhenCancelled(t *testing.T) {
-	f, a, _ := newTestOn(t, libraryPath)
+	f, a, _ := newTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.beforeWrite = func(string, netip.Prefix) { cancel() }
-	st, err := a.Set(ctx, owned("10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32"))
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("Set error = %v, want context.Canceled", err)
-	}
-	if diff := cmpDiff([]string{"add 10.0.0.1/32"}, f.ops); diff != "" {
-		t.Errorf("ops (-want +got):\n%s", diff)
-	}
-	if diff := cmpDiff(prefixes("10.0.0.1/32"), st.Present); diff != "" {
-		t.Errorf("Present (-want +got):\n%s", diff)
-	}
-
-	f.ops = nil
+	cancel()
 	if _, err := a.Set(ctx, owned("10.0.0.4/32")); !errors.Is(err, context.Canceled) || len(f.ops) != 0 {
 		t.Errorf("Set on a cancelled ctx: error %v, ops %v; want context.Canceled and no ops", err, f.ops)
 	}
 }
 
-// TestSetBatchStopsWhenCancelled: in batches (a Handle's path), a cancelled
-// ctx stops Set between two sends: the send under way is made whole, the
+// TestSetBatchStopsWhenCancelled: in batches, a cancelled ctx stops Set
+// between two sends: the send under way is made whole, the
 // rest is not, and the error says how much is left.
 func TestSetBatchStopsWhenCancelled(t *testing.T) {
-	f, a, _ := newTestOn(t, leanPath)
+	f, a, _ := newTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.beforeWrite = func(string, netip.Prefix) { cancel() }
 	var vips []string
-	for i := range batchSize + 44 {
+	for i := range rtnl.BatchSize + 44 {
 		vips = append(vips, fmt.Sprintf("10.0.%d.%d/32", i/250, i%250+1))
 	}
 	st, err := a.Set(ctx, owned(vips...))
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), fmt.Sprintf("44 of %d changes not made", len(vips))) {
 		t.Errorf("Set error = %v, want context.Canceled with 44 changes not made", err)
 	}
-	if len(f.ops) != batchSize || len(st.Present) != batchSize {
-		t.Errorf("%d writes and %d present after the first send, want %d", len(f.ops), len(st.Present), batchSize)
+	if len(f.ops) != rtnl.BatchSize || len(st.Present) != rtnl.BatchSize {
+		t.Errorf("%d writes and %d present after the first send, want %d", len(f.ops), len(st.Present), rtnl.BatchSize)
 	}
 	f.beforeWrite = nil
 	st, err = a.Set(context.Background(), owned(vips...))
@@ -533,7 +486,7 @@ func TestSetBatchStopsWhenCancelled(t *testing.T) {
 // deadline) leaves what was answered recorded and the rest to the next
 // Set, which finds the change the kernel made unanswered already made.
 func TestSetBatchAnswersLost(t *testing.T) {
-	f, a, _ := newTestOn(t, leanPath)
+	f, a, _ := newTest(t)
 	f.loseAcks = 4
 	vips := []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32", "10.0.0.5/32", "10.0.0.6/32"}
 	st, err := a.Set(context.Background(), owned(vips...))
@@ -659,72 +612,68 @@ func peers(ss ...string) []Peer {
 // added; an unwanted 2001:db8::1/128 took the foreign IPv6 entry with it.
 func TestPointToPointIsForeign(t *testing.T) {
 	ptp := []string{"10.9.0.1 peer 10.9.0.2/32", "2001:db8::1 peer 2001:db8::2/128"}
-	for _, path := range readPaths {
-		t.Run(path.name, func(t *testing.T) {
-			f, a, hook := newTestOn(t, path, append(ptp, "10.0.0.1/32")...)
-			ctx := context.Background()
+	f, a, hook := newTest(t, append(ptp, "10.0.0.1/32")...)
+	ctx := context.Background()
 
-			// Unwanted, whatever the entry's local or peer address: no write.
-			none := owned("-10.9.0.1/32", "-10.9.0.2/32", "-2001:db8::1/128", "-2001:db8::2/128", "10.0.0.1/32")
-			st, err := a.Set(ctx, none)
-			if err != nil {
-				t.Fatalf("Set: %v", err)
-			}
-			if len(f.ops) != 0 {
-				t.Errorf("Set wrote %v, want nothing", f.ops)
-			}
-			wantSt := State{Exists: true, Up: true, LowerUp: true, Present: prefixes("10.0.0.1/32"), ForeignPeers: peers(ptp...)}
-			if diff := cmpDiff(wantSt, st); diff != "" {
-				t.Errorf("state (-want +got):\n%s", diff)
-			}
-			obs, err := a.Observe(ctx)
-			if err != nil {
-				t.Fatalf("Observe: %v", err)
-			}
-			if diff := cmpDiff(wantSt, obs); diff != "" {
-				t.Errorf("Observe (-want +got):\n%s", diff)
-			}
+	// Unwanted, whatever the entry's local or peer address: no write.
+	none := owned("-10.9.0.1/32", "-10.9.0.2/32", "-2001:db8::1/128", "-2001:db8::2/128", "10.0.0.1/32")
+	st, err := a.Set(ctx, none)
+	if err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if len(f.ops) != 0 {
+		t.Errorf("Set wrote %v, want nothing", f.ops)
+	}
+	wantSt := State{Exists: true, Up: true, LowerUp: true, Present: prefixes("10.0.0.1/32"), ForeignPeers: peers(ptp...)}
+	if diff := cmpDiff(wantSt, st); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+	obs, err := a.Observe(ctx)
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if diff := cmpDiff(wantSt, obs); diff != "" {
+		t.Errorf("Observe (-want +got):\n%s", diff)
+	}
 
-			// Wanted: the IPv4 VIP is added next to the peer entry, as the
-			// kernel allows; the IPv6 one cannot be, and says why each time.
-			both := owned("10.9.0.1/32", "2001:db8::1/128", "10.0.0.1/32")
-			for range 2 {
-				st, err = a.Set(ctx, both)
-				wantErr := `vip "2001:db8::1/128": add on "rhi0": the address is already there as "2001:db8::1 peer 2001:db8::2/128"`
-				if err == nil || err.Error() != wantErr {
-					t.Errorf("Set error = %v, want %s", err, wantErr)
-				}
-				if diff := cmpDiff(prefixes("10.0.0.1/32", "10.9.0.1/32"), st.Present); diff != "" {
-					t.Errorf("Present (-want +got):\n%s", diff)
-				}
-			}
-			if diff := cmpDiff([]string{"add 10.9.0.1/32"}, f.ops); diff != "" {
-				t.Errorf("ops (-want +got):\n%s", diff)
-			}
-			if diff := cmpDiff(want(append(ptp, "10.0.0.1/32", "10.9.0.1/32")...), f.String()); diff != "" {
-				t.Errorf("kernel (-want +got):\n%s", diff)
-			}
+	// Wanted: the IPv4 VIP is added next to the peer entry, as the
+	// kernel allows; the IPv6 one cannot be, and says why each time.
+	both := owned("10.9.0.1/32", "2001:db8::1/128", "10.0.0.1/32")
+	for range 2 {
+		st, err = a.Set(ctx, both)
+		wantErr := `vip "2001:db8::1/128": add on "rhi0": the address is already there as "2001:db8::1 peer 2001:db8::2/128"`
+		if err == nil || err.Error() != wantErr {
+			t.Errorf("Set error = %v, want %s", err, wantErr)
+		}
+		if diff := cmpDiff(prefixes("10.0.0.1/32", "10.9.0.1/32"), st.Present); diff != "" {
+			t.Errorf("Present (-want +got):\n%s", diff)
+		}
+	}
+	if diff := cmpDiff([]string{"add 10.9.0.1/32"}, f.ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(want(append(ptp, "10.0.0.1/32", "10.9.0.1/32")...), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
 
-			// Withdrawn again: only rhi's own entry goes.
-			f.ops = nil
-			if _, err := a.Set(ctx, none); err != nil {
-				t.Fatalf("Set: %v", err)
-			}
-			if diff := cmpDiff([]string{"del 10.9.0.1/32"}, f.ops); diff != "" {
-				t.Errorf("ops (-want +got):\n%s", diff)
-			}
-			if diff := cmpDiff(want(append(ptp, "10.0.0.1/32")...), f.String()); diff != "" {
-				t.Errorf("kernel (-want +got):\n%s", diff)
-			}
-			wantLog := []string{
-				"info foreign addresses on interface, left alone: [10.9.0.1 peer 10.9.0.2/32 2001:db8::1 peer 2001:db8::2/128]",
-				"info interface updated added=1 deleted=0",
-				"info interface updated added=0 deleted=1",
-			}
-			if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
-				t.Errorf("log (-want +got):\n%s", diff)
-			}
-		})
+	// Withdrawn again: only rhi's own entry goes.
+	f.ops = nil
+	if _, err := a.Set(ctx, none); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if diff := cmpDiff([]string{"del 10.9.0.1/32"}, f.ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff(want(append(ptp, "10.0.0.1/32")...), f.String()); diff != "" {
+		t.Errorf("kernel (-want +got):\n%s", diff)
+	}
+	wantLog := []string{
+		"info foreign addresses on interface, left alone: [10.9.0.1 peer 10.9.0.2/32 2001:db8::1 peer 2001:db8::2/128]",
+		"info interface updated added=1 deleted=0",
+		"info interface updated added=0 deleted=1",
+	}
+	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
 	}
 }
 
@@ -734,13 +683,20 @@ func TestFakeDeletesLikeTheKernel(t *testing.T) {
 	f := newFakeKernel()
 	f.addLink(iface, "10.9.0.1 peer 10.9.0.2/32", "2001:db8::1 peer 2001:db8::2/128")
 	link, _ := f.LinkByName(iface)
-	if err := f.AddrDel(link, hostAddr(netip.MustParsePrefix("10.9.0.1/32"))); !errors.Is(err, unix.EADDRNOTAVAIL) {
+	write := func(p string, add bool) error {
+		answers, err := f.WriteAddrs(context.Background(), link.Attrs().Index, []rtnl.AddrChange{{Prefix: netip.MustParsePrefix(p), Add: add}})
+		if err != nil {
+			return err
+		}
+		return answers[0]
+	}
+	if err := write("10.9.0.1/32", false); !errors.Is(err, unix.EADDRNOTAVAIL) {
 		t.Errorf("IPv4 delete of the local address: %v, want EADDRNOTAVAIL", err)
 	}
-	if err := f.AddrAdd(link, hostAddr(netip.MustParsePrefix("2001:db8::1/128"))); !errors.Is(err, unix.EEXIST) {
+	if err := write("2001:db8::1/128", true); !errors.Is(err, unix.EEXIST) {
 		t.Errorf("IPv6 add of the local address: %v, want EEXIST", err)
 	}
-	if err := f.AddrDel(link, hostAddr(netip.MustParsePrefix("2001:db8::1/128"))); err != nil {
+	if err := write("2001:db8::1/128", false); err != nil {
 		t.Errorf("IPv6 delete of the local address: %v, want it to take the peer entry", err)
 	}
 	if diff := cmpDiff(want("10.9.0.1 peer 10.9.0.2/32"), f.String()); diff != "" {
@@ -754,27 +710,23 @@ func TestFakeDeletesLikeTheKernel(t *testing.T) {
 // listed means the kernel holds no entry of that name to delete, which must
 // be an error every tick, not a "deleted" followed by a "repaired".
 func TestNeedlessDeleteIsChecked(t *testing.T) {
-	for _, path := range readPaths {
-		t.Run(path.name, func(t *testing.T) {
-			f, a, hook := newTestOn(t, path, "10.0.0.5/32", "10.0.0.6/32")
-			f.failDel = map[netip.Prefix]error{netip.MustParsePrefix("10.0.0.5/32"): unix.EADDRNOTAVAIL}
-			desired := owned("-10.0.0.5/32", "-10.0.0.6/32")
-			for i := range 2 {
-				st, err := a.Set(context.Background(), desired)
-				wantErr := `vip "10.0.0.5/32": delete on "rhi0": cannot assign requested address, yet the address is still listed`
-				if err == nil || err.Error() != wantErr || !errors.Is(err, unix.EADDRNOTAVAIL) {
-					t.Errorf("Set %d: error = %v, want %s", i, err, wantErr)
-				}
-				if diff := cmpDiff(prefixes("10.0.0.5/32"), st.Present); diff != "" || st.Changed != 1-i {
-					t.Errorf("Set %d: %d changed, Present (-want +got):\n%s", i, st.Changed, diff)
-				}
-			}
-			if diff := cmpDiff([]string{"del 10.0.0.5/32", "del 10.0.0.6/32", "del 10.0.0.5/32"}, f.ops); diff != "" {
-				t.Errorf("ops (-want +got):\n%s", diff)
-			}
-			if diff := cmpDiff([]string{"info interface updated added=0 deleted=1"}, logged(hook)); diff != "" {
-				t.Errorf("log (-want +got):\n%s", diff)
-			}
-		})
+	f, a, hook := newTest(t, "10.0.0.5/32", "10.0.0.6/32")
+	f.failDel = map[netip.Prefix]error{netip.MustParsePrefix("10.0.0.5/32"): unix.EADDRNOTAVAIL}
+	desired := owned("-10.0.0.5/32", "-10.0.0.6/32")
+	for i := range 2 {
+		st, err := a.Set(context.Background(), desired)
+		wantErr := `vip "10.0.0.5/32": delete on "rhi0": cannot assign requested address, yet the address is still listed`
+		if err == nil || err.Error() != wantErr || !errors.Is(err, unix.EADDRNOTAVAIL) {
+			t.Errorf("Set %d: error = %v, want %s", i, err, wantErr)
+		}
+		if diff := cmpDiff(prefixes("10.0.0.5/32"), st.Present); diff != "" || st.Changed != 1-i {
+			t.Errorf("Set %d: %d changed, Present (-want +got):\n%s", i, st.Changed, diff)
+		}
+	}
+	if diff := cmpDiff([]string{"del 10.0.0.5/32", "del 10.0.0.6/32", "del 10.0.0.5/32"}, f.ops); diff != "" {
+		t.Errorf("ops (-want +got):\n%s", diff)
+	}
+	if diff := cmpDiff([]string{"info interface updated added=0 deleted=1"}, logged(hook)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
 	}
 }

@@ -1,4 +1,4 @@
-package vip
+package rtnl
 
 import (
 	"encoding/binary"

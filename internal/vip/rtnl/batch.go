@@ -1,4 +1,4 @@
-package vip
+package rtnl
 
 import (
 	"context"
@@ -17,74 +17,32 @@ type AddrChange struct {
 	Add    bool
 }
 
-// batchWriter is the fast path Set takes when its Netlink has one: the
-// changes of a tick go to the kernel many to a send, each acknowledged on
-// its own, instead of one send and one wait per address. The kernel does
-// the same work either way; what goes is a system call pair and the
-// netlink library's encoding per address (1,000 deletes: ~12 ms instead of
-// ~37 ms, 1,000 adds ~20 ms instead of ~48 ms, on this machine).
-type batchWriter interface {
-	// WriteAddrs makes changes on the link with the given index, in
-	// order, and returns the kernel's answer to each, as long as changes:
-	// nil, or its errno (EEXIST for an add of an address that is there,
-	// EADDRNOTAVAIL for a delete of one that is not), or ErrNotWritten for
-	// a change that got no answer. Then err says why (the socket, its
-	// deadline, ctx), and the change may or may not have been made.
-	WriteAddrs(ctx context.Context, index int, changes []AddrChange) (answers []error, err error)
-}
-
 // ErrNotWritten is the answer of a change a batch did not get to, or got
 // no answer for.
 var ErrNotWritten = errors.New("not written")
 
-var _ batchWriter = (*Handle)(nil)
-
-// WriteAddrs implements batchWriter on the handle's own socket.
-func (h *Handle) WriteAddrs(ctx context.Context, index int, changes []AddrChange) ([]error, error) {
-	return h.dump.write(ctx, index, changes)
-}
-
-// batchSize bounds the changes of one send: 64 bytes each, and their
-// acknowledgements, fit the socket buffers with room to spare.
-const batchSize = 256
+// BatchSize bounds the changes of one send: 64 bytes each, and their
+// acknowledgements, fit the socket buffers with room to spare. A cancelled
+// ctx stops WriteAddrs between two sends, never within one.
+const BatchSize = 256
 
 // addrMsgLen is an RTM_NEWADDR or RTM_DELADDR of a VIP: the header, an
 // ifaddrmsg, and IFA_LOCAL and IFA_ADDRESS of up to 16 bytes each.
 const addrMsgLen = nlmsgHdrLen + 8 + 2*(4+16)
 
-func (d *addrDumper) write(ctx context.Context, index int, changes []AddrChange) ([]error, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.fd < 0 {
-		if err := d.reopen(); err != nil {
-			return notWritten(make([]error, len(changes)), nil, 0), err
-		}
-	}
-	send := func(b []byte) error {
-		return unix.Sendto(d.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
-	}
-	answers, err := writeAddrs(ctx, index, changes, &d.seq, send, d.recv)
-	if err != nil && ctx.Err() == nil {
-		// Answers still owed may come later on this socket: the next
-		// call starts afresh on another.
-		d.drop()
-	}
-	return answers, err
-}
-
 // writeAddrs is WriteAddrs over a netlink socket's send and recv: the
-// changes go batchSize to a send, numbered from *seq on, and each send's
+// changes go BatchSize to a send, numbered from *seq on, and each send's
 // acknowledgements are read before the next, so that the kernel makes the
 // changes in order.
 func writeAddrs(ctx context.Context, index int, changes []AddrChange, seq *uint32, send func([]byte) error, recv func() ([]byte, error)) ([]error, error) {
 	answers := make([]error, len(changes))
 	got := make([]bool, len(changes)) // the kernel answered
-	req := make([]byte, 0, min(len(changes), batchSize)*addrMsgLen)
-	for start := 0; start < len(changes); start += batchSize {
+	req := make([]byte, 0, min(len(changes), BatchSize)*addrMsgLen)
+	for start := 0; start < len(changes); start += BatchSize {
 		if err := ctx.Err(); err != nil {
 			return notWritten(answers, got, start), err
 		}
-		end := min(start+batchSize, len(changes))
+		end := min(start+BatchSize, len(changes))
 		first := *seq + 1
 		req = req[:0]
 		for _, c := range changes[start:end] {
@@ -122,8 +80,8 @@ func notWritten(answers []error, got []bool, from int) []error {
 
 // appendAddrMsg appends an RTM_NEWADDR (with NLM_F_CREATE|NLM_F_EXCL, as
 // the netlink library sends it) or RTM_DELADDR for c, asking for an
-// acknowledgement: what AddrAdd and AddrDel of hostAddr(c.Prefix) send,
-// scope global and, for IPv6, nodad.
+// acknowledgement: what the library's AddrAdd and AddrDel of c.Prefix,
+// with scope global and, for IPv6, nodad, send.
 func appendAddrMsg(b []byte, seq uint32, index int, c AddrChange) []byte {
 	ip := c.Prefix.Addr()
 	raw := ip.AsSlice()

@@ -1,7 +1,7 @@
-package vip
+package rtnl
 
 import (
-	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,17 +12,15 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-
-	"github.com/rhi-daemon/rhi/internal/inns"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/rhi-daemon/rhi/internal/inns"
 )
 
 // Handle is a route netlink handle for an Announcer: the netlink library's
-// handle for links and writes, plus a lean dump of one link's addresses.
-// The library's AddrList dumps every address of the host into its own
-// types (13 MB and 80,000 allocations a call at 10,000 VIPs, 12 ms); the
-// lean dump asks the kernel for one link only and keeps just the prefixes.
+// handle for links, plus a socket of its own for the lean dump of one
+// link's addresses and for batched address writes. The caller closes it.
 type Handle struct {
 	*netlink.Handle
 	dump *addrDumper
@@ -86,13 +84,6 @@ func (h *Handle) Close() {
 func (h *Handle) ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
 	return h.dump.list(index, into, peers)
 }
-
-// prefixLister is the fast path readOnce takes when the Netlink has one.
-type prefixLister interface {
-	ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error)
-}
-
-var _ prefixLister = (*Handle)(nil)
 
 // addrDumper runs RTM_GETADDR dumps on a raw netlink socket of its own.
 type addrDumper struct {
@@ -171,10 +162,6 @@ func (d *addrDumper) close() {
 	d.ns = netns.None()
 }
 
-const nlmsgHdrLen = 16
-
-func align4(n int) int { return (n + 3) &^ 3 }
-
 func (d *addrDumper) list(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -228,6 +215,39 @@ func (d *addrDumper) dump(index int, into map[netip.Prefix]struct{}, peers *[]Pe
 	}, d.seq, index, into, peers)
 }
 
+// WriteAddrs makes changes on the link with the given index, in order,
+// BatchSize to a send, and returns the kernel's answer to each, as long as
+// changes: nil, or its errno (EEXIST for an add of an address that is
+// there, EADDRNOTAVAIL for a delete of one that is not), or ErrNotWritten
+// for a change that got no answer. Then err says why (the socket, its
+// deadline, ctx), and the change may or may not have been made. A
+// cancelled ctx stops it between two sends. An add makes the address as
+// the netlink library's AddrAdd of a host prefix with scope global and,
+// for IPv6, nodad does.
+func (h *Handle) WriteAddrs(ctx context.Context, index int, changes []AddrChange) ([]error, error) {
+	return h.dump.write(ctx, index, changes)
+}
+
+func (d *addrDumper) write(ctx context.Context, index int, changes []AddrChange) ([]error, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd < 0 {
+		if err := d.reopen(); err != nil {
+			return notWritten(make([]error, len(changes)), nil, 0), err
+		}
+	}
+	send := func(b []byte) error {
+		return unix.Sendto(d.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	}
+	answers, err := writeAddrs(ctx, index, changes, &d.seq, send, d.recv)
+	if err != nil && ctx.Err() == nil {
+		// Answers still owed may come later on this socket: the next
+		// call starts afresh on another.
+		d.drop()
+	}
+	return answers, err
+}
+
 // recv reads one datagram (of a dump, or acknowledgements) into d.buf.
 func (d *addrDumper) recv() ([]byte, error) {
 	n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
@@ -238,133 +258,4 @@ func (d *addrDumper) recv() ([]byte, error) {
 		return nil, fmt.Errorf("receive: %w", err)
 	}
 	return d.buf[:n], nil
-}
-
-// collect reads the datagrams of the dump numbered seq from next, up to
-// its end, adding the addresses of link index to into and its
-// point-to-point entries to peers. The kernel flags with NLM_F_DUMP_INTR
-// the message at which it saw the addresses change, which need not be in
-// the last datagram, so the flag is remembered until the end: then the
-// dump is reported as netlink.ErrDumpInterrupted, having been read to its
-// end so that no rest of it is left on the socket.
-func collect(next func() ([]byte, error), seq uint32, index int, into map[netip.Prefix]struct{}, peers *[]Peer) error {
-	interrupted := false
-	for {
-		b, err := next()
-		if err != nil {
-			return err
-		}
-		done, intr, err := parseAddrMessages(b, seq, index, into, peers)
-		interrupted = interrupted || intr
-		if err != nil {
-			return err
-		}
-		if done {
-			if interrupted {
-				return netlink.ErrDumpInterrupted
-			}
-			return nil
-		}
-	}
-}
-
-// parseAddrMessages reads one datagram of a dump: done when it holds the
-// end of the dump, interrupted when the kernel flagged the dump as
-// inconsistent. Messages of another sequence (a late answer to an earlier
-// request) are skipped.
-func parseAddrMessages(b []byte, seq uint32, index int, into map[netip.Prefix]struct{}, peers *[]Peer) (done, interrupted bool, err error) {
-	ne := binary.NativeEndian
-	for len(b) >= nlmsgHdrLen {
-		l := int(ne.Uint32(b[0:]))
-		typ, flags, mseq := ne.Uint16(b[4:]), ne.Uint16(b[6:]), ne.Uint32(b[8:])
-		if l < nlmsgHdrLen || l > len(b) {
-			return false, false, fmt.Errorf("address dump: message of %d bytes in %d", l, len(b))
-		}
-		msg := b[nlmsgHdrLen:l]
-		b = b[min(align4(l), len(b)):]
-		if mseq != seq {
-			continue
-		}
-		if flags&unix.NLM_F_DUMP_INTR != 0 {
-			interrupted = true
-		}
-		switch typ {
-		case unix.NLMSG_DONE:
-			if len(msg) >= 4 {
-				if e := int32(ne.Uint32(msg)); e < 0 {
-					return true, interrupted, fmt.Errorf("address dump: %w", syscall.Errno(-e))
-				}
-			}
-			return true, interrupted, nil
-		case unix.NLMSG_ERROR:
-			if len(msg) < 4 {
-				return false, false, errors.New("address dump: short error message")
-			}
-			if e := int32(ne.Uint32(msg)); e < 0 {
-				return true, interrupted, fmt.Errorf("address dump: %w", syscall.Errno(-e))
-			}
-		case unix.RTM_NEWADDR:
-			parseIfaddr(msg, index, into, peers)
-		}
-	}
-	return false, interrupted, nil
-}
-
-// parseIfaddr reads an ifaddrmsg and its attributes into into, or into
-// peers when it is a point-to-point entry, one whose peer is not its local
-// address (the prefix length is then the peer's). The address is IFA_LOCAL
-// when there is one, else IFA_ADDRESS, as in the netlink library: the
-// kernel sends both for IPv4, and for an IPv6 point-to-point entry, with
-// IFA_ADDRESS the peer, and only IFA_ADDRESS for other IPv6 entries. An
-// entry of another link, a link-local one or a garbled one is skipped.
-func parseIfaddr(msg []byte, index int, into map[netip.Prefix]struct{}, peers *[]Peer) {
-	const ifaddrLen = 8
-	if len(msg) < ifaddrLen {
-		return
-	}
-	family, bits := msg[0], int(msg[1])
-	if int(binary.NativeEndian.Uint32(msg[4:])) != index {
-		return
-	}
-	var local, address []byte
-	for a := msg[ifaddrLen:]; len(a) >= 4; {
-		l := int(binary.NativeEndian.Uint16(a[0:]))
-		typ := binary.NativeEndian.Uint16(a[2:])
-		if l < 4 || l > len(a) {
-			return
-		}
-		switch typ {
-		case unix.IFA_LOCAL:
-			local = a[4:l]
-		case unix.IFA_ADDRESS:
-			address = a[4:l]
-		}
-		a = a[min(align4(l), len(a)):]
-	}
-	raw := address
-	if local != nil {
-		raw = local
-	}
-	addr, ok := ipOf(family, raw)
-	if !ok || addr.IsLinkLocalUnicast() || bits > addr.BitLen() {
-		return
-	}
-	if local == nil || address == nil || bytes.Equal(local, address) {
-		into[netip.PrefixFrom(addr, bits)] = struct{}{}
-		return
-	}
-	if peer, ok := ipOf(family, address); ok {
-		*peers = append(*peers, Peer{Local: addr, Peer: netip.PrefixFrom(peer, bits)})
-	}
-}
-
-// ipOf reads an address attribute of the given family.
-func ipOf(family byte, raw []byte) (netip.Addr, bool) {
-	switch {
-	case family == unix.AF_INET && len(raw) == 4:
-		return netip.AddrFrom4([4]byte(raw)), true
-	case family == unix.AF_INET6 && len(raw) == 16:
-		return netip.AddrFrom16([16]byte(raw)), true
-	}
-	return netip.Addr{}, false
 }

@@ -1,0 +1,407 @@
+//go:build integration
+
+package rtnl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/rhi-daemon/rhi/internal/inns"
+)
+
+const iface = "rhi0"
+
+// ipCmd runs ip(8) with a deadline and returns its standard output.
+func ipCmd(t testing.TB, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", args...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		t.Fatalf("ip %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// labNS creates a namespace holding an up ifb link called rhi0 and returns
+// its name and a netlink handle inside it. Both go away at cleanup.
+func labNS(t testing.TB) (string, *Handle) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip(8)")
+	}
+	ns := fmt.Sprintf("rhi-rtnl-%d-%d", os.Getpid(), rand.Uint32())
+	ipCmd(t, "netns", "add", ns)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+		}
+	})
+	ipCmd(t, "-n", ns, "link", "add", iface, "type", "ifb")
+
+	nsh, err := netns.GetFromName(ns)
+	if err != nil {
+		t.Fatalf("open namespace %q: %v", ns, err)
+	}
+	defer nsh.Close() // the handle keeps its own sockets in the namespace
+	h, err := NewHandleAt(nsh, 2*time.Second)
+	if err != nil {
+		t.Fatalf("netlink handle in %q: %v", ns, err)
+	}
+	t.Cleanup(h.Close)
+	setLink(t, h, true)
+	return ns, h
+}
+
+func setLink(t testing.TB, h *Handle, up bool) {
+	t.Helper()
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatalf("find %s: %v", iface, err)
+	}
+	if up {
+		err = h.LinkSetUp(link)
+	} else {
+		err = h.LinkSetDown(link)
+	}
+	if err != nil {
+		t.Fatalf("set %s up=%v: %v", iface, up, err)
+	}
+}
+
+// ipAddrs returns what `ip -j addr show` says rhi0 holds, one sorted line
+// per address: "10.0.0.1/32 global", "2001:db8::1/128 global nodad",
+// "10.9.0.1 peer 10.9.0.2/32 global", plus whether the link is
+// administratively up.
+func ipAddrs(t *testing.T, ns string) ([]string, bool) {
+	t.Helper()
+	var links []struct {
+		Flags    []string `json:"flags"`
+		AddrInfo []struct {
+			Local     string `json:"local"`
+			Address   string `json:"address"` // the peer, when there is one
+			PrefixLen int    `json:"prefixlen"`
+			Scope     string `json:"scope"`
+			NoDAD     bool   `json:"nodad"`
+			Tentative bool   `json:"tentative"`
+		} `json:"addr_info"`
+	}
+	out := ipCmd(t, "-n", ns, "-j", "addr", "show", "dev", iface)
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		t.Fatalf("ip -j addr show: %v in %s", err, out)
+	}
+	var lines []string
+	for _, a := range links[0].AddrInfo {
+		line := fmt.Sprintf("%s/%d %s", a.Local, a.PrefixLen, a.Scope)
+		if a.Address != "" && a.Address != a.Local {
+			line = fmt.Sprintf("%s peer %s/%d %s", a.Local, a.Address, a.PrefixLen, a.Scope)
+		}
+		if a.NoDAD {
+			line += " nodad"
+		}
+		if a.Tentative {
+			line += " tentative"
+		}
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	return lines, slices.Contains(links[0].Flags, "UP")
+}
+
+// withoutLinkLocal drops the fe80:: address the kernel gives an up link:
+// its value is random, and it is foreign to rhi like any other.
+func withoutLinkLocal(lines []string) []string {
+	return slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return strings.HasPrefix(l, "fe80:") })
+}
+
+func TestNewHandle(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs with the integration tests, as root")
+	}
+	h, err := NewHandle(time.Second)
+	if err != nil {
+		t.Fatalf("NewHandle: %v", err)
+	}
+	defer h.Close()
+	if _, err := h.LinkByName("lo"); err != nil {
+		t.Errorf("LinkByName lo through the new handle: %v", err)
+	}
+	if _, err := NewHandle(0); err == nil {
+		t.Error("NewHandle(0): no error, want one: a zero timeout would mean none")
+	}
+}
+
+// TestLeanDumpAgreesWithTheLibrary compares the lean address dump with the
+// netlink library's AddrList on one link holding every kind of address,
+// while another link holds addresses that must not show up.
+func TestLeanDumpAgreesWithTheLibrary(t *testing.T) {
+	ns, h := labNS(t)
+	ipCmd(t, "-n", ns, "link", "add", "other0", "type", "ifb")
+	ipCmd(t, "-n", ns, "link", "set", "other0", "up")
+	for _, a := range []string{"10.0.0.1/32", "10.0.0.100/24", "192.0.2.1/32", "10.9.0.1 peer 10.9.0.2/32", "10.9.1.1 peer 10.9.1.0/24"} {
+		ipCmd(t, append([]string{"-n", ns, "addr", "add"}, append(strings.Fields(a), "dev", iface)...)...)
+	}
+	// The kernel sends IFA_LOCAL for IPv6 only with a peer, then with
+	// IFA_ADDRESS the peer; a peer equal to the address is no peer at all.
+	for _, a := range []string{"2001:db8::1/128", "2001:db8:1::1/64", "2001:db8:2::1 peer 2001:db8:2::2/128", "2001:db8:3::1 peer 2001:db8:3::1/128"} {
+		ipCmd(t, append([]string{"-n", ns, "addr", "add"}, append(strings.Fields(a), "dev", iface, "nodad")...)...)
+	}
+	for i := 0; i < 300; i++ { // more than one datagram's worth
+		ipCmd(t, "-n", ns, "addr", "add", fmt.Sprintf("10.1.%d.%d/32", i/250, i%250+1), "dev", iface)
+	}
+	ipCmd(t, "-n", ns, "addr", "add", "198.51.100.1/32", "dev", "other0")
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := map[netip.Prefix]struct{}{}
+	fastPeers, err := h.ListPrefixes(link.Attrs().Index, fast, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := h.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := map[netip.Prefix]struct{}{}
+	var slowPeers []Peer
+	for _, ad := range list {
+		p, peer, ok := fromLibrary(ad)
+		switch {
+		case !ok:
+			t.Errorf("library address %+v not understood", ad)
+		case peer.Local.IsValid():
+			slowPeers = append(slowPeers, peer)
+		case !p.Addr().IsLinkLocalUnicast():
+			slow[p] = struct{}{}
+		}
+	}
+	if len(fast) != 306 {
+		t.Errorf("lean dump found %d addresses, want 306", len(fast))
+	}
+	if diff := cmpDiff(slow, fast); diff != "" {
+		t.Errorf("lean dump differs from AddrList (-library +lean):\n%s", diff)
+	}
+	slices.SortFunc(fastPeers, Peer.Compare)
+	slices.SortFunc(slowPeers, Peer.Compare)
+	if diff := cmpDiff(slowPeers, fastPeers); diff != "" {
+		t.Errorf("lean dump's peers differ from AddrList's (-library +lean):\n%s", diff)
+	}
+	wantPeers := peers("10.9.0.1 peer 10.9.0.2/32", "10.9.1.1 peer 10.9.1.0/24", "2001:db8:2::1 peer 2001:db8:2::2/128")
+	if diff := cmpDiff(wantPeers, fastPeers); diff != "" {
+		t.Errorf("point-to-point entries (-want +got):\n%s", diff)
+	}
+	for _, p := range prefixes("10.9.0.1/32", "2001:db8:2::1/128", "2001:db8:2::2/128") {
+		if _, ok := fast[p]; ok {
+			t.Errorf("the point-to-point entry was read as the address %s", p)
+		}
+	}
+	if _, ok := fast[netip.MustParsePrefix("2001:db8:3::1/128")]; !ok {
+		t.Error("an IPv6 entry whose peer is its own address: not read as that address")
+	}
+	// Again, on the same socket: sequence numbers keep answers apart.
+	again := map[netip.Prefix]struct{}{}
+	againPeers, err := h.ListPrefixes(link.Attrs().Index, again, nil)
+	if err != nil || len(again) != len(fast) || len(againPeers) != len(fastPeers) {
+		t.Errorf("second dump: %d addresses, %d peers, %v", len(again), len(againPeers), err)
+	}
+}
+
+// TestLeanDumpReopensInItsNamespace: after a dump that failed midway (a
+// receive timeout, EAGAIN) the dumper drops its socket and opens a new one
+// on the next call. That socket must be in the handle's namespace, not in
+// that of the calling thread: else a handle of NewHandleAt reads the
+// host's link that happens to have the same index.
+func TestLeanDumpReopensInItsNamespace(t *testing.T) {
+	ns, h := labNS(t)
+	ipCmd(t, "-n", ns, "addr", "add", "10.0.0.1/32", "dev", iface)
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := link.Attrs().Index
+	list := func() map[netip.Prefix]struct{} {
+		t.Helper()
+		got := map[netip.Prefix]struct{}{}
+		if _, err := h.ListPrefixes(index, got, nil); err != nil {
+			t.Fatalf("ListPrefixes: %v", err)
+		}
+		return got
+	}
+	want := list()
+	if _, ok := want[netip.MustParsePrefix("10.0.0.1/32")]; !ok || len(want) != 1 {
+		t.Fatalf("first dump: %v, want 10.0.0.1/32", want)
+	}
+	timedOut := func() {
+		h.dump.mu.Lock()
+		h.dump.drop() // what list does after EAGAIN
+		h.dump.mu.Unlock()
+	}
+
+	// From a thread in this process's own namespace, as in the daemon.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	lab, err := netns.GetFromName(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	here, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer here.Close()
+	if here.Equal(lab) {
+		t.Fatal("the test runs inside the lab namespace")
+	}
+	timedOut()
+	if diff := cmpDiff(want, list()); diff != "" {
+		t.Errorf("after a reopen from another namespace (-want +got):\n%s", diff)
+	}
+
+	// From a thread inside the handle's namespace.
+	timedOut()
+	var inside map[netip.Prefix]struct{}
+	if err := inns.Do(lab, func() error { inside = list(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmpDiff(want, inside); diff != "" {
+		t.Errorf("after a reopen from inside the namespace (-want +got):\n%s", diff)
+	}
+}
+
+// TestWriteAddrsOnTheKernel sends changes in batches of BatchSize to the
+// real kernel: more than two sends, both families, an add of an address
+// that is there and a delete of one that is not, each answered on its own,
+// and the addresses made as the library's AddrAdd makes VIPs (scope global,
+// IPv6 nodad and not tentative).
+func TestWriteAddrsOnTheKernel(t *testing.T) {
+	ns, h := labNS(t)
+	ipCmd(t, "-n", ns, "addr", "add", "10.7.0.2/32", "dev", iface)
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []AddrChange
+	var want []string
+	for i := range 2*BatchSize + 40 {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 7, byte(i / 250), byte(i%250 + 1)}), 32)
+		if i%5 == 0 {
+			p = netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(i >> 8), 15: byte(i)}), 128)
+			want = append(want, p.String()+" global nodad")
+		} else {
+			want = append(want, p.String()+" global")
+		}
+		adds = append(adds, AddrChange{Prefix: p, Add: true})
+	}
+	answers, err := h.WriteAddrs(context.Background(), link.Attrs().Index, adds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range answers {
+		wantErr := error(nil)
+		if adds[i].Prefix.String() == "10.7.0.2/32" {
+			wantErr = unix.EEXIST // added by ip(8) before
+		}
+		if !errors.Is(a, wantErr) && a != wantErr {
+			t.Errorf("add %s: answer %v, want %v", adds[i].Prefix, a, wantErr)
+		}
+	}
+	got, _ := ipAddrs(t, ns)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, withoutLinkLocal(got)); diff != "" {
+		t.Errorf("after the adds (-want +got):\n%s", diff)
+	}
+
+	dels := []AddrChange{{Prefix: netip.MustParsePrefix("10.7.9.9/32")}} // not there
+	for _, c := range adds {
+		dels = append(dels, AddrChange{Prefix: c.Prefix})
+	}
+	answers, err = h.WriteAddrs(context.Background(), link.Attrs().Index, dels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(answers[0], unix.EADDRNOTAVAIL) {
+		t.Errorf("delete of an absent address: answer %v, want EADDRNOTAVAIL", answers[0])
+	}
+	for i, a := range answers[1:] {
+		if a != nil {
+			t.Errorf("delete %s: answer %v", dels[i+1].Prefix, a)
+		}
+	}
+	if got, _ := ipAddrs(t, ns); len(withoutLinkLocal(got)) != 0 {
+		t.Errorf("after the deletes: %v", got)
+	}
+}
+
+// fromLibrary reads an address of the netlink library as parseIfaddr reads
+// the kernel's message: a point-to-point entry (a Peer that is not the
+// local address) as a Peer, any other entry as a prefix. The library gives
+// the local address of an entry with a Peer a full-length mask; the
+// kernel's prefix length is the peer's.
+func fromLibrary(ad netlink.Addr) (netip.Prefix, Peer, bool) {
+	p, ok := toPrefix(ad)
+	if !ok || ad.Peer == nil {
+		return p, Peer{}, ok
+	}
+	q, ok := toPrefix(netlink.Addr{IPNet: ad.Peer})
+	switch {
+	case !ok || q.Addr().Is4() != p.Addr().Is4():
+		return netip.Prefix{}, Peer{}, false
+	case q.Addr() == p.Addr():
+		return q, Peer{}, true
+	}
+	return netip.Prefix{}, Peer{Local: p.Addr(), Peer: q}, true
+}
+
+// toPrefix turns a kernel address into the address and prefix length that
+// `ip addr` shows, e.g. 10.0.0.100/24 (not masked).
+func toPrefix(ad netlink.Addr) (netip.Prefix, bool) {
+	if ad.IPNet == nil {
+		return netip.Prefix{}, false
+	}
+	ip, ok := netip.AddrFromSlice(ad.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, bits := ad.Mask.Size()
+	if bits == 32 {
+		ip = ip.Unmap()
+	}
+	p := netip.PrefixFrom(ip, ones)
+	return p, p.IsValid()
+}
+
+func peers(ss ...string) []Peer {
+	var out []Peer
+	for _, s := range ss {
+		local, peer, _ := strings.Cut(s, " peer ")
+		out = append(out, Peer{Local: netip.MustParseAddr(local), Peer: netip.MustParsePrefix(peer)})
+	}
+	return out
+}
