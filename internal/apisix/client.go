@@ -178,6 +178,13 @@ func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
 	return snap
 }
 
+// CloseIdleConnections closes the connections the client keeps alive
+// between polls, and any that become idle later. Call it when the client
+// is replaced (a reload that changes the control URL, timeout or mode):
+// an abandoned client's connections otherwise stay open until their idle
+// timeout, 50 s. A later Poll dials again.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
 // job is one distinct resource of a poll and what was learned about it.
 type job struct {
 	ref  Ref
