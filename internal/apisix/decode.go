@@ -34,8 +34,9 @@ const (
 	keyType
 )
 
-// nodeKeys are the keys of a node that matter. Only 3.3+ sends "status";
-// 2.x–3.2 nodes are the upstream's own {host, port, weight, priority}.
+// nodeKeys are the keys of a 3.3+ node that matter. 2.x–3.2 nodes are the
+// upstream's own {host, port, weight, priority}: either key in one makes
+// the body mixed.
 var nodeKeys = []string{"status", "purge_time"}
 
 const (
@@ -242,10 +243,7 @@ func decodeV2(h *healthBody) Result {
 				return nil
 			}
 			return w.object(nodeKeys, func(k int) error {
-				if k == keyStatus {
-					return fmt.Errorf("node key %q of the 3.3+ format in a 2.x-3.2 body", nodeKeys[k])
-				}
-				return w.skip()
+				return fmt.Errorf("node key %q of the 3.3+ format in a 2.x-3.2 body", nodeKeys[k])
 			})
 		})
 		return n, err
