@@ -102,6 +102,35 @@ func TestListOverEntryCapFallsBack(t *testing.T) {
 	}
 }
 
+// The red-team case of issue 11: a 60 MiB list of 1.5 M tiny entries
+// with a 2 s timeout. It took seconds to decode, so every poll's keys came
+// out Failed and every VIP was withdrawn; now the list is given up (at its
+// entry cap, or at half the deadline, whichever comes first) and the keys
+// are read one by one in time.
+func TestListHugeWithinTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 60 MiB list")
+	}
+	var fetched atomic.Int64
+	c, err := apisix.NewClient("http://127.0.0.1:9090", apisix.Options{
+		Mode: apisix.ModeList, Timeout: 2 * time.Second,
+		HTTPClient: &http.Client{Transport: memAPI{hugeList(1_500_000), &fetched}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := hugeKeys()
+	snap := c.Poll(context.Background(), keys)
+	for _, k := range keys {
+		if r := snap[k]; r.Verdict != apisix.Up {
+			t.Errorf("%s: %v (%v), want up from its own request", k, r.Verdict, r.Err)
+		}
+	}
+	if n := fetched.Load(); n != int64(len(keys)) {
+		t.Errorf("%d keys fetched one by one, want %d", n, len(keys))
+	}
+}
+
 // BenchmarkListHuge is issue 11 row 6: a list poll for 10 keys against a
 // 60 MiB list of 1.5 M tiny entries, with a deadline long enough that the
 // poll never runs out of time. With the default entry cap the list is
