@@ -30,6 +30,10 @@ type HealthSource interface {
 	Poll(ctx context.Context, keys []string) apisix.Snapshot
 }
 
+// idleCloser is a HealthSource that keeps connections between polls;
+// applyReload closes them when it replaces the source.
+type idleCloser interface{ CloseIdleConnections() }
+
 // Announcer reads and sets the VIP interface. Set is declarative: owned maps
 // every VIP rhi owns to whether it should be present; calling it again with
 // the same input changes nothing.
@@ -288,6 +292,9 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 	old := d.cfg
 	if d.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout || old.PollMode != cfg.PollMode) {
 		if h := d.newHS(cfg); h != nil {
+			if c, ok := d.health.(idleCloser); ok && h != d.health {
+				c.CloseIdleConnections() // it would keep them for 50 s
+			}
 			d.health = h
 		}
 	}
