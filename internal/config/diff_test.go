@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,4 +111,40 @@ func clone(c *Config) *Config {
 		n.VIPs[i].Upstreams = slices.Clone(c.VIPs[i].Upstreams)
 	}
 	return &n
+}
+
+// The three tests below were cmd/rhi's tests of its hand list of
+// restart-only keys, moved here with the rule.
+
+func TestRestartOnly(t *testing.T) {
+	a, b := Default(), Default()
+	if k := Diff(&a, &b).RestartOnly; len(k) != 0 {
+		t.Errorf("same config: %v", k)
+	}
+	b.Interface, b.StatusListen, b.PollInterval, b.LogFormat = "rhi1", "", 1, "json"
+	if k := strings.Join(Diff(&a, &b).RestartOnly, ","); k != "interface,log_format,status_listen" {
+		t.Errorf("got %q", k)
+	}
+}
+
+func TestRestartOnlyControlSocket(t *testing.T) {
+	a, b := Default(), Default()
+	b.ControlSocket = "/run/rhi/other.sock"
+	if k := strings.Join(Diff(&a, &b).RestartOnly, ","); k != "control_socket" {
+		t.Errorf("restartOnly = %q, want control_socket", k)
+	}
+}
+
+// TestDiffKeepsTheOwnershipRecord: the record is read at start-up, so a
+// reload that moves it is rejected rather than half applied.
+func TestDiffKeepsTheOwnershipRecord(t *testing.T) {
+	started, err := Load("testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := *started
+	moved.StateFile = "/elsewhere/owned"
+	if got := Diff(started, &moved).RestartOnly; len(got) != 1 || got[0] != "state_file" {
+		t.Errorf("restartOnly = %v, want [state_file]", got)
+	}
 }
