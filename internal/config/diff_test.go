@@ -148,3 +148,47 @@ func TestDiffKeepsTheOwnershipRecord(t *testing.T) {
 		t.Errorf("restartOnly = %v, want [state_file]", got)
 	}
 }
+
+// TestDiffComparesEveryAcceptedKey: each key the parser accepts is one
+// Diff compares (a section, by its keys), so no change escapes a reload's
+// check.
+func TestDiffComparesEveryAcceptedKey(t *testing.T) {
+	var all []string
+	v := reflect.ValueOf(Config{})
+	walk(v, v, "", func(key string, _, _ reflect.Value) { all = append(all, key) })
+	accepted := []string{}
+	for _, k := range topKeys {
+		switch k {
+		case "failure_policy", "bird":
+		default:
+			accepted = append(accepted, k)
+		}
+	}
+	for _, k := range policyKeys {
+		accepted = append(accepted, "failure_policy."+k)
+	}
+	for _, k := range birdKeys {
+		accepted = append(accepted, "bird."+k)
+	}
+	for _, k := range accepted {
+		if !slices.Contains(all, k) {
+			t.Errorf("the parser accepts %q, but Diff does not compare it (keys: %v)", k, all)
+		}
+	}
+}
+
+// TestRestartOnlyDocumented: where docs/configuration.md has a row for a
+// key, its "on reload" column says "restart only" exactly for the keys
+// IsRestartOnly names. (A key with no row is TestConfigKeysDocumented's.)
+func TestRestartOnlyDocumented(t *testing.T) {
+	rows, _ := docKeys(t)
+	for key, cells := range rows {
+		if len(cells) < 4 || strings.Contains(key, "[]") || key == "bird" || key == "failure_policy" {
+			continue
+		}
+		says := strings.TrimSpace(cells[3]) == "restart only"
+		if says != IsRestartOnly(key) {
+			t.Errorf("%s: on reload %q in %s, but IsRestartOnly = %v", key, strings.TrimSpace(cells[3]), configDoc, IsRestartOnly(key))
+		}
+	}
+}
