@@ -635,16 +635,16 @@ func (d *Daemon) waitWithdrawn() {
 		return
 	}
 	job := d.confirmJob()
-	for i := range job.in.VIPs {
-		job.in.VIPs[i].Expected = verify.Absent
+	for i := range job.In.VIPs {
+		job.In.VIPs[i].Expected = verify.Absent
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownConfirm)
 	defer cancel()
 	start := d.now()
 	var last verify.Report
 	for {
-		last = d.conf.check.Check(ctx, job.in)
-		if last.Err == nil && allAgree(last) {
+		last = d.conf.check.Check(ctx, job.In)
+		if last.VIPsAgree() { // a session down carries nothing: withdrawn all the same
 			d.log.WithField("after", d.now().Sub(start).Round(time.Millisecond)).Info("BIRD confirms every VIP withdrawn")
 			return
 		}
@@ -661,15 +661,6 @@ func (d *Daemon) waitWithdrawn() {
 		case <-time.After(confirmRetry):
 		}
 	}
-}
-
-func allAgree(r verify.Report) bool {
-	for _, v := range r.VIPs {
-		if !v.Agrees {
-			return false
-		}
-	}
-	return true
 }
 
 // publish makes this tick's results visible to Status.
@@ -737,7 +728,7 @@ func (d *Daemon) confirmJob() confirmJob {
 	for p := range d.orphans {
 		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.iface.Has(p)})
 	}
-	return confirmJob{in: in, changed: maps.Clone(d.since), ifaceUp: d.iface.Exists && d.iface.Up}
+	return confirmJob{In: in, Changed: maps.Clone(d.since), IfaceUp: d.iface.Exists && d.iface.Up}
 }
 
 // renew re-notifies BIRD about addresses it missed, if rhi still wants them
