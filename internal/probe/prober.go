@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -86,6 +87,7 @@ type Prober struct {
 	maxBody     int64
 	maxInFlight int
 	now         func() time.Time // tests replace it to judge timeouts
+	rootCAs     *x509.CertPool   // nil: the system's; tests set their own
 
 	mu         sync.Mutex
 	transports map[tlsConf]*http.Client
@@ -208,7 +210,7 @@ func (p *Prober) clients(calls []call) []*http.Client {
 		conf := calls[i].target.tls
 		hc, ok := p.transports[conf]
 		if !ok {
-			hc = newClient(conf)
+			hc = p.newClient(conf)
 			p.transports[conf] = hc
 		}
 		used[conf] = true
@@ -233,7 +235,7 @@ func (p *Prober) CloseIdleConnections() {
 	}
 }
 
-func newClient(conf tlsConf) *http.Client {
+func (p *Prober) newClient(conf tlsConf) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			// The probe goes to a local listener; an http_proxy meant for
@@ -242,6 +244,7 @@ func newClient(conf tlsConf) *http.Client {
 			DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
 			TLSClientConfig: &tls.Config{
 				ServerName:         conf.serverName,
+				RootCAs:            p.rootCAs,
 				InsecureSkipVerify: conf.insecure, //nolint:gosec // the operator's choice, warned about by check-config
 				MinVersion:         tls.VersionTLS12,
 			},
