@@ -47,6 +47,14 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("outcome(%d)", int(o))
 }
 
+// MarshalText renders the outcome as in String, for JSON and logs.
+func (o Outcome) MarshalText() ([]byte, error) {
+	if o < Unreachable || o > Down {
+		return nil, fmt.Errorf("probe outcome %d: unknown", int(o))
+	}
+	return []byte(o.String()), nil
+}
+
 // Result is one spec's probe in one poll.
 type Result struct {
 	Outcome Outcome
@@ -156,6 +164,11 @@ type call struct {
 // sharing it, whichever comes first; a spec whose own Timeout passed
 // before the answer came is Unreachable. Specs are expected to have passed
 // Validate; one that did not is Unreachable without a request.
+//
+// Pass every spec of the poll: connections of TLS settings that no spec
+// uses are closed. The body is read (at most MaxBodyBytes) within the same
+// deadline; its content is not judged, and neither is a failure to read
+// it once the status has come.
 func (p *Prober) Probe(ctx context.Context, specs []Spec) []Result {
 	calls := make([]call, 0, min(len(specs), 16))
 	callOf := make(map[target]int, cap(calls))

@@ -505,6 +505,14 @@ func TestOutcomeString(t *testing.T) {
 			t.Errorf("Outcome(%d).String() = %q, want %q", int(o), got, want)
 		}
 	}
+	for o, want := range map[Outcome]string{Up: "up", Down: "down", Unreachable: "unreachable"} {
+		if b, err := o.MarshalText(); err != nil || string(b) != want {
+			t.Errorf("%v.MarshalText() = %q, %v; want %q", o, b, err, want)
+		}
+	}
+	if b, err := Outcome(9).MarshalText(); err == nil {
+		t.Errorf("Outcome(9).MarshalText() = %q, want an error", b)
+	}
 	var zero Result
 	if zero.Outcome != Unreachable {
 		t.Errorf("zero Result's outcome = %v, want unreachable", zero.Outcome)

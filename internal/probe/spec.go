@@ -30,6 +30,19 @@ type Spec struct {
 	InsecureSkipVerify bool
 }
 
+// Equal reports whether s and o are the same probe: a reload that keeps
+// a VIP's probe Equal has nothing to redo for it.
+func (s Spec) Equal(o Spec) bool {
+	return s.URL == o.URL && s.Host == o.Host && slices.Equal(s.ExpectStatus, o.ExpectStatus) &&
+		s.Timeout == o.Timeout && s.TLSServerName == o.TLSServerName && s.InsecureSkipVerify == o.InsecureSkipVerify
+}
+
+// String is the probe for logs and /status: "GET URL (host HOST)", the
+// URL's user info masked.
+func (s Spec) String() string {
+	return "GET " + Mask(s.URL) + hostNote(s.Host)
+}
+
 // DefaultTimeout is the timeout of a probe that sets none.
 const DefaultTimeout = 2 * time.Second
 

@@ -129,3 +129,34 @@ func TestMask(t *testing.T) {
 		}
 	}
 }
+
+func TestSpecEqual(t *testing.T) {
+	a := good()
+	edits := map[string]func(*Spec){
+		"url":      func(s *Spec) { s.URL += "x" },
+		"host":     func(s *Spec) { s.Host = "b.example.com" },
+		"status":   func(s *Spec) { s.ExpectStatus = []int{200, 204} },
+		"timeout":  func(s *Spec) { s.Timeout++ },
+		"sni":      func(s *Spec) { s.TLSServerName = "x" },
+		"insecure": func(s *Spec) { s.InsecureSkipVerify = true },
+	}
+	b := good()
+	if !a.Equal(b) {
+		t.Errorf("%+v.Equal(%+v) = false, want true", a, b)
+	}
+	for name, edit := range edits {
+		b := good()
+		edit(&b)
+		if a.Equal(b) || b.Equal(a) {
+			t.Errorf("%s changed: Equal = true, want false", name)
+		}
+	}
+}
+
+func TestSpecString(t *testing.T) {
+	s := good()
+	s.URL = "http://u:p@127.0.0.1:9080/healthz"
+	if got, want := s.String(), "GET http://xxxxx@127.0.0.1:9080/healthz (host api.example.com)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
