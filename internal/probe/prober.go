@@ -142,6 +142,9 @@ func targetOf(s Spec) target {
 }
 
 func hostOnly(h string) string {
+	if !strings.Contains(h, ":") { // spares SplitHostPort's error, an allocation per VIP
+		return h
+	}
 	if host, _, err := net.SplitHostPort(h); err == nil {
 		return host
 	}
@@ -170,9 +173,23 @@ type call struct {
 // deadline; its content is not judged, and neither is a failure to read
 // it once the status has come.
 func (p *Prober) Probe(ctx context.Context, specs []Spec) []Result {
-	calls := make([]call, 0, min(len(specs), 16))
+	calls, callIdx := group(specs)
+	clients := p.clients(calls)
+	p.run(ctx, calls, clients)
+
+	out := make([]Result, len(specs))
+	for i, s := range specs {
+		out[i] = judge(s, &calls[callIdx[i]])
+	}
+	return out
+}
+
+// group returns the distinct targets of specs, each with the longest
+// timeout of the specs sharing it, and the index of each spec's target.
+func group(specs []Spec) (calls []call, callIdx []int) {
+	calls = make([]call, 0, min(len(specs), 16))
 	callOf := make(map[target]int, cap(calls))
-	callIdx := make([]int, len(specs))
+	callIdx = make([]int, len(specs))
 	for i, s := range specs {
 		t := targetOf(s)
 		c, ok := callOf[t]
@@ -184,14 +201,7 @@ func (p *Prober) Probe(ctx context.Context, specs []Spec) []Result {
 		calls[c].timeout = max(calls[c].timeout, s.Timeout)
 		callIdx[i] = c
 	}
-	clients := p.clients(calls)
-	p.run(ctx, calls, clients)
-
-	out := make([]Result, len(specs))
-	for i, s := range specs {
-		out[i] = judge(s, &calls[callIdx[i]])
-	}
-	return out
+	return calls, callIdx
 }
 
 // run sends every call, at most maxInFlight at a time.
