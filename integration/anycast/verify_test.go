@@ -15,6 +15,7 @@ import (
 
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 // verifyDeadline bounds each wait for `rhi verify` to reach an exit code:
@@ -86,14 +87,14 @@ func (w *world) verifyExits(t *testing.T, s *Site, code int, args ...string) ver
 	defer cancel()
 	var last verifyRun
 	runs := 0
-	err := w.lab.WaitFor(ctx, func(ctx context.Context) (bool, error) {
+	err := lab.Eventually(ctx, 0, 0, func(ctx context.Context) error {
 		r, err := runVerify(ctx, s, args...)
 		last = r
 		runs++
-		if err != nil {
-			return false, err
+		if err == nil && r.code != code {
+			err = fmt.Errorf("exit %d", r.code)
 		}
-		return r.code == code, nil
+		return err
 	})
 	if err != nil {
 		t.Fatalf("%s: rhi verify %s never exited %d: %v\nlast run: %s", s.DC.Name, strings.Join(args, " "), code, err, last)
@@ -123,13 +124,13 @@ func wantVIPs(t *testing.T, r verifyRun, source, want string, n int) {
 // session (exit 1); when it returns, exit 0 again. A socket that does not
 // exist cannot be checked (exit 2).
 func TestVerifyPeerSession(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	ctx := context.Background()
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 
 	r := w.verifyExits(t, s, 0)
-	wantVIPs(t, r, "daemon", "present", len(Seed))
+	wantVIPs(t, r, "daemon", "present", len(site.Seed))
 
 	peerSession := s.DC.PeerProtos[0] // the router's IPv4 session to dc1
 	if _, err := w.lab.Peer.Birdc(ctx, "disable "+peerSession); err != nil {
@@ -155,14 +156,14 @@ func TestVerifyPeerSession(t *testing.T) {
 		}
 	}
 	// The daemon says so once for all of them, after its grace period.
-	s.logLines(t, "rhi-error.log", 1, "BIRD disagrees with the interface", "no Established BGP session carries it", fmt.Sprintf("vips=%d", len(Seed)))
+	s.logLines(t, "rhi-error.log", 1, "BIRD disagrees with the interface", "no Established BGP session carries it", fmt.Sprintf("vips=%d", len(site.Seed)))
 
 	if _, err := w.lab.Peer.Birdc(ctx, "enable "+peerSession); err != nil {
 		t.Fatal(err)
 	}
 	r = w.verifyExits(t, s, 0)
-	wantVIPs(t, r, "daemon", "present", len(Seed))
-	s.logLines(t, "rhi-error.log", 1, "BIRD agrees now", fmt.Sprintf("vips=%d", len(Seed)))
+	wantVIPs(t, r, "daemon", "present", len(site.Seed))
+	s.logLines(t, "rhi-error.log", 1, "BIRD agrees now", fmt.Sprintf("vips=%d", len(site.Seed)))
 
 	r, err := runVerify(ctx, s, "--bird-socket", "/nonexistent/bird.ctl")
 	if err != nil {
@@ -179,26 +180,26 @@ func TestVerifyPeerSession(t *testing.T) {
 // that recover while nobody puts the VIPs back are a mismatch until rhi
 // runs again.
 func TestVerifyWithdrawn(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed}, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed}, site.Config{VIPs: site.Seed})
 	dc1, dc2 := w.sites[0], w.sites[1]
 	vips := seedAddrs()
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", vips...)
-	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(Seed))
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(site.Seed))
 
-	if err := dc1.SetAll("unhealthy", Keys(Seed)...); err != nil {
+	if err := dc1.SetAll("unhealthy", site.Keys(site.Seed)...); err != nil {
 		t.Fatal(err)
 	}
 	dc1.holds(t, "")
 	w.peerSees(t, "via dc2 (paths from dc2)", vips...)
-	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "absent", len(Seed))
-	wantVIPs(t, w.verifyExits(t, dc2, 0), "daemon", "present", len(Seed))
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "absent", len(site.Seed))
+	wantVIPs(t, w.verifyExits(t, dc2, 0), "daemon", "present", len(site.Seed))
 
 	if err := dc1.StopRHI(); err != nil {
 		t.Fatal(err)
 	}
-	wantVIPs(t, w.verifyExits(t, dc1, 0), "poll", "absent", len(Seed))
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "poll", "absent", len(site.Seed))
 
-	if err := dc1.SetAll("healthy", Keys(Seed)...); err != nil {
+	if err := dc1.SetAll("healthy", site.Keys(site.Seed)...); err != nil {
 		t.Fatal(err)
 	}
 	r := w.verifyExits(t, dc1, 1)
@@ -215,7 +216,7 @@ func TestVerifyWithdrawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", vips...)
-	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(Seed))
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(site.Seed))
 }
 
 // summary picks the report's one-line summary out of the JSON.
@@ -239,7 +240,7 @@ func (s *Site) logLines(t *testing.T, file string, want int, substrs ...string) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), verifyDeadline)
 	defer cancel()
-	err := waitFor(ctx, func() error {
+	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		if s.logCount(t, file, substrs...) == 0 {
 			return fmt.Errorf("no line with %q in %s", substrs, file)
 		}
@@ -267,7 +268,7 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	l := lab.ForTest(t, lab.Options{DCs: 1, ADCConfig: conf})
 	w := &world{lab: l}
 	ctx := context.Background()
-	s, err := NewSite(ctx, l.DCs[0], bins, Config{VIPs: Seed})
+	s, err := NewSite(ctx, l.DCs[0], bins, site.Config{VIPs: site.Seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	t.Cleanup(func() { s.StopRHI() })
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 
-	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(Seed))
+	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(site.Seed))
 	noRenewals := func() {
 		t.Helper()
 		time.Sleep(2 * renewWait)
@@ -310,5 +311,5 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	if _, err := s.DC.Birdc(ctx, "enable rhi_direct"); err != nil {
 		t.Fatal(err)
 	}
-	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(Seed))
+	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(site.Seed))
 }

@@ -31,8 +31,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rhi-daemon/rhi/integration/anycast"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 // labPrefix names the benchmark's namespaces, apart from the tests' and the
@@ -83,7 +83,7 @@ func run() int {
 		return 1
 	}
 	defer os.RemoveAll(binDir)
-	bins, err := anycast.Build(ctx, root, binDir)
+	bins, err := site.Build(ctx, root, binDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchlab:", err)
 		return 1
@@ -110,12 +110,12 @@ func run() int {
 // scenario is one measurement in its own lab.
 type scenario struct {
 	name string
-	run  func(ctx context.Context, bins anycast.Binaries, o options, rng *rand.Rand, r *report) error
+	run  func(ctx context.Context, bins site.Binaries, o options, rng *rand.Rand, r *report) error
 }
 
 func scenarios() []scenario {
-	flip := func(n int, poll time.Duration, idle bool) func(context.Context, anycast.Binaries, options, *rand.Rand, *report) error {
-		return func(ctx context.Context, bins anycast.Binaries, o options, rng *rand.Rand, r *report) error {
+	flip := func(n int, poll time.Duration, idle bool) func(context.Context, site.Binaries, options, *rand.Rand, *report) error {
+		return func(ctx context.Context, bins site.Binaries, o options, rng *rand.Rand, r *report) error {
 			trials := o.trials1
 			if n > 1 {
 				trials = o.trials1000
@@ -123,8 +123,8 @@ func scenarios() []scenario {
 			return runFlips(ctx, bins, flipPlan{n: n, poll: poll, trials: trials, idle: idle, idleFor: o.idle}, rng, r)
 		}
 	}
-	scale := func(n int, mode string) func(context.Context, anycast.Binaries, options, *rand.Rand, *report) error {
-		return func(ctx context.Context, bins anycast.Binaries, o options, _ *rand.Rand, r *report) error {
+	scale := func(n int, mode string) func(context.Context, site.Binaries, options, *rand.Rand, *report) error {
+		return func(ctx context.Context, bins site.Binaries, o options, _ *rand.Rand, r *report) error {
 			return runScale(ctx, bins, n, mode, o.window, r)
 		}
 	}
@@ -196,24 +196,6 @@ func newLab(ctx context.Context) (*lab.Lab, error) {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	return lab.New(ctx, lab.Options{DCs: 1, Prefix: labPrefix, Wait: 60 * time.Second})
-}
-
-// waitUntil calls f every interval until it returns nil, ctx ends or limit
-// passes; the error names f's last complaint.
-func waitUntil(ctx context.Context, limit, interval time.Duration, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
-		case <-time.After(interval):
-		}
-	}
 }
 
 // closeLab closes l and joins its error to err.
