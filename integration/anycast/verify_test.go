@@ -235,7 +235,14 @@ func summary(stdout string) string {
 const renewWait = 4 * time.Second
 
 // logLines waits until the site's log file holds a line with every one of
-// substrs, then checks that it holds exactly want of them.
+// substrs, then checks that it holds exactly want of them once the BIRD
+// check that wrote the line is over: one line for all the VIPs of a check,
+// not one per VIP.
+//
+// The end of that check is an event, not a pause: rhi writes a check's log
+// lines (synchronously) while it records the check, and /status reads the
+// confirmation under the same lock, so a /status answered after the line
+// was seen comes after every line of that check.
 func (s *Site) logLines(t *testing.T, file string, want int, substrs ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), verifyDeadline)
@@ -249,7 +256,13 @@ func (s *Site) logLines(t *testing.T, file string, want int, substrs ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // a second line would come with the same check
+	st, err := s.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Bird.LastCheck.IsZero() {
+		t.Fatalf("%s: a line with %q in %s, but /status shows no BIRD check", s.DC.Name, substrs, file)
+	}
 	if n := s.logCount(t, file, substrs...); n != want {
 		t.Errorf("%d lines with %q in %s, want %d", n, substrs, file, want)
 	}
