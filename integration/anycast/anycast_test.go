@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -29,18 +28,13 @@ func TestMain(m *testing.M) {
 	}
 	ctx := context.Background()
 	lab.Sweep(ctx, lab.DefaultPrefix)
-	dir, err := os.MkdirTemp("", "rhi-anycast-bin-")
-	if err != nil {
-		panic(err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	if bins, err = site.Build(ctx, root, dir); err != nil {
+	var err error
+	if bins, err = site.Build(ctx, "rhi-anycast-bin-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 

@@ -24,8 +24,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -75,21 +73,14 @@ func run() int {
 	defer stop()
 	lab.Sweep(ctx, labPrefix)
 
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	binDir, err := os.MkdirTemp("", "rhi-benchlab-bin-")
+	bins, err := site.Build(ctx, "rhi-benchlab-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchlab:", err)
 		return 1
 	}
-	defer os.RemoveAll(binDir)
-	bins, err := site.Build(ctx, root, binDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchlab:", err)
-		return 1
-	}
+	defer bins.Remove()
 
-	r := &report{machine: machine(), seed: o.seed}
+	r := &report{machine: site.Machine(), seed: o.seed}
 	rng := rand.New(rand.NewPCG(o.seed, 0x7268692d62656e63))
 	var failed error
 	for _, sc := range selected {
@@ -167,28 +158,6 @@ func pick(only string) ([]scenario, error) {
 		}
 	}
 	return out, nil
-}
-
-// machine describes where the figures were taken.
-func machine() string {
-	kernel := "unknown kernel"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = "kernel " + strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("%d cores (%s), %s, %s, %s", runtime.NumCPU(), cpuModel(), kernel, runtime.Version(), time.Now().UTC().Format("2006-01-02"))
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown cpu"
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown cpu"
 }
 
 // newLab builds a one-ADC lab for a scenario.

@@ -12,8 +12,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -45,18 +43,12 @@ func run(poll time.Duration) error {
 	defer stop()
 	lab.Sweep(ctx, lab.DefaultPrefix)
 
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	binDir, err := os.MkdirTemp("", "rhi-demo-bin-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(binDir)
 	caption("Building rhi and a stand-in for APISIX's control API")
-	bins, err := site.Build(ctx, root, binDir)
+	bins, err := site.Build(ctx, "rhi-demo-bin-")
 	if err != nil {
 		return err
 	}
+	defer bins.Remove()
 
 	caption("Building the lab: two data centres (dc1, dc2) and one router, each in its own network namespace")
 	l, err := lab.New(ctx, lab.Options{DCs: 2})

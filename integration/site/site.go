@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -36,21 +37,32 @@ import (
 type Binaries struct {
 	RHI     string
 	FakeAPI string
+	Dir     string // the temporary directory that holds them
 }
 
-// Build compiles rhi and the fake control API into dir. root is the
-// repository's top directory.
-func Build(ctx context.Context, root, dir string) (Binaries, error) {
-	b := Binaries{RHI: filepath.Join(dir, "rhi"), FakeAPI: filepath.Join(dir, "fake-apisix")}
+// Build compiles rhi and the fake control API from this source tree into a
+// new temporary directory whose name starts with prefix. Remove deletes it.
+func Build(ctx context.Context, prefix string) (Binaries, error) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return Binaries{}, err
+	}
+	b := Binaries{RHI: filepath.Join(dir, "rhi"), FakeAPI: filepath.Join(dir, "fake-apisix"), Dir: dir}
 	for out, pkg := range map[string]string{b.RHI: "./cmd/rhi", b.FakeAPI: "./integration/fakeapi/cmd/fake-apisix"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
 		cmd.Dir = root
 		if msg, err := cmd.CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
 			return Binaries{}, fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
 		}
 	}
 	return b, nil
 }
+
+// Remove deletes the directory Build made.
+func (b Binaries) Remove() error { return os.RemoveAll(b.Dir) }
 
 // VIP is one VIP of a site's config.
 type VIP struct {

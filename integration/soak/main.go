@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -96,17 +95,11 @@ type world struct {
 
 func soak(ctx context.Context, o options) (ok bool, err error) {
 	rng := rand.New(rand.NewPCG(o.seed, 0x736f616b))
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	binDir, err := os.MkdirTemp("", "rhi-soak-bin-")
+	bins, err := site.Build(ctx, "rhi-soak-bin-")
 	if err != nil {
 		return false, err
 	}
-	defer os.RemoveAll(binDir)
-	bins, err := site.Build(ctx, root, binDir)
-	if err != nil {
-		return false, err
-	}
+	defer bins.Remove()
 	lctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	l, err := lab.New(lctx, lab.Options{DCs: 1, Prefix: labPrefix, Wait: 60 * time.Second})
 	cancel()
@@ -175,7 +168,7 @@ func soak(ctx context.Context, o options) (ok bool, err error) {
 	if fi, err := os.Stat(filepath.Join(w.site.DC.Dir, "rhi-main.log")); err == nil {
 		logSize = fi.Size()
 	}
-	say("\nsoak report: %s", machine())
+	say("\nsoak report: %s", site.Machine())
 	say("  %s of flapping, %d upstream status changes, %d VIP transitions applied by rhi", stopped.Sub(before.proc.At).Round(time.Second), changes, flips)
 	say("  polls %d, failed polls %d; main log %s", st1.ControlAPI.Polls-st0.ControlAPI.Polls, st1.ControlAPI.FailedPolls-st0.ControlAPI.FailedPolls, site.MiB(logSize))
 	say("  %-10s %10s %10s %8s %8s %10s", "", "RSS", "peak RSS", "threads", "fds", "goroutines")
@@ -380,12 +373,4 @@ func (w *world) sample(ctx context.Context) (sample, error) {
 	}
 	s.goroutines, err = site.Metric(text, "go_goroutines")
 	return s, err
-}
-
-func machine() string {
-	kernel := "unknown kernel"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = "kernel " + strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("%d cores, %s, %s", runtime.NumCPU(), kernel, runtime.Version())
 }
