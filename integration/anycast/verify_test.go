@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
+	"github.com/rhi-daemon/rhi/internal/daemon"
 )
 
 // verifyDeadline bounds each wait for `rhi verify` to reach an exit code:
@@ -293,12 +295,22 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 
 	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(site.Seed))
-	noRenewals := func() {
+	// noRenewals: the daemon's own confirmation has seen what verify saw
+	// (seen accepts its status) and, while BIRD disagrees, has gone on
+	// checking for longer than a disagreement takes to be renewed (an
+	// agreeing daemon does not renew, and checks again only on a change);
+	// yet it renewed nothing. Bounded on those checks, not on a pause.
+	noRenewals := func(what string, seen func(daemon.Status) error) {
 		t.Helper()
-		time.Sleep(2 * renewWait)
-		st, err := s.Status(ctx)
-		if err != nil {
-			t.Fatal(err)
+		first := s.statusWithin(t, time.Minute, what, seen)
+		st := first
+		if first.Bird.Disagree > 0 || len(first.Bird.Problems) > 0 {
+			st = s.statusWithin(t, time.Minute, "checked BIRD for longer than a renewal takes", func(st daemon.Status) error {
+				if d := st.Bird.LastCheck.Sub(first.Bird.LastCheck); d < renewWait {
+					return errorf("last check %s after the first that saw it, want %s", d, renewWait)
+				}
+				return nil
+			})
 		}
 		for _, v := range st.VIPs {
 			if v.Bird != nil && v.Bird.Renewed > 0 {
@@ -309,7 +321,12 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 			t.Errorf("%d renewals logged", n)
 		}
 	}
-	noRenewals()
+	noRenewals("confirmed every VIP in table vip4", func(st daemon.Status) error {
+		if st.Bird.Error != "" || st.Bird.Agree != len(site.Seed) || st.Bird.Disagree != 0 {
+			return errorf("BIRD agrees on %d, disagrees on %d, error %q", st.Bird.Agree, st.Bird.Disagree, st.Bird.Error)
+		}
+		return nil
+	})
 
 	if _, err := s.DC.Birdc(ctx, "disable rhi_direct"); err != nil {
 		t.Fatal(err)
@@ -319,7 +336,12 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	if len(r.doc.Check.Problems) == 0 || r.doc.Check.Problems[0] != problem {
 		t.Errorf("problems %q, want %q first\n%s", r.doc.Check.Problems, problem, r)
 	}
-	noRenewals()
+	noRenewals("seen that BIRD cannot announce", func(st daemon.Status) error {
+		if !slices.Contains(st.Bird.Problems, problem) {
+			return errorf("BIRD's problems %q, want %q", st.Bird.Problems, problem)
+		}
+		return nil
+	})
 
 	if _, err := s.DC.Birdc(ctx, "enable rhi_direct"); err != nil {
 		t.Fatal(err)
