@@ -20,6 +20,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -419,7 +420,7 @@ func fromFreshPoll(ctx context.Context, cfg *config.Config) (*expectation, error
 	for _, v := range cfg.VIPs {
 		keys = append(keys, v.Upstreams...)
 	}
-	var snap apisix.Snapshot
+	var snap health.Snapshot
 	if len(keys) > 0 {
 		client, err := apisix.NewClient(cfg.ControlURL, apisix.Options{Timeout: cfg.Timeout})
 		if err != nil {
@@ -448,9 +449,9 @@ func fromFreshPoll(ctx context.Context, cfg *config.Config) (*expectation, error
 
 // unanswered returns the first key's error when no key got an answer from
 // APISIX (every one failed): then nothing at all is known.
-func unanswered(snap apisix.Snapshot, keys []string) error {
+func unanswered(snap health.Snapshot, keys []string) error {
 	for _, k := range keys {
-		if snap[k].Verdict != apisix.Failed {
+		if snap[k].Verdict != health.Failed {
 			return nil
 		}
 	}
@@ -458,7 +459,7 @@ func unanswered(snap apisix.Snapshot, keys []string) error {
 }
 
 // unsettled names the upstreams of v that the poll could not read.
-func unsettled(v *config.VIP, snap apisix.Snapshot, noChecker string) string {
+func unsettled(v *config.VIP, snap health.Snapshot, noChecker string) string {
 	var out []string
 	for _, k := range v.Upstreams {
 		r := snap[k]

@@ -22,8 +22,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
 	"github.com/rhi-daemon/rhi/integration/lab"
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Binaries are the programs a site runs.
@@ -162,7 +162,7 @@ func NewSite(ctx context.Context, dc *lab.DC, bins Binaries, cfg Config) (*Site,
 	var healthy []string
 	for _, v := range cfg.VIPs {
 		for _, k := range v.Upstreams {
-			ref, err := apisix.ParseRef(k)
+			ref, err := health.ParseRef(k)
 			if err != nil {
 				return nil, err
 			}
@@ -175,7 +175,7 @@ func NewSite(ctx context.Context, dc *lab.DC, bins Binaries, cfg Config) (*Site,
 	}
 	s.apiProc = p
 	s.API = fakeapi.NewClient(sock)
-	if err := waitFor(ctx, func() error { return s.API.Fault(apisix.Ref{}, "none") }); err != nil {
+	if err := waitFor(ctx, func() error { return s.API.Fault(health.Ref{}, "none") }); err != nil {
 		return nil, fmt.Errorf("%s: fake control API did not come up: %w", dc.Name, err)
 	}
 	if err := s.WriteConfig(cfg); err != nil {
@@ -317,7 +317,7 @@ func (s *Site) Addrs(ctx context.Context) ([]netip.Prefix, error) {
 // SetAll sets every node of every given upstream key to status.
 func (s *Site) SetAll(status string, keys ...string) error {
 	for _, k := range keys {
-		ref, err := apisix.ParseRef(k)
+		ref, err := health.ParseRef(k)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/rhi-daemon/rhi/integration/anycast"
 	"github.com/rhi-daemon/rhi/integration/benchlab/probe"
 	"github.com/rhi-daemon/rhi/integration/lab"
-	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // bulkKey is the one upstream every VIP of a flip scenario depends on, so
@@ -272,7 +272,7 @@ func startSite(ctx context.Context, l *lab.Lab, bins anycast.Binaries, cfg anyca
 		return nil, err
 	}
 	for _, k := range anycast.Keys(cfg.VIPs) {
-		ref, err := apisix.ParseRef(k)
+		ref, err := health.ParseRef(k)
 		if err != nil {
 			return nil, err
 		}

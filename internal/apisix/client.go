@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
 	"net"
 	"net/http"
@@ -138,19 +139,19 @@ func newHTTPClient(maxInFlight int) *http.Client {
 // In ModeList (and ModeAuto when it picks the list) the resources the list
 // holds are answered from it and only the rest are fetched one by one; see
 // Mode for what happens when the list cannot be used.
-func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
+func (c *Client) Poll(ctx context.Context, keys []string) health.Snapshot {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	snap := make(Snapshot, len(keys))
+	snap := make(health.Snapshot, len(keys))
 	var jobs []job
-	jobOf := make(map[Ref]int, len(keys))
+	jobOf := make(map[health.Ref]int, len(keys))
 	keyJob := make([]int, len(keys)) // index into jobs, -1 when the key is invalid
 	for i, k := range keys {
-		ref, err := ParseRef(k)
+		ref, err := health.ParseRef(k)
 		if err != nil {
 			keyJob[i] = -1
-			snap[k] = Result{Verdict: Failed, Err: fmt.Errorf("key %q: %w", k, err)}
+			snap[k] = health.Result{Verdict: health.Failed, Err: fmt.Errorf("key %q: %w", k, err)}
 			continue
 		}
 		j, ok := jobOf[ref]
@@ -187,8 +188,8 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // job is one distinct resource of a poll and what was learned about it.
 type job struct {
-	ref  Ref
-	res  Result
+	ref  health.Ref
+	res  health.Result
 	done bool // answered by the list
 }
 
@@ -220,7 +221,7 @@ func (c *Client) fetchEach(ctx context.Context, jobs []job) {
 }
 
 // fetch reads one resource's health checker.
-func (c *Client) fetch(ctx context.Context, ref Ref) Result {
+func (c *Client) fetch(ctx context.Context, ref health.Ref) health.Result {
 	path := ref.Path()
 	r := c.get(ctx, path)
 	if r.Err != nil {
@@ -229,7 +230,7 @@ func (c *Client) fetch(ctx context.Context, ref Ref) Result {
 	return r
 }
 
-func (c *Client) get(ctx context.Context, path string) Result {
+func (c *Client) get(ctx context.Context, path string) health.Result {
 	a, err := c.do(ctx, path, c.maxBody)
 	if err != nil {
 		return failed(err)

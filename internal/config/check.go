@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // The checks below are pure functions from a value as written to its typed
@@ -293,30 +293,30 @@ func unmanageable(a netip.Addr) string {
 	return ""
 }
 
-// parseUpstream validates an upstream key with apisix.ParseRef, which is
+// parseUpstream validates an upstream key with health.ParseRef, which is
 // the authority on what the client accepts. The two common mistakes get
 // their own message so that the allowed types can be listed.
-func parseUpstream(s string) (apisix.Ref, issue) {
+func parseUpstream(s string) (health.Ref, issue) {
 	if s == "" {
-		return apisix.Ref{}, errEmpty
+		return health.Ref{}, errEmpty
 	}
-	ref, err := apisix.ParseRef(s)
+	ref, err := health.ParseRef(s)
 	if err == nil {
 		return ref, issue{}
 	}
 	if strings.HasSuffix(s, "/") {
-		return apisix.Ref{}, issue{msg: `must not end with "/"`}
+		return health.Ref{}, issue{msg: `must not end with "/"`}
 	}
 	if segs := strings.Split(s, "/"); strings.HasPrefix(s, "/") && len(segs) >= 3 {
 		if typ := segs[len(segs)-2]; !knownType(typ) {
-			return apisix.Ref{}, issue{msg: "unknown resource type " + strconv.Quote(typ), allowed: strings.Join(apisix.Types, ", ")}
+			return health.Ref{}, issue{msg: "unknown resource type " + strconv.Quote(typ), allowed: strings.Join(health.Types, ", ")}
 		}
 	}
-	return apisix.Ref{}, issue{msg: err.Error()}
+	return health.Ref{}, issue{msg: err.Error()}
 }
 
 func knownType(t string) bool {
-	for _, x := range apisix.Types {
+	for _, x := range health.Types {
 		if t == x {
 			return true
 		}

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/safefile"
 	"gopkg.in/yaml.v3"
 )
@@ -552,7 +552,7 @@ func (p *parser) upstreams(vipNode, n *yaml.Node, path string) []string {
 		return nil
 	}
 	keys := make([]string, 0, len(items))
-	seen := make(map[apisix.Ref]int, len(items))
+	seen := make(map[health.Ref]int, len(items))
 	for i, it := range items {
 		ipath := index(path, i)
 		s, ok := p.scalar(it, ipath)

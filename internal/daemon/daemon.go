@@ -16,10 +16,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -27,7 +27,7 @@ import (
 // HealthSource polls the control API. Poll returns within ctx's deadline and
 // reports every key; it is called from one goroutine at a time.
 type HealthSource interface {
-	Poll(ctx context.Context, keys []string) apisix.Snapshot
+	Poll(ctx context.Context, keys []string) health.Snapshot
 }
 
 // idleCloser is a HealthSource that keeps connections between polls;
@@ -104,14 +104,14 @@ type Daemon struct {
 	since      map[netip.Prefix]time.Time // last change of Announced or presence
 	orphans    map[netip.Prefix]bool      // dropped by a reload, still to withdraw
 	owned      map[netip.Prefix]bool      // scratch: desired presence, rebuilt per tick
-	upstreams  map[string]apisix.Verdict  // last verdict per key, to log changes once
+	upstreams  map[string]health.Verdict  // last verdict per key, to log changes once
 	iface      vip.State
 	ifaceErr   string
 	started    bool
 	changed    bool // this tick changed what is wanted or what is on the interface
 	drained    drain.Set
 	drainErr   string
-	lastSnap   apisix.Snapshot
+	lastSnap   health.Snapshot
 	lastStart  time.Time
 	lastPoll   time.Time
 	confirmed  bool // a confirmation has been requested at least once
@@ -157,7 +157,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		since:     map[netip.Prefix]time.Time{},
 		orphans:   map[netip.Prefix]bool{},
 		owned:     map[netip.Prefix]bool{},
-		upstreams: map[string]apisix.Verdict{},
+		upstreams: map[string]health.Verdict{},
 		flips:     map[netip.Prefix]uint64{},
 	}
 	if d.now == nil {
@@ -526,11 +526,11 @@ func (d *Daemon) noteIfaceErr(err error) {
 // noteUpstreams logs each upstream's verdict once per change, counts
 // consecutive polls in which some upstream could not be read, and returns
 // how many could not be read in this one.
-func (d *Daemon) noteUpstreams(snap apisix.Snapshot) int {
+func (d *Daemon) noteUpstreams(snap health.Snapshot) int {
 	unreadable := 0
 	for _, k := range d.keys {
 		r := snap[k]
-		if r.Verdict == apisix.Failed || r.Verdict == apisix.NotFound {
+		if r.Verdict == health.Failed || r.Verdict == health.NotFound {
 			unreadable++
 		}
 		prev, seen := d.upstreams[k]
@@ -543,9 +543,9 @@ func (d *Daemon) noteUpstreams(snap apisix.Snapshot) int {
 			e = e.WithError(r.Err)
 		}
 		switch r.Verdict {
-		case apisix.Up, apisix.Down:
+		case health.Up, health.Down:
 			e.Info("upstream health changed")
-		case apisix.NoChecker:
+		case health.NoChecker:
 			e.Warnf("upstream has no health checker; counted as %s", d.cfg.FailurePolicy.NoChecker)
 		default:
 			e.Warn("upstream cannot be read; counted as a failed poll")
@@ -673,7 +673,7 @@ func allAgree(r verify.Report) bool {
 }
 
 // publish makes this tick's results visible to Status.
-func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
+func (d *Daemon) publish(snap health.Snapshot, start, polled time.Time) {
 	// Two views take turns, so that a tick at 10,000 VIPs fills a slice
 	// already grown instead of allocating: the spare is the view published
 	// two ticks ago, which no reader can hold any more, since Status reads
