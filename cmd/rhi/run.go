@@ -58,7 +58,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	// each carries its priority (which the PriorityWriter lets through).
 	_, journal := stderr.(*logfile.PriorityWriter)
 	logs, err := logfile.New(logfile.Options{MainPath: cfg.MainLog, ErrorPath: cfg.ErrorLog, Debug: *debug,
-		Format: cfg.LogFormat, Stderr: stderr, Journal: journal})
+		Format: string(cfg.LogFormat), Stderr: stderr, Journal: journal})
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
 		return exitBadInput

@@ -416,7 +416,7 @@ func fromStatus(cfg *config.Config, iface daemon.InterfaceStatus, vips []daemon.
 // not judged. The error says that the API did not answer at all.
 func fromFreshPoll(ctx context.Context, cfg *config.Config) (*expectation, error) {
 	exp := &expectation{source: fromPoll, address: cfg.ControlURL, iface: cfg.Interface}
-	var keys []string
+	var keys []health.Upstream
 	for _, v := range cfg.VIPs {
 		keys = append(keys, v.Upstreams...)
 	}
@@ -449,19 +449,20 @@ func fromFreshPoll(ctx context.Context, cfg *config.Config) (*expectation, error
 
 // unanswered returns the first key's error when no key got an answer from
 // APISIX (every one failed): then nothing at all is known.
-func unanswered(snap health.Snapshot, keys []string) error {
+func unanswered(snap health.Snapshot, keys []health.Upstream) error {
 	for _, k := range keys {
-		if snap[k].Verdict != health.Failed {
+		if snap[k.Key].Verdict != health.Failed {
 			return nil
 		}
 	}
-	return snap[keys[0]].Err
+	return snap[keys[0].Key].Err
 }
 
 // unsettled names the upstreams of v that the poll could not read.
-func unsettled(v *config.VIP, snap health.Snapshot, noChecker string) string {
+func unsettled(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) string {
 	var out []string
-	for _, k := range v.Upstreams {
+	for _, u := range v.Upstreams {
+		k := u.Key
 		r := snap[k]
 		if decide.Classify(r, noChecker) != decide.UpstreamFailed {
 			continue

@@ -56,7 +56,7 @@ func TestControlSteersPolls(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		const key = "/apisix/upstreams/api"
-		if got := cl.Poll(context.Background(), []string{key})[key].Verdict; got != s.want {
+		if got := cl.Poll(context.Background(), health.MustUpstreams(key))[key].Verdict; got != s.want {
 			t.Errorf("%s: verdict %v, want %v", s.name, got, s.want)
 		}
 	}
@@ -69,7 +69,7 @@ func TestControlSteersPolls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl.Poll(context.Background(), []string{"/apisix/upstreams/api"})
+	cl.Poll(context.Background(), health.MustUpstreams("/apisix/upstreams/api"))
 	if after, err := c.Requests(); err != nil || after != before+1 {
 		t.Errorf("requests went from %d to %d (%v), want +1", before, after, err)
 	}

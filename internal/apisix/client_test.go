@@ -27,6 +27,21 @@ type got struct {
 	Healthy, Total int
 }
 
+// ups turns keys into what Poll takes, splitting off the last two segments
+// as the Ref without checking them, as a caller building Upstreams by hand
+// might: Poll itself must refuse a bad one.
+func ups(keys ...string) []health.Upstream {
+	out := make([]health.Upstream, len(keys))
+	for i, k := range keys {
+		out[i].Key = k
+		if j := strings.LastIndexByte(k, '/'); j > 0 {
+			typ := k[:j]
+			out[i].Ref = health.Ref{Type: typ[strings.LastIndexByte(typ, '/')+1:], ID: k[j+1:]}
+		}
+	}
+	return out
+}
+
 func newClient(t testing.TB, url string, opts apisix.Options) *apisix.Client {
 	t.Helper()
 	c, err := apisix.NewClient(url, opts)
@@ -149,7 +164,7 @@ func TestPollFixtures(t *testing.T) {
 	}))
 	defer ts.Close()
 
-	snap := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), keys)
+	snap := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), ups(keys...))
 	for i, tt := range tests {
 		name := tt.file
 		if tt.wrap != asIs {
@@ -207,7 +222,7 @@ func TestPollFaults(t *testing.T) {
 			healthyAPI(srv)
 			srv.SetFault(api, tt.fault)
 
-			r := newClient(t, ts.URL, apisix.Options{Timeout: tt.timeout}).Poll(context.Background(), []string{apiKey})[apiKey]
+			r := newClient(t, ts.URL, apisix.Options{Timeout: tt.timeout}).Poll(context.Background(), ups(apiKey))[apiKey]
 			if r.Verdict != health.Failed || !tt.check(r.Err) {
 				t.Errorf("got %v, err %v", r.Verdict, r.Err)
 			}
@@ -232,7 +247,7 @@ func TestPollGlobalFault(t *testing.T) {
 
 	verdicts := func() map[string]health.Verdict {
 		m := map[string]health.Verdict{}
-		for k, r := range c.Poll(context.Background(), keys) {
+		for k, r := range c.Poll(context.Background(), ups(keys...)) {
 			m[k] = r.Verdict
 		}
 		return m
@@ -257,7 +272,7 @@ func TestPollSequence(t *testing.T) {
 			defer srv.Close()
 			c := newClient(t, ts.URL, apisix.Options{})
 			poll := func() got {
-				r := c.Poll(context.Background(), []string{apiKey})[apiKey]
+				r := c.Poll(context.Background(), ups(apiKey))[apiKey]
 				return got{r.Verdict, r.Healthy, r.Total}
 			}
 			steps := []struct {
@@ -297,11 +312,11 @@ func TestPollPurging(t *testing.T) {
 		apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Unhealthy},
 		apisixtest.Node{IP: "10.0.0.3", Port: 80, Status: apisixtest.Healthy, Purging: true})
 	c := newClient(t, ts.URL, apisix.Options{})
-	if r := c.Poll(context.Background(), []string{apiKey})[apiKey]; r.Verdict != health.Down || r.Total != 1 {
+	if r := c.Poll(context.Background(), ups(apiKey))[apiKey]; r.Verdict != health.Down || r.Total != 1 {
 		t.Errorf("got %v %d/%d, want down 0/1", r.Verdict, r.Healthy, r.Total)
 	}
 	srv.SetNodes(api, apisixtest.Node{IP: "10.0.0.3", Port: 80, Status: apisixtest.Healthy, Purging: true})
-	if r := c.Poll(context.Background(), []string{apiKey})[apiKey]; r.Verdict != health.NoChecker {
+	if r := c.Poll(context.Background(), ups(apiKey))[apiKey]; r.Verdict != health.NoChecker {
 		t.Errorf("got %v, want no checker", r.Verdict)
 	}
 }
@@ -313,7 +328,7 @@ func TestPollRefused(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	r := newClient(t, "http://"+addr, apisix.Options{}).Poll(context.Background(), []string{apiKey})[apiKey]
+	r := newClient(t, "http://"+addr, apisix.Options{}).Poll(context.Background(), ups(apiKey))[apiKey]
 	if r.Verdict != health.Failed || !errors.Is(r.Err, syscall.ECONNREFUSED) {
 		t.Errorf("got %v, err %v; want failed, connection refused", r.Verdict, r.Err)
 	}
@@ -330,7 +345,7 @@ func TestPollCallerContext(t *testing.T) {
 	healthyAPI(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := newClient(t, ts.URL, apisix.Options{}).Poll(ctx, []string{apiKey})[apiKey]
+	r := newClient(t, ts.URL, apisix.Options{}).Poll(ctx, ups(apiKey))[apiKey]
 	if r.Verdict != health.Failed || !errors.Is(r.Err, context.Canceled) {
 		t.Errorf("got %v, err %v; want failed, canceled", r.Verdict, r.Err)
 	}
@@ -349,7 +364,7 @@ func TestPollFetchesEachResourceOnce(t *testing.T) {
 
 	keys := []string{apiKey, "/apisix/services/web", apiKey, "/upstreams/api", "/custom/prefix/upstreams/api",
 		"/apisix/upstreams/", "/apisix/upstream/api", "/apisix/upstreams/.."}
-	snap := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), keys)
+	snap := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), ups(keys...))
 
 	want := map[string]health.Verdict{
 		apiKey: health.Up, "/upstreams/api": health.Up, "/custom/prefix/upstreams/api": health.Up,
@@ -424,7 +439,7 @@ func TestPollConcurrency(t *testing.T) {
 	defer ts.Close()
 	defer srv.Close()
 
-	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: maxInFlight, Timeout: time.Minute}).Poll(context.Background(), keys)
+	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: maxInFlight, Timeout: time.Minute}).Poll(context.Background(), ups(keys...))
 	for _, k := range keys {
 		if r := snap[k]; r.Verdict != health.Up {
 			t.Errorf("%s: %v, err %v", k, r.Verdict, r.Err)
@@ -473,7 +488,7 @@ func TestPollKeepAlive(t *testing.T) {
 
 	c := newClient(t, ts.URL, apisix.Options{})
 	for range polls {
-		c.Poll(context.Background(), keys)
+		c.Poll(context.Background(), ups(keys...))
 	}
 	if n := srv.Requests(); n != polls*len(keys) {
 		t.Fatalf("%d requests, want %d", n, polls*len(keys))
@@ -513,7 +528,7 @@ func TestPollRequest(t *testing.T) {
 	key := "/apisix/stream_routes/a.B-9_z"
 	// apisixtest answers HTML when Accept allows it, as APISIX 3.3+ does,
 	// so Up also shows the header was right.
-	if r := newClient(t, ts.URL+"/control/", apisix.Options{}).Poll(context.Background(), []string{key})[key]; r.Verdict != health.Up {
+	if r := newClient(t, ts.URL+"/control/", apisix.Options{}).Poll(context.Background(), ups(key))[key]; r.Verdict != health.Up {
 		t.Errorf("got %v, err %v", r.Verdict, r.Err)
 	}
 	want := []seen{{"GET", "/control/v1/healthcheck/stream_routes/a.B-9_z", "application/json"}}
@@ -536,7 +551,7 @@ func TestPollDoesNotFollowRedirects(t *testing.T) {
 		srv.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	r := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), []string{apiKey})[apiKey]
+	r := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), ups(apiKey))[apiKey]
 	if r.Verdict != health.Failed || r.Err == nil || r.Err.Error() != "GET /v1/healthcheck/upstreams/api: HTTP 302" {
 		t.Errorf("got %v, err %v", r.Verdict, r.Err)
 	}
@@ -559,7 +574,7 @@ func TestPollBodyLimit(t *testing.T) {
 		}))
 		for _, limit := range []int{len(body), len(body) - 1} {
 			t.Run(fmt.Sprintf("chunked %v limit %d", chunked, limit), func(t *testing.T) {
-				r := newClient(t, ts.URL, apisix.Options{MaxBodyBytes: int64(limit)}).Poll(context.Background(), []string{apiKey})[apiKey]
+				r := newClient(t, ts.URL, apisix.Options{MaxBodyBytes: int64(limit)}).Poll(context.Background(), ups(apiKey))[apiKey]
 				want := health.Up
 				if limit < len(body) {
 					want = health.Failed
@@ -617,7 +632,7 @@ func BenchmarkPoll1000(b *testing.B) {
 	c := newClient(b, ts.URL, apisix.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
-		snap := c.Poll(context.Background(), keys)
+		snap := c.Poll(context.Background(), ups(keys...))
 		if r := snap[keys[999]]; r.Verdict != health.Up {
 			b.Fatalf("got %v, err %v", r.Verdict, r.Err)
 		}

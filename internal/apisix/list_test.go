@@ -83,7 +83,7 @@ func TestListAllKeysInList(t *testing.T) {
 
 	keys := []string{apiKey, "/upstreams/api", "/custom/prefix/upstreams/api", apiKey, "/apisix/services/web",
 		"/apisix/stream_routes/dns", "/apisix/routes/1", "/apisix/upstreams/"}
-	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), keys)
+	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(keys...))
 
 	want := map[string]got{
 		apiKey: {health.Up, 1, 2}, "/upstreams/api": {health.Up, 1, 2}, "/custom/prefix/upstreams/api": {health.Up, 1, 2},
@@ -115,7 +115,7 @@ func TestListMissingKeys(t *testing.T) {
 	ts := srv.Start()
 	defer srv.Close()
 
-	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), listKeys)
+	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(listKeys...))
 	if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
@@ -145,7 +145,7 @@ func TestListV2Ignored(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), listKeys)
+	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(listKeys...))
 	if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
@@ -184,7 +184,7 @@ func TestListFailureFallsBack(t *testing.T) {
 			defer srv.Close()
 			srv.SetListFault(tt.fault)
 
-			snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList, Timeout: tt.timeout}).Poll(context.Background(), listKeys)
+			snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList, Timeout: tt.timeout}).Poll(context.Background(), ups(listKeys...))
 			if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
@@ -206,7 +206,7 @@ func TestListCallerCanceled(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(ctx, listKeys)
+	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(ctx, ups(listKeys...))
 	for _, k := range listKeys {
 		if r := snap[k]; r.Verdict != health.Failed || !errors.Is(r.Err, context.Canceled) {
 			t.Errorf("%s: %v, err %v; want failed, canceled", k, r.Verdict, r.Err)
@@ -289,7 +289,7 @@ func TestListAnswers(t *testing.T) {
 			srv := listFake()
 			defer srv.Close()
 			ts := listServer(t, srv, tt.status, tt.contentType, tt.body)
-			snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), listKeys)
+			snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(listKeys...))
 			want := map[string]got{}
 			for k, g := range wantPerUpstream {
 				want[k] = g
@@ -330,7 +330,7 @@ func TestListBodyLimit(t *testing.T) {
 			before := srv.Requests()
 			// MaxBodyBytes below the list: the list must not use it.
 			c := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList, MaxListBytes: int64(tt.limit), MaxBodyBytes: 1 << 10})
-			if diff := cmp.Diff(wantPerUpstream, summarize(c.Poll(context.Background(), listKeys))); diff != "" {
+			if diff := cmp.Diff(wantPerUpstream, summarize(c.Poll(context.Background(), ups(listKeys...)))); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 			if n := srv.Requests() - before; n != 1+tt.fetched {
@@ -358,7 +358,7 @@ func TestListRequest(t *testing.T) {
 	}))
 	defer ts.Close()
 	// apisixtest answers the list in HTML when Accept allows it.
-	if r := newClient(t, ts.URL+"/control/", apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), []string{apiKey})[apiKey]; r.Verdict != health.Up {
+	if r := newClient(t, ts.URL+"/control/", apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(apiKey))[apiKey]; r.Verdict != health.Up {
 		t.Errorf("got %v, err %v", r.Verdict, r.Err)
 	}
 	want := []seen{{"GET", "/control/v1/healthcheck", "application/json"}}
@@ -390,7 +390,7 @@ type counts struct{ List, Others int }
 func pollCounting(t *testing.T, c *apisix.Client, srv *apisixtest.Server, keys []string) counts {
 	t.Helper()
 	all, lists := srv.Requests(), srv.ListRequests()
-	for k, r := range c.Poll(context.Background(), keys) {
+	for k, r := range c.Poll(context.Background(), ups(keys...)) {
 		if r.Verdict == health.Failed {
 			t.Fatalf("%s: %v, err %v", k, r.Verdict, r.Err)
 		}
@@ -520,12 +520,13 @@ func BenchmarkPoll10000(b *testing.B) {
 	for _, mode := range []apisix.Mode{apisix.ModePerUpstream, apisix.ModeList, apisix.ModeAuto} {
 		b.Run(string(mode), func(b *testing.B) {
 			c := newClient(b, ts.URL, apisix.Options{Mode: mode, Timeout: time.Minute})
-			c.Poll(context.Background(), keys) // open the connections outside the timing
+			us := ups(keys...)
+			c.Poll(context.Background(), us) // open the connections outside the timing
 			reqs := srv.Requests()
 			b.ReportAllocs()
 			cpu := cpuTime(b)
 			for b.Loop() {
-				if r := c.Poll(context.Background(), keys)[keys[len(keys)-1]]; r.Verdict != health.Up {
+				if r := c.Poll(context.Background(), us)[keys[len(keys)-1]]; r.Verdict != health.Up {
 					b.Fatalf("got %v, err %v", r.Verdict, r.Err)
 				}
 			}

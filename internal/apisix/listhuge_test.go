@@ -90,7 +90,7 @@ func TestListOverEntryCapFallsBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			keys := []string{"/a/upstreams/u0", "/a/upstreams/u999"}
-			snap := c.Poll(context.Background(), keys)
+			snap := c.Poll(context.Background(), ups(keys...))
 			for _, k := range keys {
 				if r := snap[k]; r.Verdict != tt.want {
 					t.Errorf("%s: %v (%v), want %v", k, r.Verdict, r.Err, tt.want)
@@ -121,7 +121,7 @@ func TestListHugeWithinTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := hugeKeys()
-	snap := c.Poll(context.Background(), keys)
+	snap := c.Poll(context.Background(), ups(keys...))
 	for _, k := range keys {
 		if r := snap[k]; r.Verdict != health.Up {
 			t.Errorf("%s: %v (%v), want up from its own request", k, r.Verdict, r.Err)
@@ -157,9 +157,10 @@ func BenchmarkListHuge(b *testing.B) {
 			}
 			b.SetBytes(int64(len(list)))
 			b.ReportAllocs()
+			us := ups(keys...)
 			cpu := cpuTime(b)
 			for b.Loop() {
-				snap := c.Poll(context.Background(), keys)
+				snap := c.Poll(context.Background(), us)
 				for _, k := range keys {
 					if r := snap[k]; r.Verdict != bc.want {
 						b.Fatalf("%s: %v %v", k, r.Verdict, r.Err)

@@ -177,7 +177,11 @@ func TestParseUpstream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, is := parseUpstream(tt.in)
-			if got != tt.want || is.msg != tt.wantMsg || is.allowed != tt.allowed {
+			wantKey := ""
+			if tt.want != (health.Ref{}) {
+				wantKey = tt.in // the key is kept as written
+			}
+			if got.Ref != tt.want || got.Key != wantKey || is.msg != tt.wantMsg || is.allowed != tt.allowed {
 				t.Errorf("parseUpstream(%q) = %v, %+v; want %v, %q (allowed %q)", tt.in, got, is, tt.want, tt.wantMsg, tt.allowed)
 			}
 		})

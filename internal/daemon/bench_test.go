@@ -15,7 +15,9 @@ import (
 // staticHealth answers every poll with the same snapshot.
 type staticHealth health.Snapshot
 
-func (s staticHealth) Poll(context.Context, []string) health.Snapshot { return health.Snapshot(s) }
+func (s staticHealth) Poll(context.Context, []health.Upstream) health.Snapshot {
+	return health.Snapshot(s)
+}
 
 // manyVIPs is the seed's config with n VIPs, each on its own upstream
 // (/apisix/upstreams/u<i>), and those upstreams' keys.
@@ -26,7 +28,7 @@ func manyVIPs(n int) (*config.Config, []string) {
 	for i := range n {
 		keys[i] = fmt.Sprintf("/apisix/upstreams/u%d", i)
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: []string{keys[i]}, Condition: config.All, Rise: 1, Fall: 1})
+		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: health.MustUpstreams(keys[i]), Condition: config.All, Rise: 1, Fall: 1})
 	}
 	return cfg, keys
 }

@@ -24,10 +24,11 @@ import (
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
-// HealthSource polls the control API. Poll returns within ctx's deadline and
-// reports every key; it is called from one goroutine at a time.
+// HealthSource polls the control API. Poll reports every upstream's key and
+// bounds its own work (apisix.Client applies apisix_timeout); it returns
+// early when ctx is cancelled. It is called from one goroutine at a time.
 type HealthSource interface {
-	Poll(ctx context.Context, keys []string) health.Snapshot
+	Poll(ctx context.Context, ups []health.Upstream) health.Snapshot
 }
 
 // idleCloser is a HealthSource that keeps connections between polls;
@@ -99,7 +100,7 @@ type Daemon struct {
 
 	// Owned by the loop goroutine.
 	cfg        *config.Config
-	keys       []string // distinct upstream keys of cfg
+	keys       []health.Upstream // distinct upstream keys of cfg, with their parsed refs
 	states     map[netip.Prefix]decide.State
 	since      map[netip.Prefix]time.Time // last change of Announced or presence
 	orphans    map[netip.Prefix]bool      // dropped by a reload, still to withdraw
@@ -276,10 +277,10 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 	seen := map[string]bool{}
 	d.keys = d.keys[:0]
 	for i := range cfg.VIPs {
-		for _, k := range cfg.VIPs[i].Upstreams {
-			if !seen[k] {
-				seen[k] = true
-				d.keys = append(d.keys, k)
+		for _, u := range cfg.VIPs[i].Upstreams {
+			if !seen[u.Key] {
+				seen[u.Key] = true
+				d.keys = append(d.keys, u)
 			}
 		}
 	}
@@ -340,9 +341,11 @@ func (d *Daemon) tick(ctx context.Context) {
 	if !d.started && !d.start(ctx) {
 		return // the interface could not be read: nothing is known, nothing is touched
 	}
-	pctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
-	snap := d.health.Poll(pctx, d.keys)
-	cancel()
+	// No deadline here: the health client applies apisix_timeout itself
+	// (apisix.Client.Poll), the one place that also serves `rhi verify`'s
+	// fresh poll, and a reload that changes the timeout builds a new client.
+	// ctx only cancels the poll on shutdown.
+	snap := d.health.Poll(ctx, d.keys)
 	if ctx.Err() != nil {
 		return // shutting down: a poll cut short says nothing about health
 	}
@@ -528,7 +531,8 @@ func (d *Daemon) noteIfaceErr(err error) {
 // how many could not be read in this one.
 func (d *Daemon) noteUpstreams(snap health.Snapshot) int {
 	unreadable := 0
-	for _, k := range d.keys {
+	for _, u := range d.keys {
+		k := u.Key
 		r := snap[k]
 		if r.Verdict == health.Failed || r.Verdict == health.NotFound {
 			unreadable++
@@ -591,7 +595,7 @@ func (d *Daemon) logChange(c decide.Change) {
 // shutdown applies on_shutdown: keep leaves the VIPs in place so a restart
 // does not flap routes; withdraw removes every owned VIP.
 func (d *Daemon) shutdown() error {
-	if d.cfg.OnShutdown != "withdraw" {
+	if d.cfg.OnShutdown != config.ShutdownWithdraw {
 		d.log.WithField("on_shutdown", "keep").Info("stopping; VIPs left as they are")
 		return nil
 	}

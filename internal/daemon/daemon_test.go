@@ -28,7 +28,7 @@ const (
 )
 
 func vipCfg(addr string, cond config.Condition, ups ...string) config.VIP {
-	return config.VIP{Address: netip.MustParsePrefix(addr), Upstreams: ups, Condition: cond, Rise: 1, Fall: 1}
+	return config.VIP{Address: netip.MustParsePrefix(addr), Upstreams: health.MustUpstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
 }
 
 // seed is the design note's example configuration.
@@ -311,8 +311,8 @@ func TestReloadDroppedVIPStaysOwned(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	for _, mode := range []string{"keep", "withdraw"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []config.ShutdownAction{config.ShutdownKeep, config.ShutdownWithdraw} {
+		t.Run(string(mode), func(t *testing.T) {
 			cfg := seed(config.Withdraw)
 			cfg.OnShutdown = mode
 			r := newRig(t, cfg, newFakeLink("192.0.2.1/32"))
@@ -321,7 +321,7 @@ func TestShutdown(t *testing.T) {
 			if err := r.d.shutdown(); err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]string{"keep": "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1", "withdraw": "192.0.2.1"}[mode]
+			want := map[config.ShutdownAction]string{"keep": "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1", "withdraw": "192.0.2.1"}[mode]
 			r.expect(t, want)
 		})
 	}
@@ -535,15 +535,15 @@ type slowHealth struct {
 	starts chan time.Time
 }
 
-func (h slowHealth) Poll(ctx context.Context, keys []string) health.Snapshot {
+func (h slowHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
 	h.starts <- time.Now()
 	select {
 	case <-time.After(h.d):
 	case <-ctx.Done():
 	}
 	snap := health.Snapshot{}
-	for _, k := range keys {
-		snap[k] = health.Result{Verdict: health.Up, Healthy: 1, Total: 1}
+	for _, u := range ups {
+		snap[u.Key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 1}
 	}
 	return snap
 }

@@ -42,10 +42,11 @@ func (f *fakeHealth) down() {
 	clear(f.verdicts)
 }
 
-func (f *fakeHealth) Poll(ctx context.Context, keys []string) health.Snapshot {
+func (f *fakeHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
 	f.mu.Lock()
 	snap := health.Snapshot{}
-	for _, k := range keys {
+	for _, u := range ups {
+		k := u.Key
 		v, ok := f.verdicts[k]
 		if !ok {
 			snap[k] = health.Result{Verdict: health.Failed, Err: errors.New("connection refused")}

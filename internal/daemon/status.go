@@ -209,9 +209,9 @@ func (d *Daemon) Status() Status {
 		if vc, ok := confirms[c.Address]; ok {
 			vs.Bird = &vc
 		}
-		for _, k := range c.Upstreams {
-			r := v.snap[k]
-			us := UpstreamStatus{Key: k, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
+		for _, u := range c.Upstreams {
+			r := v.snap[u.Key]
+			us := UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
 			if r.Err != nil {
 				us.Error = r.Err.Error()
 			}

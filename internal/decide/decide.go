@@ -82,16 +82,16 @@ const (
 )
 
 // Classify maps an upstream's poll result to how it counts: no checker counts
-// as noChecker says ("healthy" or "unhealthy"); not found counts as failed, so
-// an APISIX that is still loading does not flap routes.
-func Classify(r health.Result, noChecker string) UpstreamState {
+// as noChecker says; not found counts as failed, so an APISIX that is still
+// loading does not flap routes.
+func Classify(r health.Result, noChecker config.CountAs) UpstreamState {
 	switch r.Verdict {
 	case health.Up:
 		return UpstreamUp
 	case health.Down:
 		return UpstreamDown
 	case health.NoChecker:
-		if noChecker == "unhealthy" {
+		if noChecker == config.CountUnhealthy {
 			return UpstreamDown
 		}
 		return UpstreamUp
@@ -102,10 +102,10 @@ func Classify(r health.Result, noChecker string) UpstreamState {
 
 // Evaluate applies a VIP's condition over its upstreams' results. An upstream
 // missing from the snapshot counts as failed.
-func Evaluate(v *config.VIP, snap health.Snapshot, noChecker string) Availability {
+func Evaluate(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) Availability {
 	var up, down, failed int
-	for _, key := range v.Upstreams {
-		r, ok := snap[key]
+	for i := range v.Upstreams {
+		r, ok := snap[v.Upstreams[i].Key]
 		if !ok {
 			failed++
 			continue

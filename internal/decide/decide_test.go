@@ -27,7 +27,7 @@ func res(v health.Verdict) health.Result {
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		verdict   health.Verdict
-		noChecker string
+		noChecker config.CountAs
 		want      UpstreamState
 	}{
 		{health.Up, "healthy", UpstreamUp},
@@ -42,7 +42,7 @@ func TestClassify(t *testing.T) {
 		{health.Failed, "unhealthy", UpstreamFailed},
 	}
 	for _, tt := range tests {
-		t.Run(tt.verdict.String()+"/"+tt.noChecker, func(t *testing.T) {
+		t.Run(tt.verdict.String()+"/"+string(tt.noChecker), func(t *testing.T) {
 			if got := Classify(res(tt.verdict), tt.noChecker); got != tt.want {
 				t.Errorf("Classify(%v, %q) = %v, want %v", tt.verdict, tt.noChecker, got, tt.want)
 			}
@@ -55,7 +55,7 @@ func TestEvaluateTable(t *testing.T) {
 	tests := []struct {
 		name      string
 		cond      config.Condition
-		noChecker string
+		noChecker config.CountAs
 		verdicts  []health.Verdict
 		want      Availability
 	}{
@@ -95,7 +95,7 @@ func TestEvaluateTable(t *testing.T) {
 // down gives the same answer.
 func TestEvaluateExhaustive(t *testing.T) {
 	for _, cond := range []config.Condition{config.All, config.Any} {
-		for _, nc := range []string{"healthy", "unhealthy"} {
+		for _, nc := range []config.CountAs{config.CountHealthy, config.CountUnhealthy} {
 			for n := 1; n <= 3; n++ {
 				forEachCombo(n, func(vs []health.Verdict) {
 					v, snap := vipWith(cond, vs)
@@ -109,7 +109,7 @@ func TestEvaluateExhaustive(t *testing.T) {
 	}
 }
 
-func oracle(cond config.Condition, nc string, vs []health.Verdict) Availability {
+func oracle(cond config.Condition, nc config.CountAs, vs []health.Verdict) Availability {
 	var unknown []int
 	ups := make([]bool, len(vs))
 	for i, v := range vs {
@@ -166,7 +166,7 @@ func vipWith(cond config.Condition, vs []health.Verdict) (config.VIP, health.Sna
 	snap := health.Snapshot{}
 	for i, verdict := range vs {
 		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
-		v.Upstreams = append(v.Upstreams, key)
+		v.Upstreams = append(v.Upstreams, health.MustUpstreams(key)...)
 		snap[key] = res(verdict)
 	}
 	return v, snap
@@ -174,7 +174,7 @@ func vipWith(cond config.Condition, vs []health.Verdict) (config.VIP, health.Sna
 
 func TestEvaluateMissingFromSnapshotIsFailed(t *testing.T) {
 	v, snap := vipWith(config.All, []health.Verdict{health.Up})
-	v.Upstreams = append(v.Upstreams, "/apisix/upstreams/absent")
+	v.Upstreams = append(v.Upstreams, health.MustUpstreams("/apisix/upstreams/absent")...)
 	if got := Evaluate(&v, snap, "healthy"); got != Unknown {
 		t.Errorf("got %v, want unknown", got)
 	}
@@ -425,7 +425,7 @@ func announced(cfg *config.Config, states map[netip.Prefix]State) string {
 // package's tests do not depend on the loader.
 func seedConfig() *config.Config {
 	vip := func(addr string, cond config.Condition, ups ...string) config.VIP {
-		return config.VIP{Address: netip.MustParsePrefix(addr + "/32"), Upstreams: ups, Condition: cond, Rise: 1, Fall: 1}
+		return config.VIP{Address: netip.MustParsePrefix(addr + "/32"), Upstreams: health.MustUpstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
 	}
 	return &config.Config{
 		FailurePolicy: policy(config.Withdraw, 3),
