@@ -175,15 +175,6 @@ func MustUpstreams(keys ...string) []Upstream {
 // (YAML, JSON) as it was written.
 func (u Upstream) MarshalText() ([]byte, error) { return []byte(u.Key), nil }
 
-// Keys returns the keys of ups, in order.
-func Keys(ups []Upstream) []string {
-	keys := make([]string, len(ups))
-	for i, u := range ups {
-		keys[i] = u.Key
-	}
-	return keys
-}
-
 // UnmarshalText reads a key with ParseUpstream.
 func (u *Upstream) UnmarshalText(b []byte) error {
 	p, err := ParseUpstream(string(b))
