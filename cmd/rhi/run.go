@@ -96,7 +96,7 @@ func openLogs(cfg *config.Config, debug bool, stderr io.Writer) (*logfile.Logs, 
 	}
 	_, journal := stderr.(*logfile.PriorityWriter)
 	logs, err := logfile.New(logfile.Options{MainPath: cfg.MainLog, ErrorPath: cfg.ErrorLog, Debug: debug,
-		Format: cfg.LogFormat, Stderr: stderr, Journal: journal})
+		Format: string(cfg.LogFormat), Stderr: stderr, Journal: journal})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // TestControlSteersPolls runs the fake API as the lab does and checks that
@@ -34,32 +35,32 @@ func TestControlSteersPolls(t *testing.T) {
 		}
 	}()
 	c := NewClient(sock)
-	api := apisix.Ref{Type: "upstreams", ID: "api"}
+	api := health.Ref{Type: "upstreams", ID: "api"}
 	waitUp(t, c)
 
 	steps := []struct {
 		name string
 		do   func() error
-		want apisix.Verdict
+		want health.Verdict
 	}{
-		{"healthy", func() error { return c.SetNodes(api, 2, "healthy") }, apisix.Up},
-		{"unhealthy", func() error { return c.SetStatus(api, "unhealthy") }, apisix.Down},
-		{"v2 healthy", func() error { return c.SetFormat(api, "v2", 1, "healthy") }, apisix.Up},
-		{"no checker", func() error { return c.NoChecker(api) }, apisix.NoChecker},
-		{"gone", func() error { return c.Remove(api) }, apisix.NotFound},
-		{"500", func() error { c.SetNodes(api, 1, "healthy"); return c.Fault(apisix.Ref{}, "500") }, apisix.Failed},
-		{"cleared", func() error { return c.Fault(apisix.Ref{}, "none") }, apisix.Up},
+		{"healthy", func() error { return c.SetNodes(api, 2, "healthy") }, health.Up},
+		{"unhealthy", func() error { return c.SetStatus(api, "unhealthy") }, health.Down},
+		{"v2 healthy", func() error { return c.SetFormat(api, "v2", 1, "healthy") }, health.Up},
+		{"no checker", func() error { return c.NoChecker(api) }, health.NoChecker},
+		{"gone", func() error { return c.Remove(api) }, health.NotFound},
+		{"500", func() error { c.SetNodes(api, 1, "healthy"); return c.Fault(health.Ref{}, "500") }, health.Failed},
+		{"cleared", func() error { return c.Fault(health.Ref{}, "none") }, health.Up},
 	}
 	for _, s := range steps {
 		if err := s.do(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		const key = "/apisix/upstreams/api"
-		if got := cl.Poll(context.Background(), []string{key})[key].Verdict; got != s.want {
+		if got := cl.Poll(context.Background(), health.MustUpstreams(key))[key].Verdict; got != s.want {
 			t.Errorf("%s: verdict %v, want %v", s.name, got, s.want)
 		}
 	}
-	if err := c.Fault(apisix.Ref{}, "bogus"); err == nil {
+	if err := c.Fault(health.Ref{}, "bogus"); err == nil {
 		t.Error("unknown fault accepted")
 	}
 	// Requests counts the health requests served: one per Poll above, and
@@ -68,7 +69,7 @@ func TestControlSteersPolls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl.Poll(context.Background(), []string{"/apisix/upstreams/api"})
+	cl.Poll(context.Background(), health.MustUpstreams("/apisix/upstreams/api"))
 	if after, err := c.Requests(); err != nil || after != before+1 {
 		t.Errorf("requests went from %d to %d (%v), want +1", before, after, err)
 	}

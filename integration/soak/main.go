@@ -26,7 +26,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // labPrefix names the soak's namespaces, apart from the tests' and the
@@ -253,7 +253,7 @@ func (w *world) flap(ctx context.Context, rng *rand.Rand, o options) (int, error
 					continue
 				}
 				status := statuses[rng.IntN(len(statuses))]
-				ref, err := apisix.ParseRef(k)
+				ref, err := health.ParseRef(k)
 				if err != nil {
 					return changes, err
 				}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
 	"net"
 	"net/http"
@@ -129,35 +130,40 @@ func newHTTPClient(maxInFlight int) *http.Client {
 	}
 }
 
-// Poll reads the health of every key and returns one Result per distinct
-// key. Keys naming the same resource (repeated, or with different etcd
-// prefixes) are read once. All requests share one deadline: the client's
-// timeout, or ctx's if that comes first. A key that ParseRef rejects is
+// Poll reads the health of every upstream and returns one Result per
+// distinct key. Keys naming the same resource (repeated, or with different
+// etcd prefixes) are read once. The refs were parsed with the config, so a
+// poll parses no key; a Ref that Ref.Check rejects (one built by hand) is
 // Failed without a request.
+//
+// All requests share one deadline: the client's timeout, or ctx's if that
+// comes first. The client applies apisix_timeout here, and only here, so
+// that every caller (the daemon's tick, `rhi verify`'s fresh poll) gets the
+// same bound without arranging it; callers pass their own context only to
+// cancel (shutdown) or to shorten it.
 //
 // In ModeList (and ModeAuto when it picks the list) the resources the list
 // holds are answered from it and only the rest are fetched one by one; see
 // Mode for what happens when the list cannot be used.
-func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
+func (c *Client) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	snap := make(Snapshot, len(keys))
+	snap := make(health.Snapshot, len(ups))
 	var jobs []job
-	jobOf := make(map[Ref]int, len(keys))
-	keyJob := make([]int, len(keys)) // index into jobs, -1 when the key is invalid
-	for i, k := range keys {
-		ref, err := ParseRef(k)
-		if err != nil {
+	jobOf := make(map[health.Ref]int, len(ups))
+	keyJob := make([]int, len(ups)) // index into jobs, -1 when the ref is invalid
+	for i, u := range ups {
+		if err := u.Ref.Check(); err != nil {
 			keyJob[i] = -1
-			snap[k] = Result{Verdict: Failed, Err: fmt.Errorf("key %q: %w", k, err)}
+			snap[u.Key] = health.Result{Verdict: health.Failed, Err: fmt.Errorf("key %q: %w", u.Key, err)}
 			continue
 		}
-		j, ok := jobOf[ref]
+		j, ok := jobOf[u.Ref]
 		if !ok {
 			j = len(jobs)
-			jobOf[ref] = j
-			jobs = append(jobs, job{ref: ref})
+			jobOf[u.Ref] = j
+			jobs = append(jobs, job{ref: u.Ref})
 		}
 		keyJob[i] = j
 	}
@@ -170,9 +176,9 @@ func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
 	}
 	c.fetchEach(ctx, jobs)
 
-	for i, k := range keys {
+	for i, u := range ups {
 		if j := keyJob[i]; j >= 0 {
-			snap[k] = jobs[j].res
+			snap[u.Key] = jobs[j].res
 		}
 	}
 	return snap
@@ -187,8 +193,8 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // job is one distinct resource of a poll and what was learned about it.
 type job struct {
-	ref  Ref
-	res  Result
+	ref  health.Ref
+	res  health.Result
 	done bool // answered by the list
 }
 
@@ -220,7 +226,7 @@ func (c *Client) fetchEach(ctx context.Context, jobs []job) {
 }
 
 // fetch reads one resource's health checker.
-func (c *Client) fetch(ctx context.Context, ref Ref) Result {
+func (c *Client) fetch(ctx context.Context, ref health.Ref) health.Result {
 	path := ref.Path()
 	r := c.get(ctx, path)
 	if r.Err != nil {
@@ -229,7 +235,7 @@ func (c *Client) fetch(ctx context.Context, ref Ref) Result {
 	return r
 }
 
-func (c *Client) get(ctx context.Context, path string) Result {
+func (c *Client) get(ctx context.Context, path string) health.Result {
 	a, err := c.do(ctx, path, c.maxBody)
 	if err != nil {
 		return failed(err)

@@ -19,11 +19,27 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 type got struct {
-	Verdict        apisix.Verdict
+	Verdict        health.Verdict
 	Healthy, Total int
+}
+
+// ups turns keys into what Poll takes, splitting off the last two segments
+// as the Ref without checking them, as a caller building Upstreams by hand
+// might: Poll itself must refuse a bad one.
+func ups(keys ...string) []health.Upstream {
+	out := make([]health.Upstream, len(keys))
+	for i, k := range keys {
+		out[i].Key = k
+		if j := strings.LastIndexByte(k, '/'); j > 0 {
+			typ := k[:j]
+			out[i].Ref = health.Ref{Type: typ[strings.LastIndexByte(typ, '/')+1:], ID: k[j+1:]}
+		}
+	}
+	return out
 }
 
 func newClient(t testing.TB, url string, opts apisix.Options) *apisix.Client {
@@ -56,48 +72,48 @@ func TestPollFixtures(t *testing.T) {
 		wrap   int
 		want   got
 	}{
-		{"v3-upstream-all-healthy.json", 200, asIs, got{apisix.Up, 2, 2}},
-		{"v3-upstream-mixed.json", 200, asIs, got{apisix.Up, 1, 2}},
-		{"v3-upstream-all-unhealthy.json", 200, asIs, got{apisix.Down, 0, 2}},
-		{"v3-mostly-healthy.json", 200, asIs, got{apisix.Up, 1, 2}},
-		{"v3-mostly-unhealthy.json", 200, asIs, got{apisix.Down, 0, 2}},
-		{"v3-upstream-no-checker-yet.json", 200, asIs, got{apisix.NoChecker, 0, 0}},
-		{"v3-route-inline-yaml-mode.json", 200, asIs, got{apisix.Up, 1, 2}},
-		{"v3-service-active-port-override.json", 200, asIs, got{apisix.Down, 0, 1}},
-		{"v3-stream-route.json", 200, asIs, got{apisix.Up, 1, 1}},
-		{"v3.3-upstream-mixed-no-hostname.json", 200, asIs, got{apisix.Up, 1, 2}},
-		{"v3-upstream-pending-purge.json", 200, asIs, got{apisix.Up, 1, 1}},
-		{"v2-upstream-all-healthy.json", 200, asIs, got{apisix.Up, 2, 2}},
-		{"v2-upstream-mixed.json", 200, asIs, got{apisix.Up, 1, 2}},
-		{"v2-upstream-all-unhealthy.json", 200, asIs, got{apisix.Down, 0, 2}},
-		{"t-2.15.3-control-healthcheck-TEST1-upstreams-1.json", 200, asIs, got{apisix.Up, 1, 2}},
-		{"t-2.15.3-control-healthcheck-TEST3-services-1.json", 200, asIs, got{apisix.Down, 0, 2}},
-		{"t-3.18.0-control-healthcheck-TEST2-routes-1.json", 200, asIs, got{apisix.Up, 1, 2}},
-		{"t-3.18.0-control-healthcheck-TEST3-services-1.json", 200, asIs, got{apisix.Down, 0, 1}},
-		{"t-3.18.0-control-healthcheck-TEST7-routes-1-passive.json", 200, asIs, got{apisix.Down, 0, 2}},
-		{"error-404-no-checker.json", 404, asIs, got{apisix.NoChecker, 0, 0}},
-		{"error-404-not-found.json", 404, asIs, got{apisix.NotFound, 0, 0}},
-		{"t-3.18.0-control-healthcheck-TEST5-404.json", 404, asIs, got{apisix.NotFound, 0, 0}},
-		{"error-404-missing-src-id.json", 404, asIs, got{apisix.Failed, 0, 0}},
-		{"error-400-invalid-src-type.json", 400, asIs, got{apisix.Failed, 0, 0}},
-		{"t-3.18.0-control-healthcheck-TEST6-400.json", 400, asIs, got{apisix.Failed, 0, 0}},
-		{"v2-list-all.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"v2-list-empty.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"v3-list-all.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"v3-list-empty.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"t-2.15.3-control-healthcheck-TEST2-list.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"t-3.18.0-control-healthcheck-TEST2-list.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"t-3.18.0-control-healthcheck-TEST3-list.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"t-3.18.0-control-healthcheck-TEST4-list-no-checkers.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"t-3.18.0-stream-node-control-api-healthcheck-list.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"t-3.18.0-control-healthcheck-TEST1-upstreams-1-nodes-only.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"t-3.18.0-control-healthcheck-TEST1-upstreams-1-nodes-only.json", 200, wrapV3, got{apisix.Up, 1, 2}},
-		{"t-3.3.0-control-healthcheck-TEST1-upstreams-1-nodes-only.json", 200, asIs, got{apisix.Failed, 0, 0}},
-		{"t-3.3.0-control-healthcheck-TEST1-upstreams-1-nodes-only.json", 200, wrapV3, got{apisix.Up, 1, 2}},
-		{"t-2.15.3-control-healthcheck-TEST7-healthy-nodes-only.json", 200, asIs, got{apisix.Failed, 0, 0}},
+		{"v3-upstream-all-healthy.json", 200, asIs, got{health.Up, 2, 2}},
+		{"v3-upstream-mixed.json", 200, asIs, got{health.Up, 1, 2}},
+		{"v3-upstream-all-unhealthy.json", 200, asIs, got{health.Down, 0, 2}},
+		{"v3-mostly-healthy.json", 200, asIs, got{health.Up, 1, 2}},
+		{"v3-mostly-unhealthy.json", 200, asIs, got{health.Down, 0, 2}},
+		{"v3-upstream-no-checker-yet.json", 200, asIs, got{health.NoChecker, 0, 0}},
+		{"v3-route-inline-yaml-mode.json", 200, asIs, got{health.Up, 1, 2}},
+		{"v3-service-active-port-override.json", 200, asIs, got{health.Down, 0, 1}},
+		{"v3-stream-route.json", 200, asIs, got{health.Up, 1, 1}},
+		{"v3.3-upstream-mixed-no-hostname.json", 200, asIs, got{health.Up, 1, 2}},
+		{"v3-upstream-pending-purge.json", 200, asIs, got{health.Up, 1, 1}},
+		{"v2-upstream-all-healthy.json", 200, asIs, got{health.Up, 2, 2}},
+		{"v2-upstream-mixed.json", 200, asIs, got{health.Up, 1, 2}},
+		{"v2-upstream-all-unhealthy.json", 200, asIs, got{health.Down, 0, 2}},
+		{"t-2.15.3-control-healthcheck-TEST1-upstreams-1.json", 200, asIs, got{health.Up, 1, 2}},
+		{"t-2.15.3-control-healthcheck-TEST3-services-1.json", 200, asIs, got{health.Down, 0, 2}},
+		{"t-3.18.0-control-healthcheck-TEST2-routes-1.json", 200, asIs, got{health.Up, 1, 2}},
+		{"t-3.18.0-control-healthcheck-TEST3-services-1.json", 200, asIs, got{health.Down, 0, 1}},
+		{"t-3.18.0-control-healthcheck-TEST7-routes-1-passive.json", 200, asIs, got{health.Down, 0, 2}},
+		{"error-404-no-checker.json", 404, asIs, got{health.NoChecker, 0, 0}},
+		{"error-404-not-found.json", 404, asIs, got{health.NotFound, 0, 0}},
+		{"t-3.18.0-control-healthcheck-TEST5-404.json", 404, asIs, got{health.NotFound, 0, 0}},
+		{"error-404-missing-src-id.json", 404, asIs, got{health.Failed, 0, 0}},
+		{"error-400-invalid-src-type.json", 400, asIs, got{health.Failed, 0, 0}},
+		{"t-3.18.0-control-healthcheck-TEST6-400.json", 400, asIs, got{health.Failed, 0, 0}},
+		{"v2-list-all.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"v2-list-empty.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"v3-list-all.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"v3-list-empty.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"t-2.15.3-control-healthcheck-TEST2-list.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"t-3.18.0-control-healthcheck-TEST2-list.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"t-3.18.0-control-healthcheck-TEST3-list.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"t-3.18.0-control-healthcheck-TEST4-list-no-checkers.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"t-3.18.0-stream-node-control-api-healthcheck-list.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"t-3.18.0-control-healthcheck-TEST1-upstreams-1-nodes-only.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"t-3.18.0-control-healthcheck-TEST1-upstreams-1-nodes-only.json", 200, wrapV3, got{health.Up, 1, 2}},
+		{"t-3.3.0-control-healthcheck-TEST1-upstreams-1-nodes-only.json", 200, asIs, got{health.Failed, 0, 0}},
+		{"t-3.3.0-control-healthcheck-TEST1-upstreams-1-nodes-only.json", 200, wrapV3, got{health.Up, 1, 2}},
+		{"t-2.15.3-control-healthcheck-TEST7-healthy-nodes-only.json", 200, asIs, got{health.Failed, 0, 0}},
 		// TEST 7 prints healthy_nodes after one TCP failure: both nodes
 		// are still listed as healthy (mostly_healthy).
-		{"t-2.15.3-control-healthcheck-TEST7-healthy-nodes-only.json", 200, wrapV2, got{apisix.Up, 2, 2}},
+		{"t-2.15.3-control-healthcheck-TEST7-healthy-nodes-only.json", 200, wrapV2, got{health.Up, 2, 2}},
 	}
 
 	// Every fixture must be in the table, so a new one cannot be skipped.
@@ -148,7 +164,7 @@ func TestPollFixtures(t *testing.T) {
 	}))
 	defer ts.Close()
 
-	snap := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), keys)
+	snap := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), ups(keys...))
 	for i, tt := range tests {
 		name := tt.file
 		if tt.wrap != asIs {
@@ -162,14 +178,14 @@ func TestPollFixtures(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got{r.Verdict, r.Healthy, r.Total}); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s\nerr: %v", diff, r.Err)
 			}
-			if wantErr := tt.want.Verdict != apisix.Up && tt.want.Verdict != apisix.Down; (r.Err != nil) != wantErr {
+			if wantErr := tt.want.Verdict != health.Up && tt.want.Verdict != health.Down; (r.Err != nil) != wantErr {
 				t.Errorf("err = %v, want an error: %v", r.Err, wantErr)
 			}
 		})
 	}
 }
 
-var api = apisix.Ref{Type: "upstreams", ID: "api"}
+var api = health.Ref{Type: "upstreams", ID: "api"}
 
 const apiKey = "/apisix/upstreams/api"
 
@@ -206,8 +222,8 @@ func TestPollFaults(t *testing.T) {
 			healthyAPI(srv)
 			srv.SetFault(api, tt.fault)
 
-			r := newClient(t, ts.URL, apisix.Options{Timeout: tt.timeout}).Poll(context.Background(), []string{apiKey})[apiKey]
-			if r.Verdict != apisix.Failed || !tt.check(r.Err) {
+			r := newClient(t, ts.URL, apisix.Options{Timeout: tt.timeout}).Poll(context.Background(), ups(apiKey))[apiKey]
+			if r.Verdict != health.Failed || !tt.check(r.Err) {
 				t.Errorf("got %v, err %v", r.Verdict, r.Err)
 			}
 		})
@@ -224,24 +240,24 @@ func TestPollGlobalFault(t *testing.T) {
 	ts := srv.Start()
 	defer srv.Close()
 	healthyAPI(srv)
-	web := apisix.Ref{Type: "services", ID: "web"}
+	web := health.Ref{Type: "services", ID: "web"}
 	srv.SetNodes(web, apisixtest.Node{IP: "10.0.1.1", Port: 80, Status: apisixtest.Unhealthy})
 	c := newClient(t, ts.URL, apisix.Options{})
 	keys := []string{apiKey, "/apisix/services/web"}
 
-	verdicts := func() map[string]apisix.Verdict {
-		m := map[string]apisix.Verdict{}
-		for k, r := range c.Poll(context.Background(), keys) {
+	verdicts := func() map[string]health.Verdict {
+		m := map[string]health.Verdict{}
+		for k, r := range c.Poll(context.Background(), ups(keys...)) {
 			m[k] = r.Verdict
 		}
 		return m
 	}
 	srv.SetGlobalFault(apisixtest.Status503)
-	if diff := cmp.Diff(map[string]apisix.Verdict{apiKey: apisix.Failed, "/apisix/services/web": apisix.Failed}, verdicts()); diff != "" {
+	if diff := cmp.Diff(map[string]health.Verdict{apiKey: health.Failed, "/apisix/services/web": health.Failed}, verdicts()); diff != "" {
 		t.Errorf("with global fault (-want +got):\n%s", diff)
 	}
 	srv.SetGlobalFault(apisixtest.NoFault)
-	if diff := cmp.Diff(map[string]apisix.Verdict{apiKey: apisix.Up, "/apisix/services/web": apisix.Down}, verdicts()); diff != "" {
+	if diff := cmp.Diff(map[string]health.Verdict{apiKey: health.Up, "/apisix/services/web": health.Down}, verdicts()); diff != "" {
 		t.Errorf("after clearing (-want +got):\n%s", diff)
 	}
 }
@@ -256,7 +272,7 @@ func TestPollSequence(t *testing.T) {
 			defer srv.Close()
 			c := newClient(t, ts.URL, apisix.Options{})
 			poll := func() got {
-				r := c.Poll(context.Background(), []string{apiKey})[apiKey]
+				r := c.Poll(context.Background(), ups(apiKey))[apiKey]
 				return got{r.Verdict, r.Healthy, r.Total}
 			}
 			steps := []struct {
@@ -264,15 +280,15 @@ func TestPollSequence(t *testing.T) {
 				change func() error
 				want   got
 			}{
-				{"absent", func() error { return nil }, got{apisix.NotFound, 0, 0}},
-				{"no checker", func() error { srv.NoChecker(api); return srv.SetFormat(api, format) }, got{apisix.NoChecker, 0, 0}},
-				{"checker without nodes yet", func() error { srv.SetNodes(api); return nil }, got{apisix.NoChecker, 0, 0}},
-				{"one of two healthy", func() error { healthyAPI(srv); return nil }, got{apisix.Up, 1, 2}},
-				{"all unhealthy", func() error { return srv.SetAllStatus(api, apisixtest.Unhealthy) }, got{apisix.Down, 0, 2}},
-				{"mostly unhealthy", func() error { return srv.SetStatus(api, 1, apisixtest.MostlyUnhealthy) }, got{apisix.Down, 0, 2}},
-				{"unknown status", func() error { return srv.SetStatus(api, 0, "checking") }, got{apisix.Down, 0, 2}},
-				{"mostly healthy", func() error { return srv.SetStatus(api, 1, apisixtest.MostlyHealthy) }, got{apisix.Up, 1, 2}},
-				{"removed", func() error { srv.Remove(api); return nil }, got{apisix.NotFound, 0, 0}},
+				{"absent", func() error { return nil }, got{health.NotFound, 0, 0}},
+				{"no checker", func() error { srv.NoChecker(api); return srv.SetFormat(api, format) }, got{health.NoChecker, 0, 0}},
+				{"checker without nodes yet", func() error { srv.SetNodes(api); return nil }, got{health.NoChecker, 0, 0}},
+				{"one of two healthy", func() error { healthyAPI(srv); return nil }, got{health.Up, 1, 2}},
+				{"all unhealthy", func() error { return srv.SetAllStatus(api, apisixtest.Unhealthy) }, got{health.Down, 0, 2}},
+				{"mostly unhealthy", func() error { return srv.SetStatus(api, 1, apisixtest.MostlyUnhealthy) }, got{health.Down, 0, 2}},
+				{"unknown status", func() error { return srv.SetStatus(api, 0, "checking") }, got{health.Down, 0, 2}},
+				{"mostly healthy", func() error { return srv.SetStatus(api, 1, apisixtest.MostlyHealthy) }, got{health.Up, 1, 2}},
+				{"removed", func() error { srv.Remove(api); return nil }, got{health.NotFound, 0, 0}},
 			}
 			for _, s := range steps {
 				if err := s.change(); err != nil {
@@ -296,11 +312,11 @@ func TestPollPurging(t *testing.T) {
 		apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Unhealthy},
 		apisixtest.Node{IP: "10.0.0.3", Port: 80, Status: apisixtest.Healthy, Purging: true})
 	c := newClient(t, ts.URL, apisix.Options{})
-	if r := c.Poll(context.Background(), []string{apiKey})[apiKey]; r.Verdict != apisix.Down || r.Total != 1 {
+	if r := c.Poll(context.Background(), ups(apiKey))[apiKey]; r.Verdict != health.Down || r.Total != 1 {
 		t.Errorf("got %v %d/%d, want down 0/1", r.Verdict, r.Healthy, r.Total)
 	}
 	srv.SetNodes(api, apisixtest.Node{IP: "10.0.0.3", Port: 80, Status: apisixtest.Healthy, Purging: true})
-	if r := c.Poll(context.Background(), []string{apiKey})[apiKey]; r.Verdict != apisix.NoChecker {
+	if r := c.Poll(context.Background(), ups(apiKey))[apiKey]; r.Verdict != health.NoChecker {
 		t.Errorf("got %v, want no checker", r.Verdict)
 	}
 }
@@ -312,8 +328,8 @@ func TestPollRefused(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	r := newClient(t, "http://"+addr, apisix.Options{}).Poll(context.Background(), []string{apiKey})[apiKey]
-	if r.Verdict != apisix.Failed || !errors.Is(r.Err, syscall.ECONNREFUSED) {
+	r := newClient(t, "http://"+addr, apisix.Options{}).Poll(context.Background(), ups(apiKey))[apiKey]
+	if r.Verdict != health.Failed || !errors.Is(r.Err, syscall.ECONNREFUSED) {
 		t.Errorf("got %v, err %v; want failed, connection refused", r.Verdict, r.Err)
 	}
 	if want := "GET /v1/healthcheck/upstreams/api: "; r.Err == nil || !strings.HasPrefix(r.Err.Error(), want) {
@@ -329,8 +345,8 @@ func TestPollCallerContext(t *testing.T) {
 	healthyAPI(srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := newClient(t, ts.URL, apisix.Options{}).Poll(ctx, []string{apiKey})[apiKey]
-	if r.Verdict != apisix.Failed || !errors.Is(r.Err, context.Canceled) {
+	r := newClient(t, ts.URL, apisix.Options{}).Poll(ctx, ups(apiKey))[apiKey]
+	if r.Verdict != health.Failed || !errors.Is(r.Err, context.Canceled) {
 		t.Errorf("got %v, err %v; want failed, canceled", r.Verdict, r.Err)
 	}
 }
@@ -343,19 +359,19 @@ func TestPollFetchesEachResourceOnce(t *testing.T) {
 	ts := srv.Start()
 	defer srv.Close()
 	healthyAPI(srv)
-	web := apisix.Ref{Type: "services", ID: "web"}
+	web := health.Ref{Type: "services", ID: "web"}
 	srv.SetNodes(web, apisixtest.Node{IP: "10.0.1.1", Port: 80, Status: apisixtest.Unhealthy})
 
 	keys := []string{apiKey, "/apisix/services/web", apiKey, "/upstreams/api", "/custom/prefix/upstreams/api",
 		"/apisix/upstreams/", "/apisix/upstream/api", "/apisix/upstreams/.."}
-	snap := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), keys)
+	snap := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), ups(keys...))
 
-	want := map[string]apisix.Verdict{
-		apiKey: apisix.Up, "/upstreams/api": apisix.Up, "/custom/prefix/upstreams/api": apisix.Up,
-		"/apisix/services/web": apisix.Down,
-		"/apisix/upstreams/":   apisix.Failed, "/apisix/upstream/api": apisix.Failed, "/apisix/upstreams/..": apisix.Failed,
+	want := map[string]health.Verdict{
+		apiKey: health.Up, "/upstreams/api": health.Up, "/custom/prefix/upstreams/api": health.Up,
+		"/apisix/services/web": health.Down,
+		"/apisix/upstreams/":   health.Failed, "/apisix/upstream/api": health.Failed, "/apisix/upstreams/..": health.Failed,
 	}
-	gotV := map[string]apisix.Verdict{}
+	gotV := map[string]health.Verdict{}
 	for k, r := range snap {
 		gotV[k] = r.Verdict
 	}
@@ -414,7 +430,7 @@ func TestPollConcurrency(t *testing.T) {
 	srv := apisixtest.New()
 	var keys []string
 	for i := range resources {
-		ref := apisix.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		ref := health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		srv.SetNodes(ref, apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy})
 		keys = append(keys, "/apisix/upstreams/"+ref.ID)
 	}
@@ -423,9 +439,9 @@ func TestPollConcurrency(t *testing.T) {
 	defer ts.Close()
 	defer srv.Close()
 
-	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: maxInFlight, Timeout: time.Minute}).Poll(context.Background(), keys)
+	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: maxInFlight, Timeout: time.Minute}).Poll(context.Background(), ups(keys...))
 	for _, k := range keys {
-		if r := snap[k]; r.Verdict != apisix.Up {
+		if r := snap[k]; r.Verdict != health.Up {
 			t.Errorf("%s: %v, err %v", k, r.Verdict, r.Err)
 		}
 	}
@@ -443,7 +459,7 @@ func TestPollKeepAlive(t *testing.T) {
 	srv := apisixtest.New()
 	var keys []string
 	for i := range 8 {
-		ref := apisix.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		ref := health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		keys = append(keys, "/apisix/upstreams/"+ref.ID)
 		switch i {
 		case 0:
@@ -472,7 +488,7 @@ func TestPollKeepAlive(t *testing.T) {
 
 	c := newClient(t, ts.URL, apisix.Options{})
 	for range polls {
-		c.Poll(context.Background(), keys)
+		c.Poll(context.Background(), ups(keys...))
 	}
 	if n := srv.Requests(); n != polls*len(keys) {
 		t.Fatalf("%d requests, want %d", n, polls*len(keys))
@@ -506,13 +522,13 @@ func TestPollRequest(t *testing.T) {
 		srv.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	ref := apisix.Ref{Type: "stream_routes", ID: "a.B-9_z"}
+	ref := health.Ref{Type: "stream_routes", ID: "a.B-9_z"}
 	srv.SetNodes(ref, apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy})
 
 	key := "/apisix/stream_routes/a.B-9_z"
 	// apisixtest answers HTML when Accept allows it, as APISIX 3.3+ does,
 	// so Up also shows the header was right.
-	if r := newClient(t, ts.URL+"/control/", apisix.Options{}).Poll(context.Background(), []string{key})[key]; r.Verdict != apisix.Up {
+	if r := newClient(t, ts.URL+"/control/", apisix.Options{}).Poll(context.Background(), ups(key))[key]; r.Verdict != health.Up {
 		t.Errorf("got %v, err %v", r.Verdict, r.Err)
 	}
 	want := []seen{{"GET", "/control/v1/healthcheck/stream_routes/a.B-9_z", "application/json"}}
@@ -535,8 +551,8 @@ func TestPollDoesNotFollowRedirects(t *testing.T) {
 		srv.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	r := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), []string{apiKey})[apiKey]
-	if r.Verdict != apisix.Failed || r.Err == nil || r.Err.Error() != "GET /v1/healthcheck/upstreams/api: HTTP 302" {
+	r := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), ups(apiKey))[apiKey]
+	if r.Verdict != health.Failed || r.Err == nil || r.Err.Error() != "GET /v1/healthcheck/upstreams/api: HTTP 302" {
 		t.Errorf("got %v, err %v", r.Verdict, r.Err)
 	}
 }
@@ -558,10 +574,10 @@ func TestPollBodyLimit(t *testing.T) {
 		}))
 		for _, limit := range []int{len(body), len(body) - 1} {
 			t.Run(fmt.Sprintf("chunked %v limit %d", chunked, limit), func(t *testing.T) {
-				r := newClient(t, ts.URL, apisix.Options{MaxBodyBytes: int64(limit)}).Poll(context.Background(), []string{apiKey})[apiKey]
-				want := apisix.Up
+				r := newClient(t, ts.URL, apisix.Options{MaxBodyBytes: int64(limit)}).Poll(context.Background(), ups(apiKey))[apiKey]
+				want := health.Up
 				if limit < len(body) {
-					want = apisix.Failed
+					want = health.Failed
 				}
 				if r.Verdict != want {
 					t.Errorf("got %v, err %v; want %v", r.Verdict, r.Err, want)
@@ -606,7 +622,7 @@ func BenchmarkPoll1000(b *testing.B) {
 	defer srv.Close()
 	keys := make([]string, 1000)
 	for i := range keys {
-		ref := apisix.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		ref := health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		srv.SetNodes(ref,
 			apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy},
 			apisixtest.Node{IP: "10.0.0.2", Port: 80, Status: apisixtest.Unhealthy},
@@ -616,8 +632,8 @@ func BenchmarkPoll1000(b *testing.B) {
 	c := newClient(b, ts.URL, apisix.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
-		snap := c.Poll(context.Background(), keys)
-		if r := snap[keys[999]]; r.Verdict != apisix.Up {
+		snap := c.Poll(context.Background(), ups(keys...))
+		if r := snap[keys[999]]; r.Verdict != health.Up {
 			b.Fatalf("got %v, err %v", r.Verdict, r.Err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"net/http"
 	"strings"
 )
@@ -71,7 +72,7 @@ func readHealthBody(w *walker) (healthBody, error) {
 
 // classify turns one HTTP answer into a Result. The error it carries does not
 // name the request; the caller adds that.
-func classify(status int, contentType string, body []byte) Result {
+func classify(status int, contentType string, body []byte) health.Result {
 	switch status {
 	case http.StatusOK:
 		if isHTML(contentType) {
@@ -91,15 +92,15 @@ func classify(status int, contentType string, body []byte) Result {
 // classifyNotFound tells APISIX's two meaningful 404s ("no checker for
 // upstreams[api]", "upstreams[api] not found") from every other 404: a
 // missing src id, nginx's HTML page for an unknown path, a proxy's page.
-func classifyNotFound(contentType string, body []byte) Result {
+func classifyNotFound(contentType string, body []byte) health.Result {
 	msg, ok := errorMessage(contentType, body)
 	switch {
 	case !ok:
 		return failed(fmt.Errorf("HTTP 404 without an APISIX error body (content type %q)", contentType))
 	case strings.HasPrefix(msg, "no checker for "):
-		return Result{Verdict: NoChecker, Err: fmt.Errorf("HTTP 404: %q", short(msg))}
+		return health.Result{Verdict: health.NoChecker, Err: fmt.Errorf("HTTP 404: %q", short(msg))}
 	case strings.HasSuffix(msg, " not found"):
-		return Result{Verdict: NotFound, Err: fmt.Errorf("HTTP 404: %q", short(msg))}
+		return health.Result{Verdict: health.NotFound, Err: fmt.Errorf("HTTP 404: %q", short(msg))}
 	default:
 		return failed(fmt.Errorf("HTTP 404: %q", short(msg)))
 	}
@@ -140,7 +141,7 @@ func short(s string) string {
 // decodeHealth reads a 200 body of either format. A body is read in one
 // format only: one that carries keys of both is Failed, since which rules
 // apply is then a guess.
-func decodeHealth(body []byte) Result {
+func decodeHealth(body []byte) health.Result {
 	b := trimJSONSpace(body)
 	if !json.Valid(b) {
 		var v any
@@ -203,8 +204,8 @@ func readNode(w *walker, obj bool) (node, error) {
 // decodeV3 applies the 3.3+ rules: purging nodes are ignored, a node is
 // healthy when APISIX still sends it traffic, and no node at all means the
 // checker has not been created yet.
-func decodeV3(raw []byte) Result {
-	var r Result
+func decodeV3(raw []byte) health.Result {
+	var r health.Result
 	err := nodeList(raw, "nodes", func(w *walker, obj bool) error {
 		n, err := readNode(w, obj)
 		if err != nil || n.purging {
@@ -221,18 +222,18 @@ func decodeV3(raw []byte) Result {
 	}
 	switch {
 	case r.Total == 0:
-		r.Verdict, r.Err = NoChecker, errors.New("empty node list")
+		r.Verdict, r.Err = health.NoChecker, errors.New("empty node list")
 	case r.Healthy > 0:
-		r.Verdict = Up
+		r.Verdict = health.Up
 	default:
-		r.Verdict = Down
+		r.Verdict = health.Down
 	}
 	return r
 }
 
 // decodeV2 applies the 2.x–3.2 rules: healthy_nodes already holds the nodes
 // APISIX sends traffic to (healthy and mostly_healthy alike).
-func decodeV2(h *healthBody) Result {
+func decodeV2(h *healthBody) health.Result {
 	// Only the count matters, but each node must be an object (or null,
 	// as Unmarshal into a slice always allowed) without 3.3+ keys.
 	count := func(raw []byte, field string) (int, error) {
@@ -256,14 +257,14 @@ func decodeV2(h *healthBody) Result {
 	if err != nil {
 		return failed(err)
 	}
-	r := Result{Healthy: healthy, Total: max(nodes, healthy)}
+	r := health.Result{Healthy: healthy, Total: max(nodes, healthy)}
 	switch {
 	case healthy > 0:
-		r.Verdict = Up
+		r.Verdict = health.Up
 	case nodes == 0:
-		r.Verdict, r.Err = NoChecker, errors.New("empty node list")
+		r.Verdict, r.Err = health.NoChecker, errors.New("empty node list")
 	default:
-		r.Verdict = Down
+		r.Verdict = health.Down
 	}
 	return r
 }
@@ -297,7 +298,7 @@ func isHTML(contentType string) bool {
 	return strings.EqualFold(strings.TrimSpace(mt), "text/html")
 }
 
-func failed(err error) Result { return Result{Verdict: Failed, Err: err} }
+func failed(err error) health.Result { return health.Result{Verdict: health.Failed, Err: err} }
 
 // trimJSONSpace drops the whitespace JSON allows around a value. Not
 // bytes.TrimSpace: it also drops \f, \v and Unicode spaces, which would let

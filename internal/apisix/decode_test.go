@@ -2,6 +2,7 @@ package apisix
 
 import (
 	"encoding/json"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +14,12 @@ import (
 // got is what the decode tests compare: the verdict, the counts, and
 // whether an error was reported.
 type got struct {
-	Verdict        Verdict
+	Verdict        health.Verdict
 	Healthy, Total int
 	Err            bool
 }
 
-func summary(r Result) got {
+func summary(r health.Result) got {
 	return got{Verdict: r.Verdict, Healthy: r.Healthy, Total: r.Total, Err: r.Err != nil}
 }
 
@@ -39,88 +40,88 @@ func TestClassify(t *testing.T) {
 		want   got
 	}{
 		// Empty lists, every spelling.
-		{"v3 nodes {}", 200, jsonCT, v3(`{}`), got{NoChecker, 0, 0, true}},
-		{"v3 nodes { } with space", 200, jsonCT, v3("{ \n}"), got{NoChecker, 0, 0, true}},
-		{"v3 nodes []", 200, jsonCT, v3(`[]`), got{NoChecker, 0, 0, true}},
-		{"v3 nodes null", 200, jsonCT, v3(`null`), got{NoChecker, 0, 0, true}},
-		{"v3 nodes missing", 200, jsonCT, `{"name":"/upstreams/api","type":"http"}`, got{NoChecker, 0, 0, true}},
+		{"v3 nodes {}", 200, jsonCT, v3(`{}`), got{health.NoChecker, 0, 0, true}},
+		{"v3 nodes { } with space", 200, jsonCT, v3("{ \n}"), got{health.NoChecker, 0, 0, true}},
+		{"v3 nodes []", 200, jsonCT, v3(`[]`), got{health.NoChecker, 0, 0, true}},
+		{"v3 nodes null", 200, jsonCT, v3(`null`), got{health.NoChecker, 0, 0, true}},
+		{"v3 nodes missing", 200, jsonCT, `{"name":"/upstreams/api","type":"http"}`, got{health.NoChecker, 0, 0, true}},
 		// Statuses.
-		{"healthy", 200, jsonCT, v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},
-		{"mostly_healthy counts", 200, jsonCT, v3(`[` + n("mostly_healthy") + `]`), got{Up, 1, 1, false}},
-		{"mostly_unhealthy does not", 200, jsonCT, v3(`[` + n("mostly_unhealthy") + `]`), got{Down, 0, 1, false}},
+		{"healthy", 200, jsonCT, v3(`[` + n("healthy") + `]`), got{health.Up, 1, 1, false}},
+		{"mostly_healthy counts", 200, jsonCT, v3(`[` + n("mostly_healthy") + `]`), got{health.Up, 1, 1, false}},
+		{"mostly_unhealthy does not", 200, jsonCT, v3(`[` + n("mostly_unhealthy") + `]`), got{health.Down, 0, 1, false}},
 		{"unknown statuses are not healthy", 200, jsonCT,
-			v3(`[` + n("HEALTHY") + `,` + n("") + `,` + n("up") + `,{"ip":"10.0.0.2","port":80}]`), got{Down, 0, 4, false}},
-		{"escaped status still healthy", 200, jsonCT, v3(`[{"status":"health\u0079"}]`), got{Up, 1, 1, false}},
+			v3(`[` + n("HEALTHY") + `,` + n("") + `,` + n("up") + `,{"ip":"10.0.0.2","port":80}]`), got{health.Down, 0, 4, false}},
+		{"escaped status still healthy", 200, jsonCT, v3(`[{"status":"health\u0079"}]`), got{health.Up, 1, 1, false}},
 		// Purging nodes.
 		{"purging node ignored", 200, jsonCT,
-			v3(`[{"status":"unhealthy"},{"status":"healthy","purge_time":1767225610.532}]`), got{Down, 0, 1, false}},
-		{"only purging nodes", 200, jsonCT, v3(`[{"status":"healthy","purge_time":1}]`), got{NoChecker, 0, 0, true}},
-		{"purge_time null is not purging", 200, jsonCT, v3(`[{"status":"healthy","purge_time":null}]`), got{Up, 1, 1, false}},
+			v3(`[{"status":"unhealthy"},{"status":"healthy","purge_time":1767225610.532}]`), got{health.Down, 0, 1, false}},
+		{"only purging nodes", 200, jsonCT, v3(`[{"status":"healthy","purge_time":1}]`), got{health.NoChecker, 0, 0, true}},
+		{"purge_time null is not purging", 200, jsonCT, v3(`[{"status":"healthy","purge_time":null}]`), got{health.Up, 1, 1, false}},
 		// 2.x format.
 		{"v2 healthy_nodes []", 200, jsonCT,
-			`{"name":"upstream#/upstreams/1","src_type":"upstreams","src_id":"1","nodes":[{"host":"a"}],"healthy_nodes":[]}`, got{Down, 0, 1, false}},
+			`{"name":"upstream#/upstreams/1","src_type":"upstreams","src_id":"1","nodes":[{"host":"a"}],"healthy_nodes":[]}`, got{health.Down, 0, 1, false}},
 		{"v2 both empty", 200, jsonCT,
-			`{"name":"upstream#/upstreams/1","src_type":"upstreams","src_id":"1","nodes":{},"healthy_nodes":{}}`, got{NoChecker, 0, 0, true}},
+			`{"name":"upstream#/upstreams/1","src_type":"upstreams","src_id":"1","nodes":{},"healthy_nodes":{}}`, got{health.NoChecker, 0, 0, true}},
 		{"v2 detected by src_type alone", 200, jsonCT,
-			`{"name":"upstream#/upstreams/1","src_type":"upstreams","nodes":[{"host":"a"},{"host":"b"}]}`, got{Down, 0, 2, false}},
+			`{"name":"upstream#/upstreams/1","src_type":"upstreams","nodes":[{"host":"a"},{"host":"b"}]}`, got{health.Down, 0, 2, false}},
 		{"v2 detected by healthy_nodes alone", 200, jsonCT,
-			`{"name":"x","nodes":[{"host":"a"},{"host":"b"}],"healthy_nodes":[{"host":"b"}]}`, got{Up, 1, 2, false}},
-		{"v2 healthy_nodes a string", 200, jsonCT, `{"name":"x","src_type":"upstreams","nodes":[{}],"healthy_nodes":"a"}`, got{Failed, 0, 0, true}},
-		{"v2 node a number", 200, jsonCT, `{"name":"x","src_type":"upstreams","nodes":[1],"healthy_nodes":{}}`, got{Failed, 0, 0, true}},
+			`{"name":"x","nodes":[{"host":"a"},{"host":"b"}],"healthy_nodes":[{"host":"b"}]}`, got{health.Up, 1, 2, false}},
+		{"v2 healthy_nodes a string", 200, jsonCT, `{"name":"x","src_type":"upstreams","nodes":[{}],"healthy_nodes":"a"}`, got{health.Failed, 0, 0, true}},
+		{"v2 node a number", 200, jsonCT, `{"name":"x","src_type":"upstreams","nodes":[1],"healthy_nodes":{}}`, got{health.Failed, 0, 0, true}},
 		// Exact keys (issue 11): APISIX sends each key once, in lower case.
-		{"status in two cases", 200, jsonCT, v3(`[{"status":"unhealthy","STATUS":"healthy"}]`), got{Failed, 0, 0, true}},
-		{"status only in another case", 200, jsonCT, v3(`[{"Status":"healthy"}]`), got{Failed, 0, 0, true}},
-		{"status by Unicode folding", 200, jsonCT, v3(`[{"ſtatus":"healthy"}]`), got{Failed, 0, 0, true}},
-		{"status twice", 200, jsonCT, v3(`[{"status":"unhealthy","status":"healthy"}]`), got{Failed, 0, 0, true}},
-		{"purge_time twice", 200, jsonCT, v3(`[{"status":"healthy","purge_time":1,"purge_time":null}]`), got{Failed, 0, 0, true}},
-		{"NODES is not nodes", 200, jsonCT, `{"name":"x","type":"http","NODES":[{"status":"unhealthy"}]}`, got{Failed, 0, 0, true}},
-		{"nodes twice", 200, jsonCT, `{"name":"x","nodes":[{"status":"unhealthy"}],"nodes":[{"status":"healthy"}]}`, got{Failed, 0, 0, true}},
-		{"NAME is not name", 200, jsonCT, `{"NAME":"x","nodes":[{"status":"healthy"}]}`, got{Failed, 0, 0, true}},
-		{"unknown keys skipped", 200, jsonCT, `{"name":"x","weight":{"a":[1]},"nodes":[{"status":"healthy","extra":[{}]}],"checker_version":3}`, got{Up, 1, 1, false}},
+		{"status in two cases", 200, jsonCT, v3(`[{"status":"unhealthy","STATUS":"healthy"}]`), got{health.Failed, 0, 0, true}},
+		{"status only in another case", 200, jsonCT, v3(`[{"Status":"healthy"}]`), got{health.Failed, 0, 0, true}},
+		{"status by Unicode folding", 200, jsonCT, v3(`[{"ſtatus":"healthy"}]`), got{health.Failed, 0, 0, true}},
+		{"status twice", 200, jsonCT, v3(`[{"status":"unhealthy","status":"healthy"}]`), got{health.Failed, 0, 0, true}},
+		{"purge_time twice", 200, jsonCT, v3(`[{"status":"healthy","purge_time":1,"purge_time":null}]`), got{health.Failed, 0, 0, true}},
+		{"NODES is not nodes", 200, jsonCT, `{"name":"x","type":"http","NODES":[{"status":"unhealthy"}]}`, got{health.Failed, 0, 0, true}},
+		{"nodes twice", 200, jsonCT, `{"name":"x","nodes":[{"status":"unhealthy"}],"nodes":[{"status":"healthy"}]}`, got{health.Failed, 0, 0, true}},
+		{"NAME is not name", 200, jsonCT, `{"NAME":"x","nodes":[{"status":"healthy"}]}`, got{health.Failed, 0, 0, true}},
+		{"unknown keys skipped", 200, jsonCT, `{"name":"x","weight":{"a":[1]},"nodes":[{"status":"healthy","extra":[{}]}],"checker_version":3}`, got{health.Up, 1, 1, false}},
 		// One format per body (issue 11).
 		{"3.x body with a stray healthy_nodes", 200, jsonCT,
-			`{"name":"/apisix/upstreams/api","type":"http","nodes":[{"status":"unhealthy"}],"healthy_nodes":[{"host":"a"}]}`, got{Failed, 0, 0, true}},
+			`{"name":"/apisix/upstreams/api","type":"http","nodes":[{"status":"unhealthy"}],"healthy_nodes":[{"host":"a"}]}`, got{health.Failed, 0, 0, true}},
 		{"3.x nodes with a stray healthy_nodes", 200, jsonCT,
-			`{"name":"x","nodes":[{"ip":"10.0.0.1","status":"unhealthy"}],"healthy_nodes":[{}]}`, got{Failed, 0, 0, true}},
-		{"src_type with type", 200, jsonCT, `{"name":"x","src_type":"upstreams","type":"http","nodes":[{"host":"a"}],"healthy_nodes":[{"host":"a"}]}`, got{Failed, 0, 0, true}},
-		{"404 ERROR_MSG is not error_msg", 404, jsonCT, `{"ERROR_MSG":"upstreams[api] not found"}`, got{Failed, 0, 0, true}},
-		{"404 error_msg twice", 404, jsonCT, `{"error_msg":"no checker for upstreams[api]","error_msg":"upstreams[api] not found"}`, got{Failed, 0, 0, true}},
+			`{"name":"x","nodes":[{"ip":"10.0.0.1","status":"unhealthy"}],"healthy_nodes":[{}]}`, got{health.Failed, 0, 0, true}},
+		{"src_type with type", 200, jsonCT, `{"name":"x","src_type":"upstreams","type":"http","nodes":[{"host":"a"}],"healthy_nodes":[{"host":"a"}]}`, got{health.Failed, 0, 0, true}},
+		{"404 ERROR_MSG is not error_msg", 404, jsonCT, `{"ERROR_MSG":"upstreams[api] not found"}`, got{health.Failed, 0, 0, true}},
+		{"404 error_msg twice", 404, jsonCT, `{"error_msg":"no checker for upstreams[api]","error_msg":"upstreams[api] not found"}`, got{health.Failed, 0, 0, true}},
 		// Wrong shapes and broken JSON.
-		{"nodes a string", 200, jsonCT, v3(`"10.0.0.1"`), got{Failed, 0, 0, true}},
-		{"nodes a number", 200, jsonCT, v3(`3`), got{Failed, 0, 0, true}},
-		{"nodes a non-empty object", 200, jsonCT, v3(`{"10.0.0.1:80":"healthy"}`), got{Failed, 0, 0, true}},
-		{"node a number", 200, jsonCT, v3(`[1]`), got{Failed, 0, 0, true}},
-		{"status a number", 200, jsonCT, v3(`[{"status":1}]`), got{Failed, 0, 0, true}},
-		{"top-level array", 200, jsonCT, `[` + v3(`[]`) + `]`, got{Failed, 0, 0, true}},
-		{"top-level number", 200, jsonCT, `42`, got{Failed, 0, 0, true}},
-		{"top-level null", 200, jsonCT, `null`, got{Failed, 0, 0, true}},
-		{"top-level string", 200, jsonCT, `"ok"`, got{Failed, 0, 0, true}},
-		{"empty object has no name", 200, jsonCT, `{}`, got{Failed, 0, 0, true}},
-		{"name not a string", 200, jsonCT, `{"name":1,"nodes":[]}`, got{Failed, 0, 0, true}},
-		{"empty body", 200, jsonCT, ``, got{Failed, 0, 0, true}},
-		{"truncated", 200, jsonCT, v3(`[` + n("healthy"))[:40], got{Failed, 0, 0, true}},
-		{"trailing garbage", 200, jsonCT, v3(`[]`) + `}`, got{Failed, 0, 0, true}},
-		{"garbage", 200, jsonCT, "\x00\xffnot json", got{Failed, 0, 0, true}},
-		{"JSON whitespace around", 200, jsonCT, " \t\r\n" + v3(`[]`) + "\n", got{NoChecker, 0, 0, true}},
-		{"form feed is not JSON whitespace", 200, jsonCT, v3(`[]`) + "\f", got{Failed, 0, 0, true}},
+		{"nodes a string", 200, jsonCT, v3(`"10.0.0.1"`), got{health.Failed, 0, 0, true}},
+		{"nodes a number", 200, jsonCT, v3(`3`), got{health.Failed, 0, 0, true}},
+		{"nodes a non-empty object", 200, jsonCT, v3(`{"10.0.0.1:80":"healthy"}`), got{health.Failed, 0, 0, true}},
+		{"node a number", 200, jsonCT, v3(`[1]`), got{health.Failed, 0, 0, true}},
+		{"status a number", 200, jsonCT, v3(`[{"status":1}]`), got{health.Failed, 0, 0, true}},
+		{"top-level array", 200, jsonCT, `[` + v3(`[]`) + `]`, got{health.Failed, 0, 0, true}},
+		{"top-level number", 200, jsonCT, `42`, got{health.Failed, 0, 0, true}},
+		{"top-level null", 200, jsonCT, `null`, got{health.Failed, 0, 0, true}},
+		{"top-level string", 200, jsonCT, `"ok"`, got{health.Failed, 0, 0, true}},
+		{"empty object has no name", 200, jsonCT, `{}`, got{health.Failed, 0, 0, true}},
+		{"name not a string", 200, jsonCT, `{"name":1,"nodes":[]}`, got{health.Failed, 0, 0, true}},
+		{"empty body", 200, jsonCT, ``, got{health.Failed, 0, 0, true}},
+		{"truncated", 200, jsonCT, v3(`[` + n("healthy"))[:40], got{health.Failed, 0, 0, true}},
+		{"trailing garbage", 200, jsonCT, v3(`[]`) + `}`, got{health.Failed, 0, 0, true}},
+		{"garbage", 200, jsonCT, "\x00\xffnot json", got{health.Failed, 0, 0, true}},
+		{"JSON whitespace around", 200, jsonCT, " \t\r\n" + v3(`[]`) + "\n", got{health.NoChecker, 0, 0, true}},
+		{"form feed is not JSON whitespace", 200, jsonCT, v3(`[]`) + "\f", got{health.Failed, 0, 0, true}},
 		// Content types.
-		{"json with charset", 200, "application/json; charset=utf-8", v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},
-		{"no content type", 200, "", v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},
-		{"nginx default text/plain", 200, "text/plain", v3(`[` + n("healthy") + `]`), got{Up, 1, 1, false}},
-		{"html with a json body", 200, "text/html; charset=utf-8", v3(`[` + n("healthy") + `]`), got{Failed, 0, 0, true}},
+		{"json with charset", 200, "application/json; charset=utf-8", v3(`[` + n("healthy") + `]`), got{health.Up, 1, 1, false}},
+		{"no content type", 200, "", v3(`[` + n("healthy") + `]`), got{health.Up, 1, 1, false}},
+		{"nginx default text/plain", 200, "text/plain", v3(`[` + n("healthy") + `]`), got{health.Up, 1, 1, false}},
+		{"html with a json body", 200, "text/html; charset=utf-8", v3(`[` + n("healthy") + `]`), got{health.Failed, 0, 0, true}},
 		// Statuses other than 200.
-		{"404 no checker", 404, jsonCT, `{"error_msg":"no checker for upstreams[api]"}`, got{NoChecker, 0, 0, true}},
-		{"404 not found", 404, jsonCT, `{"error_msg":"upstreams[api] not found"}`, got{NotFound, 0, 0, true}},
-		{"404 missing src id", 404, jsonCT, `{"error_msg":"missing src id for src type upstreams"}`, got{Failed, 0, 0, true}},
-		{"404 error_msg not a string", 404, jsonCT, `{"error_msg":1}`, got{Failed, 0, 0, true}},
-		{"404 html", 404, "text/html", "<html><head><title>404 Not Found</title></head></html>", got{Failed, 0, 0, true}},
-		{"404 plain text", 404, "text/plain", "not found", got{Failed, 0, 0, true}},
-		{"404 html page with a json-looking body", 404, "text/html", `{"error_msg":"upstreams[api] not found"}`, got{Failed, 0, 0, true}},
-		{"400", 400, jsonCT, `{"error_msg":"invalid src type upstream"}`, got{Failed, 0, 0, true}},
-		{"500", 500, "text/html", "<html></html>", got{Failed, 0, 0, true}},
-		{"503 with a healthy-looking body", 503, jsonCT, v3(`[` + n("healthy") + `]`), got{Failed, 0, 0, true}},
-		{"302", 302, "", "", got{Failed, 0, 0, true}},
-		{"204", 204, "", "", got{Failed, 0, 0, true}},
+		{"404 no checker", 404, jsonCT, `{"error_msg":"no checker for upstreams[api]"}`, got{health.NoChecker, 0, 0, true}},
+		{"404 not found", 404, jsonCT, `{"error_msg":"upstreams[api] not found"}`, got{health.NotFound, 0, 0, true}},
+		{"404 missing src id", 404, jsonCT, `{"error_msg":"missing src id for src type upstreams"}`, got{health.Failed, 0, 0, true}},
+		{"404 error_msg not a string", 404, jsonCT, `{"error_msg":1}`, got{health.Failed, 0, 0, true}},
+		{"404 html", 404, "text/html", "<html><head><title>404 Not Found</title></head></html>", got{health.Failed, 0, 0, true}},
+		{"404 plain text", 404, "text/plain", "not found", got{health.Failed, 0, 0, true}},
+		{"404 html page with a json-looking body", 404, "text/html", `{"error_msg":"upstreams[api] not found"}`, got{health.Failed, 0, 0, true}},
+		{"400", 400, jsonCT, `{"error_msg":"invalid src type upstream"}`, got{health.Failed, 0, 0, true}},
+		{"500", 500, "text/html", "<html></html>", got{health.Failed, 0, 0, true}},
+		{"503 with a healthy-looking body", 503, jsonCT, v3(`[` + n("healthy") + `]`), got{health.Failed, 0, 0, true}},
+		{"302", 302, "", "", got{health.Failed, 0, 0, true}},
+		{"204", 204, "", "", got{health.Failed, 0, 0, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,12 +167,12 @@ func TestClassifyMessages(t *testing.T) {
 
 func TestRefPathEscapes(t *testing.T) {
 	tests := []struct {
-		ref  Ref
+		ref  health.Ref
 		want string
 	}{
-		{Ref{"upstreams", "api"}, "/v1/healthcheck/upstreams/api"},
-		{Ref{"stream_routes", "a.B-9_z"}, "/v1/healthcheck/stream_routes/a.B-9_z"},
-		{Ref{"upstreams", "a b/c?d#e"}, "/v1/healthcheck/upstreams/a%20b%2Fc%3Fd%23e"},
+		{health.Ref{Type: "upstreams", ID: "api"}, "/v1/healthcheck/upstreams/api"},
+		{health.Ref{Type: "stream_routes", ID: "a.B-9_z"}, "/v1/healthcheck/stream_routes/a.B-9_z"},
+		{health.Ref{Type: "upstreams", ID: "a b/c?d#e"}, "/v1/healthcheck/upstreams/a%20b%2Fc%3Fd%23e"},
 	}
 	for _, tt := range tests {
 		if got := tt.ref.Path(); got != tt.want {
@@ -210,28 +211,28 @@ func FuzzDecode(f *testing.F) {
 		for _, status := range []int{200, 404} {
 			r := classify(status, jsonCT, body)
 			checkResult(t, r)
-			if r.Verdict != Failed && !json.Valid(body) {
+			if r.Verdict != health.Failed && !json.Valid(body) {
 				t.Errorf("HTTP %d %q: verdict %v for invalid JSON", status, body, r.Verdict)
 			}
-			if status == 404 && (r.Verdict == Up || r.Verdict == Down) {
+			if status == 404 && (r.Verdict == health.Up || r.Verdict == health.Down) {
 				t.Errorf("HTTP 404 %q: verdict %v", body, r.Verdict)
 			}
 		}
 	})
 }
 
-func checkResult(t *testing.T, r Result) {
+func checkResult(t *testing.T, r health.Result) {
 	t.Helper()
 	switch r.Verdict {
-	case Up:
+	case health.Up:
 		if r.Healthy < 1 || r.Healthy > r.Total || r.Err != nil {
 			t.Errorf("up with %d/%d healthy, err %v", r.Healthy, r.Total, r.Err)
 		}
-	case Down:
+	case health.Down:
 		if r.Healthy != 0 || r.Total < 1 || r.Err != nil {
 			t.Errorf("down with %d/%d healthy, err %v", r.Healthy, r.Total, r.Err)
 		}
-	case NoChecker, NotFound, Failed:
+	case health.NoChecker, health.NotFound, health.Failed:
 		if r.Healthy != 0 || r.Total != 0 || r.Err == nil {
 			t.Errorf("%v with %d/%d healthy, err %v", r.Verdict, r.Healthy, r.Total, r.Err)
 		}
@@ -251,7 +252,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if r := classify(200, jsonCT, body); r.Verdict == Failed {
+				if r := classify(200, jsonCT, body); r.Verdict == health.Failed {
 					b.Fatal(r.Err)
 				}
 			}

@@ -1,9 +1,12 @@
 // Package apisix reads upstream health from the APISIX control API
-// (GET /v1/healthcheck/<type>/<id>) and turns each answer into a Verdict.
+// (GET /v1/healthcheck/<type>/<id>) and turns each answer into a
+// health.Verdict. The words it speaks (health.Ref, Result, Snapshot) live in
+// internal/health, so that the packages deciding on them need no HTTP.
 //
 // One Poll fetches every distinct resource once, concurrently, over
-// kept-alive connections and under one deadline, and returns a Snapshot keyed
-// by the upstream keys of the config. In ModeList, and in ModeAuto for many
+// kept-alive connections and under one deadline, and returns a
+// health.Snapshot keyed by the upstream keys of the config; the config
+// parsed each key into a health.Ref once, so a poll parses nothing. In ModeList, and in ModeAuto for many
 // upstreams on APISIX 3.3+, a poll first reads the list of every checker
 // (GET /v1/healthcheck) and fetches one by one only the keys the list
 // lacks; see Mode. Both response formats are understood:
@@ -15,6 +18,6 @@
 // body unreadable, and a body carrying keys of both formats is Failed.
 //
 // The client never returns an error for a poll as a whole: every key gets a
-// Result, and a key that could not be read is Failed with the reason in
-// Result.Err. Deciding what a Failed upstream means is the caller's job.
+// health.Result, and a key that could not be read is health.Failed with the
+// reason in Result.Err. Deciding what a Failed upstream means is the caller's job.
 package apisix

@@ -3,6 +3,7 @@ package apisix
 import (
 	"context"
 	"fmt"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -133,7 +134,7 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 			continue
 		}
 		r := l.res
-		if r.Verdict == Failed {
+		if r.Verdict == health.Failed {
 			// An entry the list holds but garbled: its own endpoint may
 			// still answer, so ask it (a broken list costs time, never a
 			// verdict).
@@ -150,7 +151,7 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 
 // getList fetches the list and decodes it as it arrives, keeping only the
 // resources in want.
-func (c *Client) getList(ctx context.Context, want map[string]bool) (map[Ref]listed, error) {
+func (c *Client) getList(ctx context.Context, want map[string]bool) (map[health.Ref]listed, error) {
 	resp, err := c.send(ctx, listPath)
 	if err != nil {
 		return nil, err

@@ -19,13 +19,14 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 var (
-	web  = apisix.Ref{Type: "services", ID: "web"}
-	dns  = apisix.Ref{Type: "stream_routes", ID: "dns"}
-	nock = apisix.Ref{Type: "upstreams", ID: "nock"}
-	gone = apisix.Ref{Type: "upstreams", ID: "gone"}
+	web  = health.Ref{Type: "services", ID: "web"}
+	dns  = health.Ref{Type: "stream_routes", ID: "dns"}
+	nock = health.Ref{Type: "upstreams", ID: "nock"}
+	gone = health.Ref{Type: "upstreams", ID: "gone"}
 )
 
 // listFake is a fake control API holding api (up 1/2), web (down 0/1), dns
@@ -43,14 +44,14 @@ var listKeys = []string{apiKey, "/apisix/services/web", "/apisix/stream_routes/d
 
 // wantPerUpstream is what a per-upstream poll of listKeys on listFake gives.
 var wantPerUpstream = map[string]got{
-	apiKey:                      {apisix.Up, 1, 2},
-	"/apisix/services/web":      {apisix.Down, 0, 1},
-	"/apisix/stream_routes/dns": {apisix.Up, 1, 1},
-	"/apisix/upstreams/nock":    {apisix.NoChecker, 0, 0},
-	"/apisix/upstreams/gone":    {apisix.NotFound, 0, 0},
+	apiKey:                      {health.Up, 1, 2},
+	"/apisix/services/web":      {health.Down, 0, 1},
+	"/apisix/stream_routes/dns": {health.Up, 1, 1},
+	"/apisix/upstreams/nock":    {health.NoChecker, 0, 0},
+	"/apisix/upstreams/gone":    {health.NotFound, 0, 0},
 }
 
-func summarize(snap apisix.Snapshot) map[string]got {
+func summarize(snap health.Snapshot) map[string]got {
 	m := make(map[string]got, len(snap))
 	for k, r := range snap {
 		m[k] = got{r.Verdict, r.Healthy, r.Total}
@@ -60,9 +61,9 @@ func summarize(snap apisix.Snapshot) map[string]got {
 
 // fetched lists the resources of listFake that were requested one by one,
 // with their counts.
-func fetched(srv *apisixtest.Server) map[apisix.Ref]int {
-	m := map[apisix.Ref]int{}
-	for _, ref := range []apisix.Ref{api, web, dns, nock, gone} {
+func fetched(srv *apisixtest.Server) map[health.Ref]int {
+	m := map[health.Ref]int{}
+	for _, ref := range []health.Ref{api, web, dns, nock, gone} {
 		if n := srv.RequestsFor(ref); n > 0 {
 			m[ref] = n
 		}
@@ -76,20 +77,20 @@ func TestListAllKeysInList(t *testing.T) {
 	srv := listFake()
 	ts := srv.Start()
 	defer srv.Close()
-	r1 := apisix.Ref{Type: "routes", ID: "1"}
+	r1 := health.Ref{Type: "routes", ID: "1"}
 	srv.SetNodes(r1) // a checker that has not run: "nodes": {}
-	srv.SetNodes(apisix.Ref{Type: "upstreams", ID: "not-asked"}, apisixtest.Node{IP: "10.0.9.1", Port: 80, Status: apisixtest.Healthy})
+	srv.SetNodes(health.Ref{Type: "upstreams", ID: "not-asked"}, apisixtest.Node{IP: "10.0.9.1", Port: 80, Status: apisixtest.Healthy})
 
 	keys := []string{apiKey, "/upstreams/api", "/custom/prefix/upstreams/api", apiKey, "/apisix/services/web",
 		"/apisix/stream_routes/dns", "/apisix/routes/1", "/apisix/upstreams/"}
-	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), keys)
+	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(keys...))
 
 	want := map[string]got{
-		apiKey: {apisix.Up, 1, 2}, "/upstreams/api": {apisix.Up, 1, 2}, "/custom/prefix/upstreams/api": {apisix.Up, 1, 2},
-		"/apisix/services/web":      {apisix.Down, 0, 1},
-		"/apisix/stream_routes/dns": {apisix.Up, 1, 1},
-		"/apisix/routes/1":          {apisix.NoChecker, 0, 0},
-		"/apisix/upstreams/":        {apisix.Failed, 0, 0},
+		apiKey: {health.Up, 1, 2}, "/upstreams/api": {health.Up, 1, 2}, "/custom/prefix/upstreams/api": {health.Up, 1, 2},
+		"/apisix/services/web":      {health.Down, 0, 1},
+		"/apisix/stream_routes/dns": {health.Up, 1, 1},
+		"/apisix/routes/1":          {health.NoChecker, 0, 0},
+		"/apisix/upstreams/":        {health.Failed, 0, 0},
 	}
 	if diff := cmp.Diff(want, summarize(snap)); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
@@ -98,7 +99,7 @@ func TestListAllKeysInList(t *testing.T) {
 		t.Errorf("%d requests, %d of them the list; want only the list", n, l)
 	}
 	for k, r := range snap {
-		if (r.Err != nil) != (r.Verdict != apisix.Up && r.Verdict != apisix.Down) {
+		if (r.Err != nil) != (r.Verdict != health.Up && r.Verdict != health.Down) {
 			t.Errorf("%s: %v with err %v", k, r.Verdict, r.Err)
 		}
 	}
@@ -114,11 +115,11 @@ func TestListMissingKeys(t *testing.T) {
 	ts := srv.Start()
 	defer srv.Close()
 
-	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), listKeys)
+	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(listKeys...))
 	if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[apisix.Ref]int{nock: 1, gone: 1}, fetched(srv)); diff != "" {
+	if diff := cmp.Diff(map[health.Ref]int{nock: 1, gone: 1}, fetched(srv)); diff != "" {
 		t.Errorf("fetched one by one (-want +got):\n%s", diff)
 	}
 	if n := srv.ListRequests(); n != 1 {
@@ -139,16 +140,16 @@ func TestListV2Ignored(t *testing.T) {
 	srv := listFake()
 	ts := srv.Start()
 	defer srv.Close()
-	for _, ref := range []apisix.Ref{api, web, dns} {
+	for _, ref := range []health.Ref{api, web, dns} {
 		if err := srv.SetFormat(ref, apisixtest.V2); err != nil {
 			t.Fatal(err)
 		}
 	}
-	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), listKeys)
+	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(listKeys...))
 	if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[apisix.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}, fetched(srv)); diff != "" {
+	if diff := cmp.Diff(map[health.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}, fetched(srv)); diff != "" {
 		t.Errorf("fetched one by one (-want +got):\n%s", diff)
 	}
 	if n := srv.ListRequests(); n != 1 {
@@ -183,11 +184,11 @@ func TestListFailureFallsBack(t *testing.T) {
 			defer srv.Close()
 			srv.SetListFault(tt.fault)
 
-			snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList, Timeout: tt.timeout}).Poll(context.Background(), listKeys)
+			snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList, Timeout: tt.timeout}).Poll(context.Background(), ups(listKeys...))
 			if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(map[apisix.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}, fetched(srv)); diff != "" {
+			if diff := cmp.Diff(map[health.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}, fetched(srv)); diff != "" {
 				t.Errorf("fetched one by one (-want +got):\n%s", diff)
 			}
 			if srv.ListRequests() < 1 {
@@ -205,9 +206,9 @@ func TestListCallerCanceled(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(ctx, listKeys)
+	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(ctx, ups(listKeys...))
 	for _, k := range listKeys {
-		if r := snap[k]; r.Verdict != apisix.Failed || !errors.Is(r.Err, context.Canceled) {
+		if r := snap[k]; r.Verdict != health.Failed || !errors.Is(r.Err, context.Canceled) {
 			t.Errorf("%s: %v, err %v; want failed, canceled", k, r.Verdict, r.Err)
 		}
 	}
@@ -236,7 +237,7 @@ func listServer(t *testing.T, srv *apisixtest.Server, status int, contentType, b
 // front of listFake: what the list holds (once) is answered from it, the
 // rest is fetched; lists that are empty, 2.x, or not a list answer nothing.
 func TestListAnswers(t *testing.T) {
-	all := map[apisix.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}
+	all := map[health.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}
 	read := func(file string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", file))
 		if err != nil {
@@ -249,28 +250,28 @@ func TestListAnswers(t *testing.T) {
 		status      int
 		contentType string
 		body        string
-		fetched     map[apisix.Ref]int
+		fetched     map[health.Ref]int
 		changed     map[string]got // verdicts that differ from wantPerUpstream
 	}{
 		// Its api and web are listFake's, and its routes/1 is not asked for.
-		{"v3-list-all.json", 200, "application/json", read("v3-list-all.json"), map[apisix.Ref]int{dns: 1, nock: 1, gone: 1}, nil},
+		{"v3-list-all.json", 200, "application/json", read("v3-list-all.json"), map[health.Ref]int{dns: 1, nock: 1, gone: 1}, nil},
 		{"standalone names", 200, "application/json", `[{"name":"/upstreams/api","nodes":[{"status":"healthy"}],"type":"http"}]`,
-			map[apisix.Ref]int{web: 1, dns: 1, nock: 1, gone: 1}, map[string]got{apiKey: {apisix.Up, 1, 1}}},
+			map[health.Ref]int{web: 1, dns: 1, nock: 1, gone: 1}, map[string]got{apiKey: {health.Up, 1, 1}}},
 		{"the list wins for what it holds", 200, "application/json",
 			`[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"}]},{"name":"/apisix/upstreams/gone","nodes":{}}]`,
-			map[apisix.Ref]int{web: 1, dns: 1, nock: 1}, map[string]got{apiKey: {apisix.Down, 0, 1}, "/apisix/upstreams/gone": {apisix.NoChecker, 0, 0}}},
+			map[health.Ref]int{web: 1, dns: 1, nock: 1}, map[string]got{apiKey: {health.Down, 0, 1}, "/apisix/upstreams/gone": {health.NoChecker, 0, 0}}},
 		{"purging nodes", 200, "application/json",
 			`[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"},{"status":"healthy","purge_time":1767225610.532}]},` +
 				`{"name":"/apisix/services/web","nodes":[{"status":"healthy","purge_time":1767225610.532}]}]`,
-			map[apisix.Ref]int{dns: 1, nock: 1, gone: 1}, map[string]got{apiKey: {apisix.Down, 0, 1}, "/apisix/services/web": {apisix.NoChecker, 0, 0}}},
+			map[health.Ref]int{dns: 1, nock: 1, gone: 1}, map[string]got{apiKey: {health.Down, 0, 1}, "/apisix/services/web": {health.NoChecker, 0, 0}}},
 		{"one resource twice, under two prefixes", 200, "application/json",
 			`[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"}]},{"name":"/other/upstreams/api","nodes":[{"status":"unhealthy"}]},` +
 				`{"name":"/apisix/services/web","nodes":[{"status":"unhealthy"}]}]`,
-			map[apisix.Ref]int{api: 1, dns: 1, nock: 1, gone: 1}, nil},
+			map[health.Ref]int{api: 1, dns: 1, nock: 1, gone: 1}, nil},
 		// A garbled entry answers nothing: its key is fetched on its own
 		// and gets the verdict its endpoint gives.
 		{"a bad entry is fetched on its own", 200, "application/json", `[{"name":"/apisix/upstreams/api","nodes":"10.0.0.1"},{"name":"/apisix/services/web","nodes":[{"status":"unhealthy"}]}]`,
-			map[apisix.Ref]int{api: 1, dns: 1, nock: 1, gone: 1}, nil},
+			map[health.Ref]int{api: 1, dns: 1, nock: 1, gone: 1}, nil},
 		{"v3-list-empty.json", 200, "application/json", read("v3-list-empty.json"), all, nil},
 		{"empty []", 200, "application/json", "[]\n", all, nil},
 		{"null", 200, "application/json", "null", all, nil},
@@ -288,7 +289,7 @@ func TestListAnswers(t *testing.T) {
 			srv := listFake()
 			defer srv.Close()
 			ts := listServer(t, srv, tt.status, tt.contentType, tt.body)
-			snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), listKeys)
+			snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(listKeys...))
 			want := map[string]got{}
 			for k, g := range wantPerUpstream {
 				want[k] = g
@@ -329,7 +330,7 @@ func TestListBodyLimit(t *testing.T) {
 			before := srv.Requests()
 			// MaxBodyBytes below the list: the list must not use it.
 			c := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList, MaxListBytes: int64(tt.limit), MaxBodyBytes: 1 << 10})
-			if diff := cmp.Diff(wantPerUpstream, summarize(c.Poll(context.Background(), listKeys))); diff != "" {
+			if diff := cmp.Diff(wantPerUpstream, summarize(c.Poll(context.Background(), ups(listKeys...)))); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
 			if n := srv.Requests() - before; n != 1+tt.fetched {
@@ -357,7 +358,7 @@ func TestListRequest(t *testing.T) {
 	}))
 	defer ts.Close()
 	// apisixtest answers the list in HTML when Accept allows it.
-	if r := newClient(t, ts.URL+"/control/", apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), []string{apiKey})[apiKey]; r.Verdict != apisix.Up {
+	if r := newClient(t, ts.URL+"/control/", apisix.Options{Mode: apisix.ModeList}).Poll(context.Background(), ups(apiKey))[apiKey]; r.Verdict != health.Up {
 		t.Errorf("got %v, err %v", r.Verdict, r.Err)
 	}
 	want := []seen{{"GET", "/control/v1/healthcheck", "application/json"}}
@@ -368,11 +369,11 @@ func TestListRequest(t *testing.T) {
 
 // manyUpstreams creates n upstreams, one healthy node each, and returns
 // their refs and keys.
-func manyUpstreams(srv *apisixtest.Server, n int) ([]apisix.Ref, []string) {
-	refs := make([]apisix.Ref, n)
+func manyUpstreams(srv *apisixtest.Server, n int) ([]health.Ref, []string) {
+	refs := make([]health.Ref, n)
 	keys := make([]string, n)
 	for i := range refs {
-		refs[i] = apisix.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		refs[i] = health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		srv.SetNodes(refs[i],
 			apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy},
 			apisixtest.Node{IP: "10.0.0.2", Port: 80, Status: apisixtest.Unhealthy})
@@ -389,8 +390,8 @@ type counts struct{ List, Others int }
 func pollCounting(t *testing.T, c *apisix.Client, srv *apisixtest.Server, keys []string) counts {
 	t.Helper()
 	all, lists := srv.Requests(), srv.ListRequests()
-	for k, r := range c.Poll(context.Background(), keys) {
-		if r.Verdict == apisix.Failed {
+	for k, r := range c.Poll(context.Background(), ups(keys...)) {
+		if r.Verdict == health.Failed {
 			t.Fatalf("%s: %v, err %v", k, r.Verdict, r.Err)
 		}
 	}
@@ -433,28 +434,28 @@ func TestAutoRetries(t *testing.T) {
 	n := apisix.AutoMinKeys
 	tests := []struct {
 		name   string
-		spoil  func(*apisixtest.Server, []apisix.Ref)
-		repair func(*apisixtest.Server, []apisix.Ref)
+		spoil  func(*apisixtest.Server, []health.Ref)
+		repair func(*apisixtest.Server, []health.Ref)
 		// requests of a poll that tries the list and cannot use it
 		tried counts
 	}{
-		{"2.x list", func(srv *apisixtest.Server, refs []apisix.Ref) {
+		{"2.x list", func(srv *apisixtest.Server, refs []health.Ref) {
 			for _, r := range refs {
 				_ = srv.SetFormat(r, apisixtest.V2)
 			}
-		}, func(srv *apisixtest.Server, refs []apisix.Ref) {
+		}, func(srv *apisixtest.Server, refs []health.Ref) {
 			for _, r := range refs {
 				_ = srv.SetFormat(r, apisixtest.V3)
 			}
 		}, counts{1, n}},
-		{"failing list", func(srv *apisixtest.Server, _ []apisix.Ref) { srv.SetListFault(apisixtest.Status500) },
-			func(srv *apisixtest.Server, _ []apisix.Ref) { srv.SetListFault(apisixtest.NoFault) }, counts{1, n}},
-		{"list without our keys", func(srv *apisixtest.Server, refs []apisix.Ref) {
+		{"failing list", func(srv *apisixtest.Server, _ []health.Ref) { srv.SetListFault(apisixtest.Status500) },
+			func(srv *apisixtest.Server, _ []health.Ref) { srv.SetListFault(apisixtest.NoFault) }, counts{1, n}},
+		{"list without our keys", func(srv *apisixtest.Server, refs []health.Ref) {
 			for _, r := range refs {
 				srv.NoChecker(r)
 			}
-			srv.SetNodes(apisix.Ref{Type: "upstreams", ID: "not-ours"}, apisixtest.Node{IP: "10.0.9.1", Port: 80, Status: apisixtest.Healthy})
-		}, func(srv *apisixtest.Server, refs []apisix.Ref) {
+			srv.SetNodes(health.Ref{Type: "upstreams", ID: "not-ours"}, apisixtest.Node{IP: "10.0.9.1", Port: 80, Status: apisixtest.Healthy})
+		}, func(srv *apisixtest.Server, refs []health.Ref) {
 			for _, r := range refs {
 				srv.SetNodes(r, apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy})
 			}
@@ -519,12 +520,13 @@ func BenchmarkPoll10000(b *testing.B) {
 	for _, mode := range []apisix.Mode{apisix.ModePerUpstream, apisix.ModeList, apisix.ModeAuto} {
 		b.Run(string(mode), func(b *testing.B) {
 			c := newClient(b, ts.URL, apisix.Options{Mode: mode, Timeout: time.Minute})
-			c.Poll(context.Background(), keys) // open the connections outside the timing
+			us := ups(keys...)
+			c.Poll(context.Background(), us) // open the connections outside the timing
 			reqs := srv.Requests()
 			b.ReportAllocs()
 			cpu := cpuTime(b)
 			for b.Loop() {
-				if r := c.Poll(context.Background(), keys)[keys[len(keys)-1]]; r.Verdict != apisix.Up {
+				if r := c.Poll(context.Background(), us)[keys[len(keys)-1]]; r.Verdict != health.Up {
 					b.Fatalf("got %v, err %v", r.Verdict, r.Err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
 )
 
@@ -13,7 +14,7 @@ import (
 // Result its entry gives, and how many entries named the resource (more
 // than one is ambiguous).
 type listed struct {
-	res     Result
+	res     health.Result
 	entries int
 }
 
@@ -46,7 +47,7 @@ var (
 // of another shape, is an error, as is a 2.x–3.2 list (errV2List), a list
 // over lim (errListTooLarge), and ctx ending, which is checked as the
 // entries go by.
-func decodeHealthList(ctx context.Context, r io.Reader, want map[string]bool, lim listLimits) (map[Ref]listed, error) {
+func decodeHealthList(ctx context.Context, r io.Reader, want map[string]bool, lim listLimits) (map[health.Ref]listed, error) {
 	m := &meter{r: r, limit: lim.bytes, entryLimit: lim.entryBytes}
 	dec := json.NewDecoder(m)
 	t, err := next(dec)
@@ -59,7 +60,7 @@ func decodeHealthList(ctx context.Context, r io.Reader, want map[string]bool, li
 		}
 		return nil, nil
 	}
-	e := listEntry{want: want, out: make(map[Ref]listed, len(want))}
+	e := listEntry{want: want, out: make(map[health.Ref]listed, len(want))}
 	for n := 0; dec.More(); n++ {
 		if n == lim.entries {
 			return nil, fmt.Errorf("%w: more than %d entries", errListTooLarge, lim.entries)
@@ -107,7 +108,7 @@ func emptyList(dec *json.Decoder, t json.Token) error {
 // buffer, and records it in out if want holds its resource.
 type listEntry struct {
 	want map[string]bool
-	out  map[Ref]listed
+	out  map[health.Ref]listed
 	v2   bool // an entry had a key only 2.x–3.2 sends
 }
 
@@ -160,28 +161,28 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 // wanted reads a quoted name and reports whether want holds its resource.
 // The lookup allocates nothing, as most entries of a long list are not
 // wanted.
-func (e *listEntry) wanted(quoted []byte, esc bool) (Ref, bool, error) {
+func (e *listEntry) wanted(quoted []byte, esc bool) (health.Ref, bool, error) {
 	name := quoted[1 : len(quoted)-1]
 	if esc {
 		s, err := unquote(quoted, esc)
 		if err != nil {
-			return Ref{}, false, err
+			return health.Ref{}, false, err
 		}
 		name = []byte(s)
 	}
 	if e.want != nil {
 		i := bytes.LastIndexByte(name, '/')
 		if i < 0 {
-			return Ref{}, false, nil
+			return health.Ref{}, false, nil
 		}
 		j := bytes.LastIndexByte(name[:i], '/')
 		if !e.want[string(name[j+1:])] {
-			return Ref{}, false, nil
+			return health.Ref{}, false, nil
 		}
 	}
-	ref, err := ParseRef(string(name))
+	ref, err := health.ParseRef(string(name))
 	if err != nil {
-		return Ref{}, false, nil // a resource no key can name
+		return health.Ref{}, false, nil // a resource no key can name
 	}
 	return ref, true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
 	"os"
 	"strings"
@@ -25,15 +26,15 @@ type listSummary struct {
 var noLimits = listLimits{bytes: 1 << 40, entries: 1 << 30, entryBytes: 1 << 40}
 
 // decodeBytes decodes a whole list held in memory, keeping every resource.
-func decodeBytes(body []byte) (map[Ref]listed, error) {
+func decodeBytes(body []byte) (map[health.Ref]listed, error) {
 	return decodeHealthList(context.Background(), bytes.NewReader(body), nil, noLimits)
 }
 
-func summarize(m map[Ref]listed) map[Ref]listSummary {
+func summarize(m map[health.Ref]listed) map[health.Ref]listSummary {
 	if m == nil {
 		return nil
 	}
-	out := make(map[Ref]listSummary, len(m))
+	out := make(map[health.Ref]listSummary, len(m))
 	for ref, l := range m {
 		out[ref] = listSummary{summary(l.res), l.entries}
 	}
@@ -41,9 +42,9 @@ func summarize(m map[Ref]listed) map[Ref]listSummary {
 }
 
 func TestDecodeHealthList(t *testing.T) {
-	up := func(h, n int) listSummary { return listSummary{got{Verdict: Up, Healthy: h, Total: n}, 1} }
-	down := func(n int) listSummary { return listSummary{got{Verdict: Down, Total: n}, 1} }
-	noChecker := listSummary{got{Verdict: NoChecker, Err: true}, 1}
+	up := func(h, n int) listSummary { return listSummary{got{Verdict: health.Up, Healthy: h, Total: n}, 1} }
+	down := func(n int) listSummary { return listSummary{got{Verdict: health.Down, Total: n}, 1} }
+	noChecker := listSummary{got{Verdict: health.NoChecker, Err: true}, 1}
 	const (
 		ok = iota
 		v2
@@ -53,44 +54,44 @@ func TestDecodeHealthList(t *testing.T) {
 		name string
 		body string // "@file" reads testdata/file
 		kind int
-		want map[Ref]listSummary
+		want map[health.Ref]listSummary
 	}{
-		{"v3 list, every type", "@v3-list-all.json", ok, map[Ref]listSummary{
-			{"routes", "1"}: noChecker, {"services", "web"}: down(1),
-			{"upstreams", "api"}: up(1, 2), {"upstreams", "tcp-db"}: up(1, 1),
+		{"v3 list, every type", "@v3-list-all.json", ok, map[health.Ref]listSummary{
+			{Type: "routes", ID: "1"}: noChecker, {Type: "services", ID: "web"}: down(1),
+			{Type: "upstreams", ID: "api"}: up(1, 2), {Type: "upstreams", ID: "tcp-db"}: up(1, 1),
 		}},
-		{"standalone names", "@t-3.18.0-control-healthcheck-TEST2-list.json", ok, map[Ref]listSummary{{"routes", "1"}: up(1, 2)}},
-		{"standalone service", "@t-3.18.0-control-healthcheck-TEST3-list.json", ok, map[Ref]listSummary{{"services", "1"}: down(1)}},
-		{"stream route", "@t-3.18.0-stream-node-control-api-healthcheck-list.json", ok, map[Ref]listSummary{{"stream_routes", "1"}: up(1, 1)}},
+		{"standalone names", "@t-3.18.0-control-healthcheck-TEST2-list.json", ok, map[health.Ref]listSummary{{Type: "routes", ID: "1"}: up(1, 2)}},
+		{"standalone service", "@t-3.18.0-control-healthcheck-TEST3-list.json", ok, map[health.Ref]listSummary{{Type: "services", ID: "1"}: down(1)}},
+		{"stream route", "@t-3.18.0-stream-node-control-api-healthcheck-list.json", ok, map[health.Ref]listSummary{{Type: "stream_routes", ID: "1"}: up(1, 1)}},
 		{"empty {} (3.18.0 test)", "@t-3.18.0-control-healthcheck-TEST4-list-no-checkers.json", ok, nil},
 		{"empty {}", "@v3-list-empty.json", ok, nil},
 		{"empty {} of 2.x", "@v2-list-empty.json", ok, nil},
 		{"empty { } with spaces", " { \n } ", ok, nil},
-		{"empty []", "[]", ok, map[Ref]listSummary{}},
-		{"empty [ ]", " [ ]\n", ok, map[Ref]listSummary{}},
+		{"empty []", "[]", ok, map[health.Ref]listSummary{}},
+		{"empty [ ]", " [ ]\n", ok, map[health.Ref]listSummary{}},
 		{"null", "null", ok, nil},
 		{"2.x list", "@v2-list-all.json", v2, nil},
 		{"2.x list (2.15.3 test)", "@t-2.15.3-control-healthcheck-TEST2-list.json", v2, nil},
 		{"2.x entry among 3.3+ ones", `[{"name":"/upstreams/a","nodes":[]},{"name":"upstream#/upstreams/b","src_type":"upstreams","nodes":{}}]`, v2, nil},
 		{"healthy_nodes alone marks 2.x", `[{"name":"/upstreams/a","nodes":[],"healthy_nodes":{}}]`, v2, nil},
 		{"purging nodes ignored", `[{"name":"/upstreams/a","nodes":[{"status":"healthy","purge_time":1.5},{"status":"unhealthy"}]},` +
-			`{"name":"/upstreams/b","nodes":[{"status":"healthy","purge_time":1}]}]`, ok, map[Ref]listSummary{
-			{"upstreams", "a"}: down(1), {"upstreams", "b"}: noChecker,
+			`{"name":"/upstreams/b","nodes":[{"status":"healthy","purge_time":1}]}]`, ok, map[health.Ref]listSummary{
+			{Type: "upstreams", ID: "a"}: down(1), {Type: "upstreams", ID: "b"}: noChecker,
 		}},
-		{"empty node lists in every spelling", `[{"name":"/upstreams/a","nodes":{}},{"name":"/upstreams/b","nodes":[]},{"name":"/upstreams/c","nodes":null},{"name":"/upstreams/d"}]`, ok, map[Ref]listSummary{
-			{"upstreams", "a"}: noChecker, {"upstreams", "b"}: noChecker, {"upstreams", "c"}: noChecker, {"upstreams", "d"}: noChecker,
+		{"empty node lists in every spelling", `[{"name":"/upstreams/a","nodes":{}},{"name":"/upstreams/b","nodes":[]},{"name":"/upstreams/c","nodes":null},{"name":"/upstreams/d"}]`, ok, map[health.Ref]listSummary{
+			{Type: "upstreams", ID: "a"}: noChecker, {Type: "upstreams", ID: "b"}: noChecker, {Type: "upstreams", ID: "c"}: noChecker, {Type: "upstreams", ID: "d"}: noChecker,
 		}},
-		{"mostly and unknown statuses", `[{"name":"/upstreams/a","nodes":[{"status":"mostly_healthy"},{"status":"mostly_unhealthy"},{"status":"checking"},{}]}]`, ok, map[Ref]listSummary{
-			{"upstreams", "a"}: up(1, 4),
+		{"mostly and unknown statuses", `[{"name":"/upstreams/a","nodes":[{"status":"mostly_healthy"},{"status":"mostly_unhealthy"},{"status":"checking"},{}]}]`, ok, map[health.Ref]listSummary{
+			{Type: "upstreams", ID: "a"}: up(1, 4),
 		}},
-		{"same resource under two prefixes", `[{"name":"/apisix/upstreams/a","nodes":[{"status":"healthy"}]},{"name":"/other/upstreams/a","nodes":[{"status":"unhealthy"}]}]`, ok, map[Ref]listSummary{
-			{"upstreams", "a"}: {down(1).Got, 2},
+		{"same resource under two prefixes", `[{"name":"/apisix/upstreams/a","nodes":[{"status":"healthy"}]},{"name":"/other/upstreams/a","nodes":[{"status":"unhealthy"}]}]`, ok, map[health.Ref]listSummary{
+			{Type: "upstreams", ID: "a"}: {down(1).Got, 2},
 		}},
-		{"names no key can hold are skipped", `[{"name":"/apisix/plugin_configs/1","nodes":[]},{"name":"","nodes":[]},{"name":"upstreams/a","nodes":[]},{"name":"/upstreams/` + strings.Repeat("x", 65) + `"},{"name":"/upstreams/b","nodes":[{"status":"healthy"}]}]`, ok, map[Ref]listSummary{
-			{"upstreams", "b"}: up(1, 1),
+		{"names no key can hold are skipped", `[{"name":"/apisix/plugin_configs/1","nodes":[]},{"name":"","nodes":[]},{"name":"upstreams/a","nodes":[]},{"name":"/upstreams/` + strings.Repeat("x", 65) + `"},{"name":"/upstreams/b","nodes":[{"status":"healthy"}]}]`, ok, map[health.Ref]listSummary{
+			{Type: "upstreams", ID: "b"}: up(1, 1),
 		}},
-		{"bad node list fails its key only", `[{"name":"/upstreams/a","nodes":"x"},{"name":"/upstreams/b","nodes":{"a":1}},{"name":"/upstreams/c","nodes":[{"status":"healthy"}]}]`, ok, map[Ref]listSummary{
-			{"upstreams", "a"}: {got{Verdict: Failed, Err: true}, 1}, {"upstreams", "b"}: {got{Verdict: Failed, Err: true}, 1}, {"upstreams", "c"}: up(1, 1),
+		{"bad node list fails its key only", `[{"name":"/upstreams/a","nodes":"x"},{"name":"/upstreams/b","nodes":{"a":1}},{"name":"/upstreams/c","nodes":[{"status":"healthy"}]}]`, ok, map[health.Ref]listSummary{
+			{Type: "upstreams", ID: "a"}: {got{Verdict: health.Failed, Err: true}, 1}, {Type: "upstreams", ID: "b"}: {got{Verdict: health.Failed, Err: true}, 1}, {Type: "upstreams", ID: "c"}: up(1, 1),
 		}},
 		{"one resource's body", "@v3-upstream-mixed.json", bad, nil},
 		{"empty body", "", bad, nil},
@@ -159,7 +160,7 @@ func FuzzDecodeList(f *testing.F) {
 			t.Errorf("%q: accepted invalid JSON", body)
 		}
 		for ref, l := range m {
-			if back, err := ParseRef("/" + ref.Type + "/" + ref.ID); err != nil || back != ref {
+			if back, err := health.ParseRef("/" + ref.Type + "/" + ref.ID); err != nil || back != ref {
 				t.Errorf("%q: resource %v that no key names (%v)", body, ref, err)
 			}
 			if l.entries < 1 {
@@ -174,10 +175,10 @@ func FuzzDecodeList(f *testing.F) {
 // upstreams: decoding the list and every requested entry's nodes.
 func BenchmarkDecodeList10000(b *testing.B) {
 	var sb strings.Builder
-	refs := make([]Ref, 10000)
+	refs := make([]health.Ref, 10000)
 	sb.WriteByte('[')
 	for i := range refs {
-		refs[i] = Ref{"upstreams", fmt.Sprint("u", i)}
+		refs[i] = health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		if i > 0 {
 			sb.WriteByte(',')
 		}
@@ -199,7 +200,7 @@ func BenchmarkDecodeList10000(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, ref := range refs {
-			if r := m[ref].res; r.Verdict != Up {
+			if r := m[ref].res; r.Verdict != health.Up {
 				b.Fatalf("%v: %v %v", ref, r.Verdict, r.Err)
 			}
 		}
@@ -218,9 +219,9 @@ func TestDecodeListKeepsWanted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSummary := map[Ref]listSummary{
-		{"upstreams", "api"}: {got{Verdict: Up, Healthy: 1, Total: 1}, 1},
-		{"services", "web"}:  {got{Verdict: Down, Total: 1}, 1},
+	wantSummary := map[health.Ref]listSummary{
+		{Type: "upstreams", ID: "api"}: {got{Verdict: health.Up, Healthy: 1, Total: 1}, 1},
+		{Type: "services", ID: "web"}:  {got{Verdict: health.Down, Total: 1}, 1},
 	}
 	if diff := cmp.Diff(wantSummary, summarize(m)); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)

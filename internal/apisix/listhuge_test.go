@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // hugeList is a list of n tiny entries, {"name":"/a/upstreams/uN","nodes":{}},
@@ -72,11 +73,11 @@ func TestListOverEntryCapFallsBack(t *testing.T) {
 		name    string
 		entries int // in the list
 		cap     int // MaxListEntries; 0: the default
-		want    apisix.Verdict
+		want    health.Verdict
 	}{
-		{"at a cap", 1000, 1000, apisix.NoChecker},
-		{"over a cap", 1001, 1000, apisix.Up},
-		{"over the default cap", apisix.DefaultMaxListEntries + 1, 0, apisix.Up},
+		{"at a cap", 1000, 1000, health.NoChecker},
+		{"over a cap", 1001, 1000, health.Up},
+		{"over the default cap", apisix.DefaultMaxListEntries + 1, 0, health.Up},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,13 +90,13 @@ func TestListOverEntryCapFallsBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			keys := []string{"/a/upstreams/u0", "/a/upstreams/u999"}
-			snap := c.Poll(context.Background(), keys)
+			snap := c.Poll(context.Background(), ups(keys...))
 			for _, k := range keys {
 				if r := snap[k]; r.Verdict != tt.want {
 					t.Errorf("%s: %v (%v), want %v", k, r.Verdict, r.Err, tt.want)
 				}
 			}
-			if n, want := fetched.Load(), map[bool]int64{true: 2, false: 0}[tt.want == apisix.Up]; n != want {
+			if n, want := fetched.Load(), map[bool]int64{true: 2, false: 0}[tt.want == health.Up]; n != want {
 				t.Errorf("%d fetched one by one, want %d", n, want)
 			}
 		})
@@ -120,9 +121,9 @@ func TestListHugeWithinTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := hugeKeys()
-	snap := c.Poll(context.Background(), keys)
+	snap := c.Poll(context.Background(), ups(keys...))
 	for _, k := range keys {
-		if r := snap[k]; r.Verdict != apisix.Up {
+		if r := snap[k]; r.Verdict != health.Up {
 			t.Errorf("%s: %v (%v), want up from its own request", k, r.Verdict, r.Err)
 		}
 	}
@@ -144,8 +145,8 @@ func BenchmarkListHuge(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		cap  int
-		want apisix.Verdict
-	}{{"default-cap", 0, apisix.Up}, {"no-cap", 2_000_000, apisix.NoChecker}} {
+		want health.Verdict
+	}{{"default-cap", 0, health.Up}, {"no-cap", 2_000_000, health.NoChecker}} {
 		b.Run(bc.name, func(b *testing.B) {
 			c, err := apisix.NewClient("http://127.0.0.1:9090", apisix.Options{
 				Mode: apisix.ModeList, Timeout: time.Minute, MaxListEntries: bc.cap,
@@ -156,9 +157,10 @@ func BenchmarkListHuge(b *testing.B) {
 			}
 			b.SetBytes(int64(len(list)))
 			b.ReportAllocs()
+			us := ups(keys...)
 			cpu := cpuTime(b)
 			for b.Loop() {
-				snap := c.Poll(context.Background(), keys)
+				snap := c.Poll(context.Background(), us)
 				for _, k := range keys {
 					if r := snap[k]; r.Verdict != bc.want {
 						b.Fatalf("%s: %v %v", k, r.Verdict, r.Err)

@@ -2,6 +2,7 @@ package apisix
 
 import (
 	"encoding/json"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"strings"
 	"testing"
 )
@@ -53,11 +54,11 @@ func refDecode(body []byte) (got, bool) {
 		g := got{Healthy: len(healthy), Total: max(len(nodes), len(healthy))}
 		switch {
 		case len(healthy) > 0:
-			g.Verdict = Up
+			g.Verdict = health.Up
 		case len(nodes) == 0:
-			g.Verdict, g.Err = NoChecker, true
+			g.Verdict, g.Err = health.NoChecker, true
 		default:
-			g.Verdict = Down
+			g.Verdict = health.Down
 		}
 		return g, true
 	}
@@ -81,11 +82,11 @@ func refV3(raw json.RawMessage) (got, bool) {
 	}
 	switch {
 	case g.Total == 0:
-		g.Verdict, g.Err = NoChecker, true
+		g.Verdict, g.Err = health.NoChecker, true
 	case g.Healthy > 0:
-		g.Verdict = Up
+		g.Verdict = health.Up
 	default:
-		g.Verdict = Down
+		g.Verdict = health.Down
 	}
 	return g, true
 }
@@ -107,7 +108,7 @@ func FuzzDecodeAgainstReference(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := decodeHealth(body)
-		if r.Verdict == Failed {
+		if r.Verdict == health.Failed {
 			return
 		}
 		want, ok := refDecode(body)
@@ -139,9 +140,9 @@ func FuzzDecodeListAgainstReference(f *testing.F) {
 			t.Fatalf("%q: walker read %d resources, reference: %v", body, len(m), err)
 		}
 		for _, e := range entries {
-			ref, err := ParseRef(*e.Name)
+			ref, err := health.ParseRef(*e.Name)
 			l, ok := m[ref]
-			if err != nil || !ok || l.entries != 1 || l.res.Verdict == Failed {
+			if err != nil || !ok || l.entries != 1 || l.res.Verdict == health.Failed {
 				continue
 			}
 			if want, ok := refV3(e.Nodes); !ok || want != summary(l.res) {

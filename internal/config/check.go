@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // The checks below are pure functions from a value as written to its typed
@@ -293,35 +293,27 @@ func unmanageable(a netip.Addr) string {
 	return ""
 }
 
-// parseUpstream validates an upstream key with apisix.ParseRef, which is
-// the authority on what the client accepts. The two common mistakes get
-// their own message so that the allowed types can be listed.
-func parseUpstream(s string) (apisix.Ref, issue) {
+// parseUpstream parses an upstream key with health.ParseUpstream, which is
+// the authority on what the client accepts; the config keeps the result, so
+// no poll parses a key again. The two common mistakes get their own message
+// so that the allowed types can be listed.
+func parseUpstream(s string) (health.Upstream, issue) {
 	if s == "" {
-		return apisix.Ref{}, errEmpty
+		return health.Upstream{}, errEmpty
 	}
-	ref, err := apisix.ParseRef(s)
+	u, err := health.ParseUpstream(s)
 	if err == nil {
-		return ref, issue{}
+		return u, issue{}
 	}
 	if strings.HasSuffix(s, "/") {
-		return apisix.Ref{}, issue{msg: `must not end with "/"`}
+		return health.Upstream{}, issue{msg: `must not end with "/"`}
 	}
 	if segs := strings.Split(s, "/"); strings.HasPrefix(s, "/") && len(segs) >= 3 {
-		if typ := segs[len(segs)-2]; !knownType(typ) {
-			return apisix.Ref{}, issue{msg: "unknown resource type " + strconv.Quote(typ), allowed: strings.Join(apisix.Types, ", ")}
+		if typ := segs[len(segs)-2]; !health.ValidType(typ) {
+			return health.Upstream{}, issue{msg: "unknown resource type " + strconv.Quote(typ), allowed: strings.Join(health.Types, ", ")}
 		}
 	}
-	return apisix.Ref{}, issue{msg: err.Error()}
-}
-
-func knownType(t string) bool {
-	for _, x := range apisix.Types {
-		if t == x {
-			return true
-		}
-	}
-	return false
+	return health.Upstream{}, issue{msg: err.Error()}
 }
 
 // checkLogPath accepts "" (standard error) or a file path.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -155,29 +155,33 @@ func TestParseAddress(t *testing.T) {
 }
 
 func TestParseUpstream(t *testing.T) {
-	types := strings.Join(apisix.Types, ", ")
+	types := strings.Join(health.Types, ", ")
 	tests := []struct {
 		name, in         string
-		want             apisix.Ref
+		want             health.Ref
 		wantMsg, allowed string
 	}{
-		{"etcd prefix", "/apisix/upstreams/api", apisix.Ref{Type: "upstreams", ID: "api"}, "", ""},
-		{"standalone", "/routes/r1", apisix.Ref{Type: "routes", ID: "r1"}, "", ""},
-		{"deep prefix", "/a/b/c/stream_routes/x.y-z_1", apisix.Ref{Type: "stream_routes", ID: "x.y-z_1"}, "", ""},
-		{"id of 64", "/services/" + strings.Repeat("a", 64), apisix.Ref{Type: "services", ID: strings.Repeat("a", 64)}, "", ""},
-		{"no leading slash", "apisix/upstreams/api", apisix.Ref{}, `must start with "/"`, ""},
-		{"one segment", "/api", apisix.Ref{}, "must be /<type>/<id> or /<prefix>/<type>/<id>", ""},
-		{"trailing slash", "/apisix/upstreams/api/", apisix.Ref{}, `must not end with "/"`, ""},
-		{"unknown type", "/apisix/upstream/api", apisix.Ref{}, `unknown resource type "upstream"`, types},
-		{"empty prefix segment", "/apisix//upstreams/api", apisix.Ref{}, "empty path segment", ""},
-		{"id of 65", "/upstreams/" + strings.Repeat("a", 65), apisix.Ref{}, `id "` + strings.Repeat("a", 65) + `" must be 1-64 characters of [A-Za-z0-9._-]`, ""},
-		{"bad id character", "/upstreams/a b", apisix.Ref{}, `id "a b" must be 1-64 characters of [A-Za-z0-9._-]`, ""},
-		{"empty", "", apisix.Ref{}, "empty value", ""},
+		{"etcd prefix", "/apisix/upstreams/api", health.Ref{Type: "upstreams", ID: "api"}, "", ""},
+		{"standalone", "/routes/r1", health.Ref{Type: "routes", ID: "r1"}, "", ""},
+		{"deep prefix", "/a/b/c/stream_routes/x.y-z_1", health.Ref{Type: "stream_routes", ID: "x.y-z_1"}, "", ""},
+		{"id of 64", "/services/" + strings.Repeat("a", 64), health.Ref{Type: "services", ID: strings.Repeat("a", 64)}, "", ""},
+		{"no leading slash", "apisix/upstreams/api", health.Ref{}, `must start with "/"`, ""},
+		{"one segment", "/api", health.Ref{}, "must be /<type>/<id> or /<prefix>/<type>/<id>", ""},
+		{"trailing slash", "/apisix/upstreams/api/", health.Ref{}, `must not end with "/"`, ""},
+		{"unknown type", "/apisix/upstream/api", health.Ref{}, `unknown resource type "upstream"`, types},
+		{"empty prefix segment", "/apisix//upstreams/api", health.Ref{}, "empty path segment", ""},
+		{"id of 65", "/upstreams/" + strings.Repeat("a", 65), health.Ref{}, `id "` + strings.Repeat("a", 65) + `" must be 1-64 characters of [A-Za-z0-9._-]`, ""},
+		{"bad id character", "/upstreams/a b", health.Ref{}, `id "a b" must be 1-64 characters of [A-Za-z0-9._-]`, ""},
+		{"empty", "", health.Ref{}, "empty value", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, is := parseUpstream(tt.in)
-			if got != tt.want || is.msg != tt.wantMsg || is.allowed != tt.allowed {
+			wantKey := ""
+			if tt.want != (health.Ref{}) {
+				wantKey = tt.in // the key is kept as written
+			}
+			if got.Ref != tt.want || got.Key != wantKey || is.msg != tt.wantMsg || is.allowed != tt.allowed {
 				t.Errorf("parseUpstream(%q) = %v, %+v; want %v, %q (allowed %q)", tt.in, got, is, tt.want, tt.wantMsg, tt.allowed)
 			}
 		})

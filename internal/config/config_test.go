@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -52,19 +54,19 @@ func TestSeedExample(t *testing.T) {
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
 				Description: "Production API",
-				Upstreams:   []string{"/apisix/upstreams/api"},
+				Upstreams:   health.MustUpstreams("/apisix/upstreams/api"),
 				Condition:   All, Rise: 1, Fall: 1,
 			},
 			{
 				Address:     netip.MustParsePrefix("10.0.0.101/32"),
 				Description: "Admin portal",
-				Upstreams:   []string{"/apisix/upstreams/auth", "/apisix/upstreams/admin"},
+				Upstreams:   health.MustUpstreams("/apisix/upstreams/auth", "/apisix/upstreams/admin"),
 				Condition:   All, Rise: 1, Fall: 1,
 			},
 			{
 				Address:     netip.MustParsePrefix("10.0.0.102/32"),
 				Description: "Public app",
-				Upstreams:   []string{"/apisix/upstreams/app-primary", "/apisix/upstreams/app-reserve"},
+				Upstreams:   health.MustUpstreams("/apisix/upstreams/app-primary", "/apisix/upstreams/app-reserve"),
 				Condition:   Any, Rise: 1, Fall: 1,
 			},
 		},
@@ -290,12 +292,12 @@ func TestFormatRoundTrip(t *testing.T) {
 	c.Bird.Protocols = []string{"p1"}
 	c.StatusListen = ""
 	c.VIPs = []VIP{
-		{Address: netip.MustParsePrefix("2001:db8::1/128"), Description: "quote \" and: colon", Upstreams: []string{"/routes/1"}, Condition: Any, Rise: 2, Fall: 7},
-		{Address: netip.MustParsePrefix("192.0.2.1/32"), Description: "123", Upstreams: []string{"/a/b/services/x", "/upstreams/y"}, Condition: All, Rise: 1, Fall: 1},
+		{Address: netip.MustParsePrefix("2001:db8::1/128"), Description: "quote \" and: colon", Upstreams: health.MustUpstreams("/routes/1"), Condition: Any, Rise: 2, Fall: 7},
+		{Address: netip.MustParsePrefix("192.0.2.1/32"), Description: "123", Upstreams: health.MustUpstreams("/a/b/services/x", "/upstreams/y"), Condition: All, Rise: 1, Fall: 1},
 	}
 	// Descriptions are free text: each of these must come back unchanged.
 	for i, d := range []string{"null", "~", "line 1\nline 2\n", "  lead and trail  ", "# not a comment", "- x", "*a", "\x7f\u0085\ufeff", "yes"} {
-		c.VIPs = append(c.VIPs, VIP{Address: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}), 32), Description: d, Upstreams: []string{"/upstreams/z"}, Condition: All, Rise: 1, Fall: 1})
+		c.VIPs = append(c.VIPs, VIP{Address: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}), 32), Description: d, Upstreams: health.MustUpstreams("/upstreams/z"), Condition: All, Rise: 1, Fall: 1})
 	}
 	out, err := Format(&c)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 func TestDiff(t *testing.T) {
@@ -41,7 +43,7 @@ func TestDiff(t *testing.T) {
 		{"bird.protocols", func(c *Config) { c.Bird.Protocols = append(c.Bird.Protocols, "other") }, keys("bird.protocols")},
 		{"failure_policy.max_failed_polls", func(c *Config) { c.FailurePolicy.MaxFailedPolls++ }, keys("failure_policy.max_failed_polls")},
 		{"drain_file", func(c *Config) { c.DrainFile = "/elsewhere/drain" }, keys("drain_file")},
-		{"a VIP's upstreams", func(c *Config) { c.VIPs[0].Upstreams = []string{"/apisix/upstreams/x"} }, keys("vips")},
+		{"a VIP's upstreams", func(c *Config) { c.VIPs[0].Upstreams = health.MustUpstreams("/apisix/upstreams/x") }, keys("vips")},
 		{"one VIP less", func(c *Config) { c.VIPs = c.VIPs[1:] }, keys("vips")},
 		{"a VIP's address", func(c *Config) { c.VIPs[0].Address = netip.MustParsePrefix("192.0.2.1/32") }, keys("vips")},
 		{"rise and fall", func(c *Config) { c.Rise++; c.Fall++ }, keys("rise", "fall")},

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/safefile"
 	"gopkg.in/yaml.v3"
 )
@@ -26,13 +26,13 @@ func Default() Config {
 		PollInterval: 3 * time.Second,
 		ControlURL:   "http://127.0.0.1:9090",
 		Timeout:      5 * time.Second,
-		PollMode:     "per_upstream",
+		PollMode:     PollPerUpstream,
 		Interface:    "rhi0",
-		LogFormat:    "text",
+		LogFormat:    LogText,
 		FailurePolicy: FailurePolicy{
 			ControlAPIUnreachable: Withdraw,
 			MaxFailedPolls:        3,
-			NoChecker:             "healthy",
+			NoChecker:             CountHealthy,
 		},
 		Bird: Bird{
 			Socket:  "/run/bird/bird.ctl",
@@ -40,11 +40,11 @@ func Default() Config {
 		},
 		Rise:          1,
 		Fall:          1,
-		OnShutdown:    "keep",
+		OnShutdown:    ShutdownKeep,
 		StatusListen:  "127.0.0.1:9711",
 		DrainFile:     "/var/lib/rhi/drain",
 		StateFile:     "/var/lib/rhi/owned",
-		Unmanaged:     "report",
+		Unmanaged:     UnmanagedReport,
 		ControlSocket: "/run/rhi/rhi.sock",
 	}
 }
@@ -406,11 +406,11 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["apisix_poll_interval"], "apisix_poll_interval", &c.PollInterval, parsePollInterval)
 	set(p, m["apisix_control_url"], "apisix_control_url", &c.ControlURL, checkURL)
 	set(p, m["apisix_timeout"], "apisix_timeout", &c.Timeout, parseDuration)
-	set(p, m["apisix_poll_mode"], "apisix_poll_mode", &c.PollMode, enum("per_upstream", "list", "auto"))
+	set(p, m["apisix_poll_mode"], "apisix_poll_mode", &c.PollMode, enum(PollPerUpstream, PollList, PollAuto))
 	set(p, m["interface"], "interface", &c.Interface, checked(checkIfname))
 	set(p, m["main_log"], "main_log", &c.MainLog, checked(checkLogPath))
 	set(p, m["error_log"], "error_log", &c.ErrorLog, checked(checkLogPath))
-	set(p, m["log_format"], "log_format", &c.LogFormat, enum("text", "json"))
+	set(p, m["log_format"], "log_format", &c.LogFormat, enum(LogText, LogJSON))
 	if n := m["failure_policy"]; n != nil {
 		p.failurePolicy(n, &c.FailurePolicy)
 	}
@@ -419,7 +419,7 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	}
 	set(p, m["rise"], "rise", &c.Rise, parseCount)
 	set(p, m["fall"], "fall", &c.Fall, parseCount)
-	set(p, m["on_shutdown"], "on_shutdown", &c.OnShutdown, enum("keep", "withdraw"))
+	set(p, m["on_shutdown"], "on_shutdown", &c.OnShutdown, enum(ShutdownKeep, ShutdownWithdraw))
 	set(p, m["status_listen"], "status_listen", &c.StatusListen, checked(checkListen))
 	set(p, m["control_socket"], "control_socket", &c.ControlSocket, checked(checkControlSocket))
 	set(p, m["drain_file"], "drain_file", &c.DrainFile, checked(checkFilePath))
@@ -433,7 +433,7 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 			p.report(n, key, c.StateFile, issue{msg: "same file as " + other + ": each needs its own"})
 		}
 	}
-	set(p, m["unmanaged_addresses"], "unmanaged_addresses", &c.Unmanaged, enum("report", "withdraw"))
+	set(p, m["unmanaged_addresses"], "unmanaged_addresses", &c.Unmanaged, enum(UnmanagedReport, UnmanagedWithdraw))
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)
 	}
@@ -444,7 +444,7 @@ func (p *parser) failurePolicy(n *yaml.Node, fp *FailurePolicy) {
 	m, _ := p.mapping(n, path, policyKeys...)
 	set(p, m["control_api_unreachable"], path+".control_api_unreachable", &fp.ControlAPIUnreachable, enum(Withdraw, Announce))
 	set(p, m["max_failed_polls"], path+".max_failed_polls", &fp.MaxFailedPolls, parseCount)
-	set(p, m["no_checker"], path+".no_checker", &fp.NoChecker, enum("healthy", "unhealthy"))
+	set(p, m["no_checker"], path+".no_checker", &fp.NoChecker, enum(CountHealthy, CountUnhealthy))
 }
 
 func (p *parser) bird(n *yaml.Node, b *Bird) {
@@ -538,7 +538,7 @@ func (p *parser) vip(n *yaml.Node, path string, c *Config) (v VIP, ok bool) {
 // upstreams reads a VIP's upstream list: required, non-empty, every key
 // valid, no resource named twice (also not under two etcd prefixes, which
 // would be the same health checker).
-func (p *parser) upstreams(vipNode, n *yaml.Node, path string) []string {
+func (p *parser) upstreams(vipNode, n *yaml.Node, path string) []health.Upstream {
 	if n == nil {
 		p.report(vipNode, path, "", issue{msg: "required key missing"})
 		return nil
@@ -551,25 +551,25 @@ func (p *parser) upstreams(vipNode, n *yaml.Node, path string) []string {
 		p.report(n, path, "", issue{msg: "must list at least one upstream"})
 		return nil
 	}
-	keys := make([]string, 0, len(items))
-	seen := make(map[apisix.Ref]int, len(items))
+	ups := make([]health.Upstream, 0, len(items))
+	seen := make(map[health.Ref]int, len(items))
 	for i, it := range items {
 		ipath := index(path, i)
 		s, ok := p.scalar(it, ipath)
 		if !ok {
 			continue
 		}
-		ref, is := parseUpstream(s)
+		u, is := parseUpstream(s)
 		if !is.ok() {
 			p.report(it, ipath, s, is)
 			continue
 		}
-		if l, dup := seen[ref]; dup {
+		if l, dup := seen[u.Ref]; dup {
 			p.report(it, ipath, s, issue{msg: "same upstream as line " + strconv.Itoa(l)})
 			continue
 		}
-		seen[ref] = it.Line
-		keys = append(keys, s)
+		seen[u.Ref] = it.Line
+		ups = append(ups, u)
 	}
-	return keys
+	return ups
 }

@@ -3,6 +3,8 @@ package config
 import (
 	"net/netip"
 	"time"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Condition says how a VIP's upstream verdicts combine.
@@ -22,22 +24,67 @@ const (
 	Announce Action = "announce"
 )
 
+// PollMode is how a poll reads the control API (apisix_poll_mode); the
+// client's apisix.Mode has the same words.
+type PollMode string
+
+const (
+	PollPerUpstream PollMode = "per_upstream" // one request per resource
+	PollList        PollMode = "list"         // the whole list, the rest one by one
+	PollAuto        PollMode = "auto"         // the list while it pays, else per upstream
+)
+
+// LogFormat is how log lines are written.
+type LogFormat string
+
+const (
+	LogText LogFormat = "text" // key=value lines
+	LogJSON LogFormat = "json" // one object per line
+)
+
+// CountAs is how an upstream without a health checker counts
+// (failure_policy.no_checker).
+type CountAs string
+
+const (
+	CountHealthy   CountAs = "healthy"
+	CountUnhealthy CountAs = "unhealthy"
+)
+
+// ShutdownAction is what rhi does with its VIPs when it stops (on_shutdown).
+type ShutdownAction string
+
+const (
+	ShutdownKeep     ShutdownAction = "keep"     // leave them announced
+	ShutdownWithdraw ShutdownAction = "withdraw" // remove them from the interface
+)
+
+// UnmanagedAction is what rhi does with host addresses on its interface
+// that it neither has in its config nor in its record
+// (unmanaged_addresses).
+type UnmanagedAction string
+
+const (
+	UnmanagedReport   UnmanagedAction = "report"   // warn, list, count
+	UnmanagedWithdraw UnmanagedAction = "withdraw" // delete them; for a dedicated interface
+)
+
 // Config is a validated, typed rhi configuration with every default applied.
 type Config struct {
-	PollInterval  time.Duration `yaml:"apisix_poll_interval"`
-	ControlURL    string        `yaml:"apisix_control_url"`
-	Timeout       time.Duration `yaml:"apisix_timeout"`
-	PollMode      string        `yaml:"apisix_poll_mode"` // "per_upstream", "list" or "auto": see apisix.Mode
-	Interface     string        `yaml:"interface"`
-	MainLog       string        `yaml:"main_log"`
-	ErrorLog      string        `yaml:"error_log"`
-	LogFormat     string        `yaml:"log_format"` // "text" (key=value lines) or "json" (one object per line)
-	FailurePolicy FailurePolicy `yaml:"failure_policy"`
-	Bird          Bird          `yaml:"bird"`
-	Rise          int           `yaml:"rise"`
-	Fall          int           `yaml:"fall"`
-	OnShutdown    string        `yaml:"on_shutdown"` // "keep" or "withdraw"
-	StatusListen  string        `yaml:"status_listen"`
+	PollInterval  time.Duration  `yaml:"apisix_poll_interval"`
+	ControlURL    string         `yaml:"apisix_control_url"`
+	Timeout       time.Duration  `yaml:"apisix_timeout"`
+	PollMode      PollMode       `yaml:"apisix_poll_mode"`
+	Interface     string         `yaml:"interface"`
+	MainLog       string         `yaml:"main_log"`
+	ErrorLog      string         `yaml:"error_log"`
+	LogFormat     LogFormat      `yaml:"log_format"`
+	FailurePolicy FailurePolicy  `yaml:"failure_policy"`
+	Bird          Bird           `yaml:"bird"`
+	Rise          int            `yaml:"rise"`
+	Fall          int            `yaml:"fall"`
+	OnShutdown    ShutdownAction `yaml:"on_shutdown"`
+	StatusListen  string         `yaml:"status_listen"`
 	// ControlSocket is the unix socket the CLI (`rhi status`, `rhi verify`,
 	// `rhi drain`) asks the daemon on; empty disables it.
 	ControlSocket string `yaml:"control_socket"`
@@ -48,19 +95,18 @@ type Config struct {
 	// restart it can withdraw those the config no longer lists.
 	StateFile string `yaml:"state_file"`
 	// Unmanaged is what to do with host addresses on the interface that rhi
-	// neither has in its config nor in its record: "report" (warn, list,
-	// count) or "withdraw" (delete them; for a dedicated interface).
-	Unmanaged string `yaml:"unmanaged_addresses"`
-	VIPs      []VIP  `yaml:"vips"`
+	// neither has in its config nor in its record.
+	Unmanaged UnmanagedAction `yaml:"unmanaged_addresses"`
+	VIPs      []VIP           `yaml:"vips"`
 }
 
 // FailurePolicy is the failure_policy section.
 type FailurePolicy struct {
 	ControlAPIUnreachable Action `yaml:"control_api_unreachable"`
 	MaxFailedPolls        int    `yaml:"max_failed_polls"`
-	// NoChecker is "healthy" or "unhealthy": how an upstream that APISIX has
-	// no health checker for counts.
-	NoChecker string `yaml:"no_checker"`
+	// NoChecker is how an upstream that APISIX has no health checker for
+	// counts.
+	NoChecker CountAs `yaml:"no_checker"`
 }
 
 // Bird is the bird section: where and what to confirm.
@@ -74,8 +120,10 @@ type Bird struct {
 type VIP struct {
 	Address     netip.Prefix `yaml:"address"` // host prefix: /32 or /128
 	Description string       `yaml:"description"`
-	Upstreams   []string     `yaml:"upstreams"` // keys like "/apisix/upstreams/api", validated
-	Condition   Condition    `yaml:"condition"`
-	Rise        int          `yaml:"rise"` // effective value: the global one unless overridden
-	Fall        int          `yaml:"fall"`
+	// Upstreams are the keys as written ("/apisix/upstreams/api") with the
+	// resources they name, parsed once here; a Config prints them as keys.
+	Upstreams []health.Upstream `yaml:"upstreams"`
+	Condition Condition         `yaml:"condition"`
+	Rise      int               `yaml:"rise"` // effective value: the global one unless overridden
+	Fall      int               `yaml:"fall"`
 }

@@ -8,14 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // staticHealth answers every poll with the same snapshot.
-type staticHealth apisix.Snapshot
+type staticHealth health.Snapshot
 
-func (s staticHealth) Poll(context.Context, []string) apisix.Snapshot { return apisix.Snapshot(s) }
+func (s staticHealth) Poll(context.Context, []health.Upstream) health.Snapshot {
+	return health.Snapshot(s)
+}
 
 // manyVIPs is the seed's config with n VIPs, each on its own upstream
 // (/apisix/upstreams/u<i>), and those upstreams' keys.
@@ -26,7 +28,7 @@ func manyVIPs(n int) (*config.Config, []string) {
 	for i := range n {
 		keys[i] = fmt.Sprintf("/apisix/upstreams/u%d", i)
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: []string{keys[i]}, Condition: config.All, Rise: 1, Fall: 1})
+		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: health.MustUpstreams(keys[i]), Condition: config.All, Rise: 1, Fall: 1})
 	}
 	return cfg, keys
 }
@@ -36,9 +38,9 @@ func manyVIPs(n int) (*config.Config, []string) {
 // the interface a fake: decide, set, publish the status view.
 func BenchmarkDaemonTick10000(b *testing.B) {
 	cfg, keys := manyVIPs(10000)
-	snap := apisix.Snapshot{}
+	snap := health.Snapshot{}
 	for _, key := range keys {
-		snap[key] = apisix.Result{Verdict: apisix.Up, Healthy: 1, Total: 2}
+		snap[key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 2}
 	}
 	d := New(cfg, Deps{Health: staticHealth(snap), Announcer: newFakeLink(), Now: func() time.Time { return time.Unix(0, 0) }})
 	ctx := context.Background()
@@ -60,10 +62,10 @@ func BenchmarkLiveHeap10000(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		cfg, keys := manyVIPs(10000)
-		health := newFakeHealth()
-		health.set(apisix.Up, keys...)
+		hs := newFakeHealth()
+		hs.set(health.Up, keys...)
 		link := newFakeLink()
-		d := New(cfg, Deps{Health: health, Announcer: link, Confirmer: newFakeBird(link), Now: func() time.Time { return time.Unix(0, 0) }})
+		d := New(cfg, Deps{Health: hs, Announcer: link, Confirmer: newFakeBird(link), Now: func() time.Time { return time.Unix(0, 0) }})
 		ctx := context.Background()
 		for range 3 {
 			d.tick(ctx)
@@ -74,6 +76,6 @@ func BenchmarkLiveHeap10000(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "live-MiB")
 		runtime.KeepAlive(d)
-		runtime.KeepAlive(health)
+		runtime.KeepAlive(hs)
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/confirm"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -44,7 +44,7 @@ func (r *rig) confirm(t *testing.T) bool {
 
 func TestConfirmAfterChange(t *testing.T) {
 	r, b := newConfirmRig(t, newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.clock.advance(40 * time.Millisecond)
 	if !r.confirm(t) {
@@ -73,7 +73,7 @@ func TestConfirmAfterChange(t *testing.T) {
 func TestConfirmBirdAway(t *testing.T) {
 	r, b := newConfirmRig(t, newFakeLink())
 	b.err = errors.New(`bird: dial "/run/bird/bird.ctl": connect: no such file or directory`)
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	for range 3 {
 		if r.confirm(t) {
@@ -103,13 +103,13 @@ func TestConfirmBirdAway(t *testing.T) {
 func TestConfirmMissedNetlink(t *testing.T) {
 	link := newFakeLink()
 	r, b := newConfirmRig(t, link)
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.confirm(t)
 
 	gone := netip.MustParsePrefix("10.0.0.100/32")
 	b.missed[gone] = true // BIRD will not hear about the deletion
-	r.health.set(apisix.Down, api)
+	r.health.set(health.Down, api)
 	r.tick(t)
 	r.expect(t, "10.0.0.101 10.0.0.102")
 	if r.confirm(t) {
@@ -145,7 +145,7 @@ func TestConfirmMissedNetlink(t *testing.T) {
 
 func TestConfirmWarnsAfterGrace(t *testing.T) {
 	r, b := newConfirmRig(t, newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	stuck := netip.MustParsePrefix("10.0.0.101/32")
 	b.missed[stuck] = false // BIRD never sees the add
 	r.d.ann = noRenew{r.link}
@@ -171,7 +171,7 @@ func (noRenew) Renew(context.Context, netip.Prefix, bool) error { return errors.
 func TestShutdownWithdrawWaitsForBird(t *testing.T) {
 	r, b := newConfirmRig(t, newFakeLink())
 	r.d.cfg.OnShutdown = "withdraw"
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	if err := r.d.shutdown(); err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestShutdownWithdrawWaitsForBird(t *testing.T) {
 // leaves the present set as it was, but BIRD saw it go: confirm again.
 func TestConfirmAfterRepair(t *testing.T) {
 	r, _ := newConfirmRig(t, newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.confirm(t)
 	r.tick(t)
@@ -211,7 +211,7 @@ func TestConfirmAfterRepair(t *testing.T) {
 func TestNoRenewalOnADownLink(t *testing.T) {
 	link := newFakeLink()
 	r, b := newConfirmRig(t, link)
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.confirm(t)
 	link.do(func(l *fakeLink) { l.down = true })
@@ -256,7 +256,7 @@ func TestRenewalGivesUp(t *testing.T) {
 	link.onRenew = nil // renewing does not help
 	p := netip.MustParsePrefix("10.0.0.100/32")
 	b.missed[p] = false
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.confirm(t)
 	renewals := 0
@@ -275,9 +275,9 @@ func TestRenewalGivesUp(t *testing.T) {
 		t.Errorf("status counts %d renewals, want %d", got, confirm.MaxRenewals)
 	}
 	// A new change of the VIP may be a case renewing helps again.
-	r.health.set(apisix.Down, api)
+	r.health.set(health.Down, api)
 	r.tick(t)
-	r.health.set(apisix.Up, api)
+	r.health.set(health.Up, api)
 	r.tick(t)
 	r.confirm(t)
 	r.clock.advance(confirm.RenewAfter)
@@ -299,7 +299,7 @@ func TestRenewalsArePaced(t *testing.T) {
 	link := newFakeLink()
 	r, b := newConfirmRig(t, link)
 	r.d = New(cfg, Deps{Health: r.health, Announcer: link, Log: r.d.log, Now: r.clock.now, Confirmer: b})
-	r.health.set(apisix.Up, api)
+	r.health.set(health.Up, api)
 	r.tick(t)
 	for i := range cfg.VIPs {
 		b.missed[cfg.VIPs[i].Address] = false // BIRD missed every add
@@ -327,7 +327,7 @@ func TestRenewalsArePaced(t *testing.T) {
 func TestConfirmLatencyOfALaterDisagreement(t *testing.T) {
 	link := newFakeLink()
 	r, b := newConfirmRig(t, link)
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.clock.advance(30 * time.Millisecond)
 	r.confirm(t)
@@ -347,7 +347,7 @@ func TestConfirmLatencyOfALaterDisagreement(t *testing.T) {
 // before is marked stale, so nobody reads an old "agrees" as current.
 func TestConfirmBirdAwayMarksStale(t *testing.T) {
 	r, b := newConfirmRig(t, newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.confirm(t)
 	ok := r.d.Status().Bird.LastOK
@@ -376,13 +376,13 @@ func TestConfirmBirdAwayMarksStale(t *testing.T) {
 // drain for its confirmation.
 func TestConfirmRecordsExpectation(t *testing.T) {
 	r, _ := newConfirmRig(t, newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.confirm(t)
 	if vb := r.d.Status().VIPs[0].Bird; vb.Expected != verify.Present {
 		t.Fatalf("vip bird = %+v, want expected present", vb)
 	}
-	r.health.set(apisix.Down, api)
+	r.health.set(health.Down, api)
 	r.tick(t)
 	r.confirm(t)
 	if vb := r.d.Status().VIPs[0].Bird; vb.Expected != verify.Absent || !vb.Agrees {
@@ -397,7 +397,7 @@ func TestNoRenewalWithoutDirect(t *testing.T) {
 	link := newFakeLink()
 	r, b := newConfirmRig(t, link)
 	b.directDown = true
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	for range 3 {
 		if r.confirm(t) {
@@ -431,7 +431,7 @@ func TestNoRenewalWithoutDirect(t *testing.T) {
 // line; the VIPs agreeing again are one warning.
 func TestConfirmLogsOneLinePerProblem(t *testing.T) {
 	r, b := newConfirmRig(t, newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.confirm(t)
 
@@ -442,7 +442,7 @@ func TestConfirmLogsOneLinePerProblem(t *testing.T) {
 	stale := netip.MustParsePrefix("10.0.0.100/32")
 	b.missed[stale] = true // BIRD misses the withdrawal
 	r.d.ann = noRenew{r.link}
-	r.health.set(apisix.Down, api)
+	r.health.set(health.Down, api)
 	r.tick(t)
 	r.confirm(t)
 	r.clock.advance(confirm.Grace)

@@ -16,18 +16,19 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
-// HealthSource polls the control API. Poll returns within ctx's deadline and
-// reports every key; it is called from one goroutine at a time.
+// HealthSource polls the control API. Poll reports every upstream's key and
+// bounds its own work (apisix.Client applies apisix_timeout); it returns
+// early when ctx is cancelled. It is called from one goroutine at a time.
 type HealthSource interface {
-	Poll(ctx context.Context, keys []string) apisix.Snapshot
+	Poll(ctx context.Context, ups []health.Upstream) health.Snapshot
 }
 
 // idleCloser is a HealthSource that keeps connections between polls;
@@ -99,19 +100,19 @@ type Daemon struct {
 
 	// Owned by the loop goroutine.
 	cfg        *config.Config
-	keys       []string // distinct upstream keys of cfg
+	keys       []health.Upstream // distinct upstream keys of cfg, with their parsed refs
 	states     map[netip.Prefix]decide.State
 	since      map[netip.Prefix]time.Time // last change of Announced or presence
 	orphans    map[netip.Prefix]bool      // dropped by a reload, still to withdraw
 	owned      map[netip.Prefix]bool      // scratch: desired presence, rebuilt per tick
-	upstreams  map[string]apisix.Verdict  // last verdict per key, to log changes once
+	upstreams  map[string]health.Verdict  // last verdict per key, to log changes once
 	iface      vip.State
 	ifaceErr   string
 	started    bool
 	changed    bool // this tick changed what is wanted or what is on the interface
 	drained    drain.Set
 	drainErr   string
-	lastSnap   apisix.Snapshot
+	lastSnap   health.Snapshot
 	lastStart  time.Time
 	lastPoll   time.Time
 	confirmed  bool // a confirmation has been requested at least once
@@ -157,7 +158,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		since:     map[netip.Prefix]time.Time{},
 		orphans:   map[netip.Prefix]bool{},
 		owned:     map[netip.Prefix]bool{},
-		upstreams: map[string]apisix.Verdict{},
+		upstreams: map[string]health.Verdict{},
 		flips:     map[netip.Prefix]uint64{},
 	}
 	if d.now == nil {
@@ -276,10 +277,10 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 	seen := map[string]bool{}
 	d.keys = d.keys[:0]
 	for i := range cfg.VIPs {
-		for _, k := range cfg.VIPs[i].Upstreams {
-			if !seen[k] {
-				seen[k] = true
-				d.keys = append(d.keys, k)
+		for _, u := range cfg.VIPs[i].Upstreams {
+			if !seen[u.Key] {
+				seen[u.Key] = true
+				d.keys = append(d.keys, u)
 			}
 		}
 	}
@@ -340,9 +341,11 @@ func (d *Daemon) tick(ctx context.Context) {
 	if !d.started && !d.start(ctx) {
 		return // the interface could not be read: nothing is known, nothing is touched
 	}
-	pctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
-	snap := d.health.Poll(pctx, d.keys)
-	cancel()
+	// No deadline here: the health client applies apisix_timeout itself
+	// (apisix.Client.Poll), the one place that also serves `rhi verify`'s
+	// fresh poll, and a reload that changes the timeout builds a new client.
+	// ctx only cancels the poll on shutdown.
+	snap := d.health.Poll(ctx, d.keys)
 	if ctx.Err() != nil {
 		return // shutting down: a poll cut short says nothing about health
 	}
@@ -526,11 +529,12 @@ func (d *Daemon) noteIfaceErr(err error) {
 // noteUpstreams logs each upstream's verdict once per change, counts
 // consecutive polls in which some upstream could not be read, and returns
 // how many could not be read in this one.
-func (d *Daemon) noteUpstreams(snap apisix.Snapshot) int {
+func (d *Daemon) noteUpstreams(snap health.Snapshot) int {
 	unreadable := 0
-	for _, k := range d.keys {
+	for _, u := range d.keys {
+		k := u.Key
 		r := snap[k]
-		if r.Verdict == apisix.Failed || r.Verdict == apisix.NotFound {
+		if r.Verdict == health.Failed || r.Verdict == health.NotFound {
 			unreadable++
 		}
 		prev, seen := d.upstreams[k]
@@ -543,9 +547,9 @@ func (d *Daemon) noteUpstreams(snap apisix.Snapshot) int {
 			e = e.WithError(r.Err)
 		}
 		switch r.Verdict {
-		case apisix.Up, apisix.Down:
+		case health.Up, health.Down:
 			e.Info("upstream health changed")
-		case apisix.NoChecker:
+		case health.NoChecker:
 			e.Warnf("upstream has no health checker; counted as %s", d.cfg.FailurePolicy.NoChecker)
 		default:
 			e.Warn("upstream cannot be read; counted as a failed poll")
@@ -591,7 +595,7 @@ func (d *Daemon) logChange(c decide.Change) {
 // shutdown applies on_shutdown: keep leaves the VIPs in place so a restart
 // does not flap routes; withdraw removes every owned VIP.
 func (d *Daemon) shutdown() error {
-	if d.cfg.OnShutdown != "withdraw" {
+	if d.cfg.OnShutdown != config.ShutdownWithdraw {
 		d.log.WithField("on_shutdown", "keep").Info("stopping; VIPs left as they are")
 		return nil
 	}
@@ -664,7 +668,7 @@ func (d *Daemon) waitWithdrawn() {
 }
 
 // publish makes this tick's results visible to Status.
-func (d *Daemon) publish(snap apisix.Snapshot, start, polled time.Time) {
+func (d *Daemon) publish(snap health.Snapshot, start, polled time.Time) {
 	// Two views take turns, so that a tick at 10,000 VIPs fills a slice
 	// already grown instead of allocating: the spare is the view published
 	// two ticks ago, which no reader can hold any more, since Status reads

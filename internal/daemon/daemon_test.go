@@ -13,9 +13,9 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -28,7 +28,7 @@ const (
 )
 
 func vipCfg(addr string, cond config.Condition, ups ...string) config.VIP {
-	return config.VIP{Address: netip.MustParsePrefix(addr), Upstreams: ups, Condition: cond, Rise: 1, Fall: 1}
+	return config.VIP{Address: netip.MustParsePrefix(addr), Upstreams: health.MustUpstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
 }
 
 // seed is the design note's example configuration.
@@ -101,16 +101,16 @@ func (r *rig) countFor(upstream, msg string) int {
 
 func TestAppliesVerdictsWithinOnePoll(t *testing.T) {
 	r := newRig(t, seed(config.Withdraw), newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
 
-	r.health.set(apisix.Down, admin, primary)
+	r.health.set(health.Down, admin, primary)
 	r.tick(t)
 	r.expect(t, "10.0.0.100 10.0.0.102")
 
-	r.health.set(apisix.Down, reserve)
-	r.health.set(apisix.NoChecker, admin)
+	r.health.set(health.Down, reserve)
+	r.health.set(health.NoChecker, admin)
 	r.tick(t)
 	r.expect(t, "10.0.0.100 10.0.0.101")
 
@@ -144,24 +144,24 @@ func TestStartupKeepsWhatTheInterfaceHolds(t *testing.T) {
 
 func TestOneBrokenUpstreamOnlyHoldsItsVIPs(t *testing.T) {
 	r := newRig(t, seed(config.Withdraw), newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
-	r.health.set(apisix.Failed, admin)
-	r.health.set(apisix.Down, api)
+	r.health.set(health.Failed, admin)
+	r.health.set(health.Down, api)
 	for i := 0; i < 2; i++ {
 		r.tick(t)
 		r.expect(t, "10.0.0.101 10.0.0.102")
 	}
 	r.tick(t)
 	r.expect(t, "10.0.0.102")
-	r.health.set(apisix.Up, admin)
+	r.health.set(health.Up, admin)
 	r.tick(t)
 	r.expect(t, "10.0.0.101 10.0.0.102")
 }
 
 func TestNotFoundCountsAsFailed(t *testing.T) {
 	r := newRig(t, seed(config.Withdraw), newFakeLink("10.0.0.100/32"))
-	r.health.set(apisix.NotFound, api)
+	r.health.set(health.NotFound, api)
 	r.tick(t)
 	r.tick(t)
 	r.expect(t, "10.0.0.100")
@@ -174,7 +174,7 @@ func TestNotFoundCountsAsFailed(t *testing.T) {
 
 func TestRepairsExternalChanges(t *testing.T) {
 	r := newRig(t, seed(config.Withdraw), newFakeLink("192.0.2.1/32"))
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1")
 	r.link.do(func(l *fakeLink) { delete(l.addrs, netip.MustParsePrefix("10.0.0.101/32")) })
@@ -200,7 +200,7 @@ func TestStartupReadErrorTouchesNothing(t *testing.T) {
 				cfg.VIPs[i].Rise = 3
 			}
 			r := newRig(t, cfg, link)
-			r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+			r.health.set(health.Up, api, auth, admin, primary, reserve)
 			r.tick(t)
 			r.tick(t)
 			r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
@@ -226,7 +226,7 @@ func TestMissingInterfaceIsRetried(t *testing.T) {
 	link := newFakeLink()
 	link.exists = false
 	r := newRig(t, seed(config.Withdraw), link)
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.tick(t)
 	st := r.d.Status()
@@ -248,7 +248,7 @@ func TestFailedAddIsRetried(t *testing.T) {
 	link := newFakeLink()
 	link.failAdd[netip.MustParsePrefix("10.0.0.101/32")] = true
 	r := newRig(t, seed(config.Withdraw), link)
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.expect(t, "10.0.0.100 10.0.0.102")
 	link.do(func(l *fakeLink) { clear(l.failAdd) })
@@ -259,7 +259,7 @@ func TestFailedAddIsRetried(t *testing.T) {
 func TestReload(t *testing.T) {
 	cfg := seed(config.Withdraw)
 	r := newRig(t, cfg, newFakeLink("10.0.0.103/32"))
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102 10.0.0.103")
 
@@ -279,7 +279,7 @@ func TestReload(t *testing.T) {
 	if w := r.link.writeCount() - before; w != 1 {
 		t.Errorf("reload tick made %d writes, want 1 (the dropped VIP's delete)", w)
 	}
-	r.health.set(apisix.Down, "/apisix/upstreams/new")
+	r.health.set(health.Down, "/apisix/upstreams/new")
 	r.tick(t)
 	r.expect(t, "10.0.0.100 10.0.0.101")
 }
@@ -289,7 +289,7 @@ func TestReload(t *testing.T) {
 func TestReloadDroppedVIPStaysOwned(t *testing.T) {
 	link := newFakeLink()
 	r := newRig(t, seed(config.Withdraw), link)
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	dropped := netip.MustParsePrefix("10.0.0.102/32")
 	link.failDel[dropped] = true
@@ -311,17 +311,17 @@ func TestReloadDroppedVIPStaysOwned(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	for _, mode := range []string{"keep", "withdraw"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []config.ShutdownAction{config.ShutdownKeep, config.ShutdownWithdraw} {
+		t.Run(string(mode), func(t *testing.T) {
 			cfg := seed(config.Withdraw)
 			cfg.OnShutdown = mode
 			r := newRig(t, cfg, newFakeLink("192.0.2.1/32"))
-			r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+			r.health.set(health.Up, api, auth, admin, primary, reserve)
 			r.tick(t)
 			if err := r.d.shutdown(); err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]string{"keep": "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1", "withdraw": "192.0.2.1"}[mode]
+			want := map[config.ShutdownAction]string{"keep": "10.0.0.100 10.0.0.101 10.0.0.102 192.0.2.1", "withdraw": "192.0.2.1"}[mode]
 			r.expect(t, want)
 		})
 	}
@@ -334,7 +334,7 @@ func TestShutdownWithdrawWithoutInterface(t *testing.T) {
 	cfg.OnShutdown = "withdraw"
 	link := newFakeLink()
 	r := newRig(t, cfg, link)
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	link.do(func(l *fakeLink) { l.exists = false })
 	if err := r.d.shutdown(); err != nil {
@@ -359,7 +359,7 @@ func TestPolicyOnAWithdrawnVIPSaysSo(t *testing.T) {
 
 func TestUpstreamLogsOncePerChange(t *testing.T) {
 	r := newRig(t, seed(config.Announce), newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.health.down()
 	for i := 0; i < 10; i++ {
@@ -382,8 +382,8 @@ func TestStatus(t *testing.T) {
 	if r.d.Status().Ready {
 		t.Fatal("ready before the first tick")
 	}
-	r.health.set(apisix.Up, api, auth, admin, primary)
-	r.health.set(apisix.Down, reserve)
+	r.health.set(health.Up, api, auth, admin, primary)
+	r.health.set(health.Down, reserve)
 	r.tick(t)
 	st := r.d.Status()
 	if !st.Ready || len(st.VIPs) != 3 {
@@ -416,7 +416,7 @@ func TestRunReloadPollsAtOnce(t *testing.T) {
 	cfg.PollInterval = time.Hour
 	r := newRig(t, cfg, newFakeLink())
 	r.health.polled = make(chan struct{})
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	ready := make(chan struct{})
 	r.d.ready = func() { close(ready) }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -445,7 +445,7 @@ func TestRunReloadPollsAtOnce(t *testing.T) {
 // at once, from the last decision, without asking APISIX again.
 func TestHintReappliesWithoutPolling(t *testing.T) {
 	r := newRig(t, seed(config.Withdraw), newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.d.reapply(context.Background()) // before the first tick: nothing decided yet
 	r.expect(t, "")
 	r.tick(t)
@@ -498,7 +498,7 @@ func TestStatusWhileTicking(t *testing.T) {
 	cfg := seed(config.Withdraw)
 	cfg.PollInterval = time.Millisecond
 	r := newRig(t, cfg, newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.health.polled = make(chan struct{}, 1000)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -514,9 +514,9 @@ func TestStatusWhileTicking(t *testing.T) {
 			seen++
 		}
 		if polls%2 == 0 {
-			r.health.set(apisix.Down, admin)
+			r.health.set(health.Down, admin)
 		} else {
-			r.health.set(apisix.Up, admin)
+			r.health.set(health.Up, admin)
 		}
 	}
 	cancel()
@@ -535,15 +535,15 @@ type slowHealth struct {
 	starts chan time.Time
 }
 
-func (h slowHealth) Poll(ctx context.Context, keys []string) apisix.Snapshot {
+func (h slowHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
 	h.starts <- time.Now()
 	select {
 	case <-time.After(h.d):
 	case <-ctx.Done():
 	}
-	snap := apisix.Snapshot{}
-	for _, k := range keys {
-		snap[k] = apisix.Result{Verdict: apisix.Up, Healthy: 1, Total: 1}
+	snap := health.Snapshot{}
+	for _, u := range ups {
+		snap[u.Key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 1}
 	}
 	return snap
 }
@@ -586,23 +586,23 @@ func TestRunWithConfirmer(t *testing.T) {
 	cfg.OnShutdown = "withdraw"
 	link := newFakeLink()
 	b := newFakeBird(link)
-	health := newFakeHealth()
-	health.set(apisix.Up, api, auth, admin, primary, reserve)
-	health.polled = make(chan struct{}, 1000)
-	d := New(cfg, Deps{Health: health, Announcer: link, Confirmer: b})
+	hs := newFakeHealth()
+	hs.set(health.Up, api, auth, admin, primary, reserve)
+	hs.polled = make(chan struct{}, 1000)
+	d := New(cfg, Deps{Health: hs, Announcer: link, Confirmer: b})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- d.Run(ctx) }()
 	for polls := 0; polls < 300; polls++ {
-		<-health.polled
+		<-hs.polled
 		if st := d.Status(); st.Ready && len(st.VIPs) != 3 && len(st.VIPs) != 2 {
 			t.Fatalf("torn status: %d VIPs", len(st.VIPs))
 		}
 		switch polls % 4 {
 		case 0:
-			health.set(apisix.Down, admin)
+			hs.set(health.Down, admin)
 		case 1:
-			health.set(apisix.Up, admin)
+			hs.set(health.Up, admin)
 			d.Hint()
 		case 2:
 			next := seed(config.Withdraw)

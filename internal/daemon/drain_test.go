@@ -12,9 +12,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 func drainRig(t *testing.T, present ...string) (*rig, string) {
@@ -22,7 +22,7 @@ func drainRig(t *testing.T, present ...string) (*rig, string) {
 	cfg := seed(config.Withdraw)
 	cfg.DrainFile = filepath.Join(t.TempDir(), "drain")
 	r := newRig(t, cfg, newFakeLink(present...))
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	return r, cfg.DrainFile
 }
 

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -20,14 +20,14 @@ import (
 // with no verdict is Failed, like an API that does not answer.
 type fakeHealth struct {
 	mu       sync.Mutex
-	verdicts map[string]apisix.Verdict
+	verdicts map[string]health.Verdict
 	polls    int
 	polled   chan struct{} // receives after every poll, if not nil
 }
 
-func newFakeHealth() *fakeHealth { return &fakeHealth{verdicts: map[string]apisix.Verdict{}} }
+func newFakeHealth() *fakeHealth { return &fakeHealth{verdicts: map[string]health.Verdict{}} }
 
-func (f *fakeHealth) set(v apisix.Verdict, keys ...string) {
+func (f *fakeHealth) set(v health.Verdict, keys ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, k := range keys {
@@ -42,16 +42,17 @@ func (f *fakeHealth) down() {
 	clear(f.verdicts)
 }
 
-func (f *fakeHealth) Poll(ctx context.Context, keys []string) apisix.Snapshot {
+func (f *fakeHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
 	f.mu.Lock()
-	snap := apisix.Snapshot{}
-	for _, k := range keys {
+	snap := health.Snapshot{}
+	for _, u := range ups {
+		k := u.Key
 		v, ok := f.verdicts[k]
 		if !ok {
-			snap[k] = apisix.Result{Verdict: apisix.Failed, Err: errors.New("connection refused")}
+			snap[k] = health.Result{Verdict: health.Failed, Err: errors.New("connection refused")}
 			continue
 		}
-		snap[k] = apisix.Result{Verdict: v, Healthy: 1, Total: 1}
+		snap[k] = health.Result{Verdict: v, Healthy: 1, Total: 1}
 	}
 	f.polls++
 	ch := f.polled

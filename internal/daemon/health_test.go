@@ -14,9 +14,9 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/confirm"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -27,7 +27,7 @@ func TestInterfaceWriteErrors(t *testing.T) {
 	link := newFakeLink()
 	link.failAdd[netip.MustParsePrefix("10.0.0.100/32")] = true
 	r := newRig(t, seed(config.Withdraw), link)
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	for i := 1; i <= 3; i++ {
 		r.tick(t)
 		in := r.d.Status().Interface
@@ -46,7 +46,7 @@ func TestInterfaceWriteErrors(t *testing.T) {
 // last one that settled any stays; one settled VIP is enough.
 func TestSettledPolls(t *testing.T) {
 	r := newRig(t, seed(config.Withdraw), newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	settled := r.clock.now()
 	st := r.d.Status()
@@ -63,7 +63,7 @@ func TestSettledPolls(t *testing.T) {
 	if !st.ControlAPI.LastSettled.Equal(settled) || st.ControlAPI.UnsettledPolls != 2 {
 		t.Fatalf("after two failed polls: last settled %v (want %v), unsettled %d (want 2)", st.ControlAPI.LastSettled, settled, st.ControlAPI.UnsettledPolls)
 	}
-	r.health.set(apisix.Down, api) // one VIP of three settled
+	r.health.set(health.Down, api) // one VIP of three settled
 	r.tick(t)
 	st = r.d.Status()
 	if !st.ControlAPI.LastSettled.Equal(r.clock.now()) || st.ControlAPI.UnsettledPolls != 0 {
@@ -112,10 +112,10 @@ func TestDryRunQuiet(t *testing.T) {
 		clk := &clock{t: time.Unix(1_700_000_000, 0)}
 		cfg := seed(config.Withdraw)
 		cfg.Bird.Socket = "/run/bird/bird.ctl"
-		health := newFakeHealth()
-		health.set(apisix.Up, api, admin, primary, reserve)
-		health.set(apisix.Down, auth)
-		d := New(cfg, Deps{Health: health, Announcer: ann, Log: log, Now: clk.now, Confirmer: b, DryRun: dry})
+		hs := newFakeHealth()
+		hs.set(health.Up, api, admin, primary, reserve)
+		hs.set(health.Down, auth)
+		d := New(cfg, Deps{Health: hs, Announcer: ann, Log: log, Now: clk.now, Confirmer: b, DryRun: dry})
 		d.tick(context.Background())
 		job := d.confirmJob()
 		want := map[string]verify.Expectation{"10.0.0.100/32": verify.Present, "10.0.0.101/32": verify.Absent, "10.0.0.102/32": verify.Present}
@@ -208,9 +208,9 @@ func TestDryRunShutdown(t *testing.T) {
 	log, hook := logtest.NewNullLogger()
 	cfg := seed(config.Withdraw)
 	cfg.OnShutdown = "withdraw"
-	health := newFakeHealth()
-	health.set(apisix.Up, api, auth, admin, primary, reserve)
-	d := New(cfg, Deps{Health: health, Announcer: readOnly{link}, Log: log, Confirmer: b, DryRun: true})
+	hs := newFakeHealth()
+	hs.set(health.Up, api, auth, admin, primary, reserve)
+	d := New(cfg, Deps{Health: hs, Announcer: readOnly{link}, Log: log, Confirmer: b, DryRun: true})
 	d.tick(context.Background())
 	if err := d.shutdown(); err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func TestDryRunShutdown(t *testing.T) {
 // BGP session rather than the states BIRD reported before it went away.
 func TestBirdAwayDropsSessions(t *testing.T) {
 	r, b := newConfirmRig(t, newFakeLink())
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.confirm(t)
 	if p := r.d.Status().Bird.Protocols; len(p) != 1 || !p[0].Established {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/owned"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -97,7 +98,7 @@ func (d *Daemon) saveRecord() {
 // withdrawUnmanaged adds the unmanaged addresses last seen to d.owned as
 // unwanted, under unmanaged_addresses: withdraw, so that Set deletes them.
 func (d *Daemon) withdrawUnmanaged() {
-	if d.cfg.Unmanaged != "withdraw" {
+	if d.cfg.Unmanaged != config.UnmanagedWithdraw {
 		return
 	}
 	for _, p := range d.unmanaged {
@@ -143,7 +144,7 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 		all[i] = p.String()
 	}
 	e = e.WithFields(logrus.Fields{"addresses": strings.Join(all, " "), "count": len(now)})
-	if d.cfg.Unmanaged == "withdraw" {
+	if d.cfg.Unmanaged == config.UnmanagedWithdraw {
 		e.Warn("addresses on the interface that rhi does not manage, announced without a health check; withdrawing them")
 		return
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/owned"
 )
 
@@ -65,7 +65,7 @@ func ownRig(t *testing.T, cfg *config.Config, link *fakeLink, recorded ...string
 	}
 	r := newRig(t, cfg, link)
 	r.d.record = rec
-	r.health.set(apisix.Up, api, auth, admin, primary, reserve)
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	return r, rec
 }
 
@@ -194,9 +194,9 @@ func TestRecordWrittenBeforeTheOwnedSetGrows(t *testing.T) {
 	for range 5 {
 		r.tick(t)
 	}
-	r.health.set(apisix.Down, api) // flaps do not change the owned set
+	r.health.set(health.Down, api) // flaps do not change the owned set
 	r.tick(t)
-	r.health.set(apisix.Up, api)
+	r.health.set(health.Up, api)
 	r.tick(t)
 	if len(rec.writes) != 1 {
 		t.Fatalf("%d record writes over unchanged ticks, want 1", len(rec.writes))
@@ -333,9 +333,9 @@ func TestUnmanagedAddressesAreWithdrawn(t *testing.T) {
 // steady state neither may cost a write or an allocation per tick.
 func BenchmarkDaemonTick10000Owned(b *testing.B) {
 	cfg, keys := manyVIPs(10000)
-	snap := apisix.Snapshot{}
+	snap := health.Snapshot{}
 	for _, key := range keys {
-		snap[key] = apisix.Result{Verdict: apisix.Up, Healthy: 1, Total: 2}
+		snap[key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 2}
 	}
 	link := newFakeLink("192.0.2.77/32")
 	rec := &fakeRecord{File: owned.File(filepath.Join(b.TempDir(), "owned")), link: link}

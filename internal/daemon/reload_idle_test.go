@@ -13,6 +13,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // countedConn reports its first Close on closed.
@@ -74,7 +75,7 @@ func TestReloadClosesOldClient(t *testing.T) {
 		r.d.applyReload(next)
 		r.tick(t)
 	}
-	if r.d.health.Poll(context.Background(), []string{"/apisix/upstreams/api"})["/apisix/upstreams/api"].Verdict != apisix.Up {
+	if r.d.health.Poll(context.Background(), health.MustUpstreams("/apisix/upstreams/api"))["/apisix/upstreams/api"].Verdict != health.Up {
 		t.Fatal("the newest client does not poll")
 	}
 

@@ -6,17 +6,17 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
 // view is what one tick leaves for Status; it is never mutated after publish.
 type view struct {
 	cfg        *config.Config
-	snap       apisix.Snapshot
+	snap       health.Snapshot
 	vips       []vipRec // one per cfg.VIPs, in its order
 	iface      vip.State
 	ifaceErr   string
@@ -209,9 +209,9 @@ func (d *Daemon) Status() Status {
 		if vc, ok := confirms[c.Address]; ok {
 			vs.Bird = &vc
 		}
-		for _, k := range c.Upstreams {
-			r := v.snap[k]
-			us := UpstreamStatus{Key: k, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
+		for _, u := range c.Upstreams {
+			r := v.snap[u.Key]
+			us := UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
 			if r.Err != nil {
 				us.Error = r.Err.Error()
 			}

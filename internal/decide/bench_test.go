@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // BenchmarkTick10000 decides 10,000 VIPs over 10,000 upstreams (SPEC §8:
@@ -14,12 +14,12 @@ import (
 func BenchmarkTick10000(b *testing.B) {
 	const n = 10000
 	cfg := &config.Config{FailurePolicy: policy(config.Withdraw, 3)}
-	snap := apisix.Snapshot{}
+	snap := health.Snapshot{}
 	for i := range n {
 		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: []string{key}, Condition: config.All, Rise: 1, Fall: 1})
-		snap[key] = apisix.Result{Verdict: apisix.Up, Healthy: 1, Total: 2}
+		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: health.MustUpstreams(key), Condition: config.All, Rise: 1, Fall: 1})
+		snap[key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 2}
 	}
 	states := map[netip.Prefix]State{}
 	Tick(cfg, snap, states)

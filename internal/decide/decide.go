@@ -7,8 +7,8 @@ package decide
 import (
 	"fmt"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Availability is a VIP's verdict for one poll.
@@ -82,16 +82,16 @@ const (
 )
 
 // Classify maps an upstream's poll result to how it counts: no checker counts
-// as noChecker says ("healthy" or "unhealthy"); not found counts as failed, so
-// an APISIX that is still loading does not flap routes.
-func Classify(r apisix.Result, noChecker string) UpstreamState {
+// as noChecker says; not found counts as failed, so an APISIX that is still
+// loading does not flap routes.
+func Classify(r health.Result, noChecker config.CountAs) UpstreamState {
 	switch r.Verdict {
-	case apisix.Up:
+	case health.Up:
 		return UpstreamUp
-	case apisix.Down:
+	case health.Down:
 		return UpstreamDown
-	case apisix.NoChecker:
-		if noChecker == "unhealthy" {
+	case health.NoChecker:
+		if noChecker == config.CountUnhealthy {
 			return UpstreamDown
 		}
 		return UpstreamUp
@@ -102,10 +102,10 @@ func Classify(r apisix.Result, noChecker string) UpstreamState {
 
 // Evaluate applies a VIP's condition over its upstreams' results. An upstream
 // missing from the snapshot counts as failed.
-func Evaluate(v *config.VIP, snap apisix.Snapshot, noChecker string) Availability {
+func Evaluate(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) Availability {
 	var up, down, failed int
-	for _, key := range v.Upstreams {
-		r, ok := snap[key]
+	for i := range v.Upstreams {
+		r, ok := snap[v.Upstreams[i].Key]
 		if !ok {
 			failed++
 			continue

@@ -10,15 +10,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
-var allVerdicts = []apisix.Verdict{apisix.Failed, apisix.Up, apisix.Down, apisix.NoChecker, apisix.NotFound}
+var allVerdicts = []health.Verdict{health.Failed, health.Up, health.Down, health.NoChecker, health.NotFound}
 
-func res(v apisix.Verdict) apisix.Result {
-	r := apisix.Result{Verdict: v}
-	if v == apisix.Failed || v == apisix.NotFound || v == apisix.NoChecker {
+func res(v health.Verdict) health.Result {
+	r := health.Result{Verdict: v}
+	if v == health.Failed || v == health.NotFound || v == health.NoChecker {
 		r.Err = errors.New(v.String())
 	}
 	return r
@@ -26,23 +26,23 @@ func res(v apisix.Verdict) apisix.Result {
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
-		verdict   apisix.Verdict
-		noChecker string
+		verdict   health.Verdict
+		noChecker config.CountAs
 		want      UpstreamState
 	}{
-		{apisix.Up, "healthy", UpstreamUp},
-		{apisix.Up, "unhealthy", UpstreamUp},
-		{apisix.Down, "healthy", UpstreamDown},
-		{apisix.Down, "unhealthy", UpstreamDown},
-		{apisix.NoChecker, "healthy", UpstreamUp},
-		{apisix.NoChecker, "unhealthy", UpstreamDown},
-		{apisix.NotFound, "healthy", UpstreamFailed},
-		{apisix.NotFound, "unhealthy", UpstreamFailed},
-		{apisix.Failed, "healthy", UpstreamFailed},
-		{apisix.Failed, "unhealthy", UpstreamFailed},
+		{health.Up, "healthy", UpstreamUp},
+		{health.Up, "unhealthy", UpstreamUp},
+		{health.Down, "healthy", UpstreamDown},
+		{health.Down, "unhealthy", UpstreamDown},
+		{health.NoChecker, "healthy", UpstreamUp},
+		{health.NoChecker, "unhealthy", UpstreamDown},
+		{health.NotFound, "healthy", UpstreamFailed},
+		{health.NotFound, "unhealthy", UpstreamFailed},
+		{health.Failed, "healthy", UpstreamFailed},
+		{health.Failed, "unhealthy", UpstreamFailed},
 	}
 	for _, tt := range tests {
-		t.Run(tt.verdict.String()+"/"+tt.noChecker, func(t *testing.T) {
+		t.Run(tt.verdict.String()+"/"+string(tt.noChecker), func(t *testing.T) {
 			if got := Classify(res(tt.verdict), tt.noChecker); got != tt.want {
 				t.Errorf("Classify(%v, %q) = %v, want %v", tt.verdict, tt.noChecker, got, tt.want)
 			}
@@ -51,33 +51,33 @@ func TestClassify(t *testing.T) {
 }
 
 func TestEvaluateTable(t *testing.T) {
-	U, D, F, N, X := apisix.Up, apisix.Down, apisix.Failed, apisix.NoChecker, apisix.NotFound
+	U, D, F, N, X := health.Up, health.Down, health.Failed, health.NoChecker, health.NotFound
 	tests := []struct {
 		name      string
 		cond      config.Condition
-		noChecker string
-		verdicts  []apisix.Verdict
+		noChecker config.CountAs
+		verdicts  []health.Verdict
 		want      Availability
 	}{
-		{"all single up", config.All, "healthy", []apisix.Verdict{U}, Available},
-		{"all single down", config.All, "healthy", []apisix.Verdict{D}, Unavailable},
-		{"all single failed", config.All, "healthy", []apisix.Verdict{F}, Unknown},
-		{"all single not found", config.All, "healthy", []apisix.Verdict{X}, Unknown},
-		{"all no checker healthy", config.All, "healthy", []apisix.Verdict{N}, Available},
-		{"all no checker unhealthy", config.All, "unhealthy", []apisix.Verdict{N}, Unavailable},
-		{"all up up", config.All, "healthy", []apisix.Verdict{U, U}, Available},
-		{"all up down", config.All, "healthy", []apisix.Verdict{U, D}, Unavailable},
-		{"all failed settles by down", config.All, "healthy", []apisix.Verdict{F, D}, Unavailable},
-		{"all up failed unknown", config.All, "healthy", []apisix.Verdict{U, F}, Unknown},
-		{"all up notfound unknown", config.All, "healthy", []apisix.Verdict{U, X}, Unknown},
-		{"any single up", config.Any, "healthy", []apisix.Verdict{U}, Available},
-		{"any down down", config.Any, "healthy", []apisix.Verdict{D, D}, Unavailable},
-		{"any up down", config.Any, "healthy", []apisix.Verdict{D, U}, Available},
-		{"any failed settles by up", config.Any, "healthy", []apisix.Verdict{F, U}, Available},
-		{"any down failed unknown", config.Any, "healthy", []apisix.Verdict{D, F}, Unknown},
-		{"any all failed unknown", config.Any, "healthy", []apisix.Verdict{F, X}, Unknown},
-		{"any no checker unhealthy with down", config.Any, "unhealthy", []apisix.Verdict{N, D}, Unavailable},
-		{"any no checker healthy with down", config.Any, "healthy", []apisix.Verdict{N, D}, Available},
+		{"all single up", config.All, "healthy", []health.Verdict{U}, Available},
+		{"all single down", config.All, "healthy", []health.Verdict{D}, Unavailable},
+		{"all single failed", config.All, "healthy", []health.Verdict{F}, Unknown},
+		{"all single not found", config.All, "healthy", []health.Verdict{X}, Unknown},
+		{"all no checker healthy", config.All, "healthy", []health.Verdict{N}, Available},
+		{"all no checker unhealthy", config.All, "unhealthy", []health.Verdict{N}, Unavailable},
+		{"all up up", config.All, "healthy", []health.Verdict{U, U}, Available},
+		{"all up down", config.All, "healthy", []health.Verdict{U, D}, Unavailable},
+		{"all failed settles by down", config.All, "healthy", []health.Verdict{F, D}, Unavailable},
+		{"all up failed unknown", config.All, "healthy", []health.Verdict{U, F}, Unknown},
+		{"all up notfound unknown", config.All, "healthy", []health.Verdict{U, X}, Unknown},
+		{"any single up", config.Any, "healthy", []health.Verdict{U}, Available},
+		{"any down down", config.Any, "healthy", []health.Verdict{D, D}, Unavailable},
+		{"any up down", config.Any, "healthy", []health.Verdict{D, U}, Available},
+		{"any failed settles by up", config.Any, "healthy", []health.Verdict{F, U}, Available},
+		{"any down failed unknown", config.Any, "healthy", []health.Verdict{D, F}, Unknown},
+		{"any all failed unknown", config.Any, "healthy", []health.Verdict{F, X}, Unknown},
+		{"any no checker unhealthy with down", config.Any, "unhealthy", []health.Verdict{N, D}, Unavailable},
+		{"any no checker healthy with down", config.Any, "healthy", []health.Verdict{N, D}, Available},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,9 +95,9 @@ func TestEvaluateTable(t *testing.T) {
 // down gives the same answer.
 func TestEvaluateExhaustive(t *testing.T) {
 	for _, cond := range []config.Condition{config.All, config.Any} {
-		for _, nc := range []string{"healthy", "unhealthy"} {
+		for _, nc := range []config.CountAs{config.CountHealthy, config.CountUnhealthy} {
 			for n := 1; n <= 3; n++ {
-				forEachCombo(n, func(vs []apisix.Verdict) {
+				forEachCombo(n, func(vs []health.Verdict) {
 					v, snap := vipWith(cond, vs)
 					want := oracle(cond, nc, vs)
 					if got := Evaluate(&v, snap, nc); got != want {
@@ -109,14 +109,14 @@ func TestEvaluateExhaustive(t *testing.T) {
 	}
 }
 
-func oracle(cond config.Condition, nc string, vs []apisix.Verdict) Availability {
+func oracle(cond config.Condition, nc config.CountAs, vs []health.Verdict) Availability {
 	var unknown []int
 	ups := make([]bool, len(vs))
 	for i, v := range vs {
 		switch {
-		case v == apisix.Up, v == apisix.NoChecker && nc == "healthy":
+		case v == health.Up, v == health.NoChecker && nc == "healthy":
 			ups[i] = true
-		case v == apisix.Down, v == apisix.NoChecker && nc == "unhealthy":
+		case v == health.Down, v == health.NoChecker && nc == "unhealthy":
 		default:
 			unknown = append(unknown, i)
 		}
@@ -145,12 +145,12 @@ func oracle(cond config.Condition, nc string, vs []apisix.Verdict) Availability 
 	return Unavailable
 }
 
-func forEachCombo(n int, f func([]apisix.Verdict)) {
-	vs := make([]apisix.Verdict, n)
+func forEachCombo(n int, f func([]health.Verdict)) {
+	vs := make([]health.Verdict, n)
 	var rec func(int)
 	rec = func(i int) {
 		if i == n {
-			f(append([]apisix.Verdict(nil), vs...))
+			f(append([]health.Verdict(nil), vs...))
 			return
 		}
 		for _, v := range allVerdicts {
@@ -161,20 +161,20 @@ func forEachCombo(n int, f func([]apisix.Verdict)) {
 	rec(0)
 }
 
-func vipWith(cond config.Condition, vs []apisix.Verdict) (config.VIP, apisix.Snapshot) {
+func vipWith(cond config.Condition, vs []health.Verdict) (config.VIP, health.Snapshot) {
 	v := config.VIP{Address: netip.MustParsePrefix("10.0.0.1/32"), Condition: cond, Rise: 1, Fall: 1}
-	snap := apisix.Snapshot{}
+	snap := health.Snapshot{}
 	for i, verdict := range vs {
 		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
-		v.Upstreams = append(v.Upstreams, key)
+		v.Upstreams = append(v.Upstreams, health.MustUpstreams(key)...)
 		snap[key] = res(verdict)
 	}
 	return v, snap
 }
 
 func TestEvaluateMissingFromSnapshotIsFailed(t *testing.T) {
-	v, snap := vipWith(config.All, []apisix.Verdict{apisix.Up})
-	v.Upstreams = append(v.Upstreams, "/apisix/upstreams/absent")
+	v, snap := vipWith(config.All, []health.Verdict{health.Up})
+	v.Upstreams = append(v.Upstreams, health.MustUpstreams("/apisix/upstreams/absent")...)
 	if got := Evaluate(&v, snap, "healthy"); got != Unknown {
 		t.Errorf("got %v, want unknown", got)
 	}
@@ -308,28 +308,28 @@ func TestTickReplay(t *testing.T) {
 	const (
 		api, auth, admin, prim, resv = "/apisix/upstreams/api", "/apisix/upstreams/auth", "/apisix/upstreams/admin", "/apisix/upstreams/app-primary", "/apisix/upstreams/app-reserve"
 	)
-	U, D, F := apisix.Up, apisix.Down, apisix.Failed
+	U, D, F := health.Up, health.Down, health.Failed
 	polls := []struct {
 		name string
-		snap map[string]apisix.Verdict
+		snap map[string]health.Verdict
 		want string // announced VIPs, sorted
 	}{
-		{"all up", map[string]apisix.Verdict{api: U, auth: U, admin: U, prim: U, resv: U}, "10.0.0.100 10.0.0.101 10.0.0.102"},
-		{"admin down, primary down", map[string]apisix.Verdict{api: U, auth: U, admin: D, prim: D, resv: U}, "10.0.0.100 10.0.0.102"},
-		{"both app upstreams down", map[string]apisix.Verdict{api: U, auth: U, admin: D, prim: D, resv: D}, "10.0.0.100"},
-		{"api failing once", map[string]apisix.Verdict{api: F, auth: U, admin: U, prim: D, resv: D}, "10.0.0.100 10.0.0.101"},
-		{"control api down 1", map[string]apisix.Verdict{api: F, auth: F, admin: F, prim: F, resv: F}, "10.0.0.100 10.0.0.101"},
-		{"control api down 2", map[string]apisix.Verdict{api: F, auth: F, admin: F, prim: F, resv: F}, "10.0.0.101"},
-		{"control api down 3", map[string]apisix.Verdict{api: F, auth: F, admin: F, prim: F, resv: F}, ""},
-		{"control api down 4", map[string]apisix.Verdict{api: F, auth: F, admin: F, prim: F, resv: F}, ""},
-		{"back", map[string]apisix.Verdict{api: U, auth: U, admin: U, prim: D, resv: U}, "10.0.0.100 10.0.0.101 10.0.0.102"},
+		{"all up", map[string]health.Verdict{api: U, auth: U, admin: U, prim: U, resv: U}, "10.0.0.100 10.0.0.101 10.0.0.102"},
+		{"admin down, primary down", map[string]health.Verdict{api: U, auth: U, admin: D, prim: D, resv: U}, "10.0.0.100 10.0.0.102"},
+		{"both app upstreams down", map[string]health.Verdict{api: U, auth: U, admin: D, prim: D, resv: D}, "10.0.0.100"},
+		{"api failing once", map[string]health.Verdict{api: F, auth: U, admin: U, prim: D, resv: D}, "10.0.0.100 10.0.0.101"},
+		{"control api down 1", map[string]health.Verdict{api: F, auth: F, admin: F, prim: F, resv: F}, "10.0.0.100 10.0.0.101"},
+		{"control api down 2", map[string]health.Verdict{api: F, auth: F, admin: F, prim: F, resv: F}, "10.0.0.101"},
+		{"control api down 3", map[string]health.Verdict{api: F, auth: F, admin: F, prim: F, resv: F}, ""},
+		{"control api down 4", map[string]health.Verdict{api: F, auth: F, admin: F, prim: F, resv: F}, ""},
+		{"back", map[string]health.Verdict{api: U, auth: U, admin: U, prim: D, resv: U}, "10.0.0.100 10.0.0.101 10.0.0.102"},
 	}
 	states := map[netip.Prefix]State{}
 	for i := range cfg.VIPs {
 		states[cfg.VIPs[i].Address] = Initial(false)
 	}
 	for _, p := range polls {
-		snap := apisix.Snapshot{}
+		snap := health.Snapshot{}
 		for k, v := range p.snap {
 			snap[k] = res(v)
 		}
@@ -348,9 +348,9 @@ func TestTickOrderIndependent(t *testing.T) {
 	cfg := seedConfig()
 	cfg.VIPs[0].Rise, cfg.VIPs[1].Fall = 2, 3
 	keys := []string{"/apisix/upstreams/api", "/apisix/upstreams/auth", "/apisix/upstreams/admin", "/apisix/upstreams/app-primary", "/apisix/upstreams/app-reserve"}
-	var snaps []apisix.Snapshot
+	var snaps []health.Snapshot
 	for i := 0; i < 200; i++ {
-		s := apisix.Snapshot{}
+		s := health.Snapshot{}
 		for _, k := range keys {
 			s[k] = res(allVerdicts[rng.Intn(len(allVerdicts))])
 		}
@@ -388,10 +388,10 @@ func TestTickReportsChanges(t *testing.T) {
 	for i := range cfg.VIPs {
 		states[cfg.VIPs[i].Address] = Initial(true)
 	}
-	snap := apisix.Snapshot{
-		"/apisix/upstreams/api": res(apisix.Up), "/apisix/upstreams/auth": res(apisix.Up),
-		"/apisix/upstreams/admin": res(apisix.Down), "/apisix/upstreams/app-primary": res(apisix.Up),
-		"/apisix/upstreams/app-reserve": res(apisix.Down),
+	snap := health.Snapshot{
+		"/apisix/upstreams/api": res(health.Up), "/apisix/upstreams/auth": res(health.Up),
+		"/apisix/upstreams/admin": res(health.Down), "/apisix/upstreams/app-primary": res(health.Up),
+		"/apisix/upstreams/app-reserve": res(health.Down),
 	}
 	changes := Tick(cfg, snap, states)
 	var got []string
@@ -425,7 +425,7 @@ func announced(cfg *config.Config, states map[netip.Prefix]State) string {
 // package's tests do not depend on the loader.
 func seedConfig() *config.Config {
 	vip := func(addr string, cond config.Condition, ups ...string) config.VIP {
-		return config.VIP{Address: netip.MustParsePrefix(addr + "/32"), Upstreams: ups, Condition: cond, Rise: 1, Fall: 1}
+		return config.VIP{Address: netip.MustParsePrefix(addr + "/32"), Upstreams: health.MustUpstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
 	}
 	return &config.Config{
 		FailurePolicy: policy(config.Withdraw, 3),

@@ -3,8 +3,8 @@ package decide
 import (
 	"net/netip"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Change records a VIP whose state changed in a way worth a log line: its
@@ -19,7 +19,7 @@ type Change struct {
 // missing from states starts from the zero State (withdrawn); callers seed new
 // VIPs with Initial first. It returns the changes of Announced or Reason, in
 // config order.
-func Tick(cfg *config.Config, snap apisix.Snapshot, states map[netip.Prefix]State) []Change {
+func Tick(cfg *config.Config, snap health.Snapshot, states map[netip.Prefix]State) []Change {
 	var changes []Change
 	for i := range cfg.VIPs {
 		v := &cfg.VIPs[i]

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Where a Want comes from, in `rhi verify --json`.
@@ -119,7 +119,7 @@ func (w *Want) noteDrift(cfg *config.Config, iface string, running, withdrawing 
 // Poller reads the health of upstreams, as the daemon does: an
 // *apisix.Client built from the config (its URL, timeout and poll mode).
 type Poller interface {
-	Poll(ctx context.Context, keys []string) apisix.Snapshot
+	Poll(ctx context.Context, keys []health.Upstream) health.Snapshot
 }
 
 // ExpectFromPoll polls the control API once through p and evaluates each
@@ -129,11 +129,11 @@ type Poller interface {
 // at all.
 func ExpectFromPoll(ctx context.Context, cfg *config.Config, p Poller) (*Want, error) {
 	w := &Want{Source: FromPoll, Address: cfg.ControlURL, Interface: cfg.Interface}
-	var keys []string
+	var keys []health.Upstream
 	for _, v := range cfg.VIPs {
 		keys = append(keys, v.Upstreams...)
 	}
-	var snap apisix.Snapshot
+	var snap health.Snapshot
 	if len(keys) > 0 {
 		snap = p.Poll(ctx, keys)
 		if err := unanswered(snap, keys); err != nil {
@@ -158,27 +158,24 @@ func ExpectFromPoll(ctx context.Context, cfg *config.Config, p Poller) (*Want, e
 
 // unanswered returns the first key's error when no key got an answer from
 // APISIX (every one failed): then nothing at all is known.
-func unanswered(snap apisix.Snapshot, keys []string) error {
+func unanswered(snap health.Snapshot, keys []health.Upstream) error {
 	for _, k := range keys {
-		if snap[k].Verdict != apisix.Failed {
+		if snap[k.Key].Verdict != health.Failed {
 			return nil
 		}
 	}
-	return snap[keys[0]].Err
+	return snap[keys[0].Key].Err
 }
 
 // unsettled names the upstreams of v that the poll could not read.
-func unsettled(v *config.VIP, snap apisix.Snapshot, noChecker string) string {
+func unsettled(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) string {
 	var out []string
-	for _, k := range v.Upstreams {
-		r := snap[k]
+	for _, u := range v.Upstreams {
+		r := snap[u.Key]
 		if decide.Classify(r, noChecker) != decide.UpstreamFailed {
 			continue
 		}
-		name := k
-		if ref, err := apisix.ParseRef(k); err == nil {
-			name = ref.String() // "upstreams/api", as `rhi status` shows it
-		}
+		name := u.Ref.String() // "upstreams/api", as `rhi status` shows it
 		s := name + ": " + r.Verdict.String()
 		if r.Err != nil {
 			s += ": " + r.Err.Error()

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 var (
@@ -29,7 +29,7 @@ func expectConfig(vips ...config.VIP) *config.Config {
 }
 
 func expectVIP(p netip.Prefix, cond config.Condition, ups ...string) config.VIP {
-	return config.VIP{Address: p, Upstreams: ups, Condition: cond, Rise: 1, Fall: 1}
+	return config.VIP{Address: p, Upstreams: health.MustUpstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
 }
 
 var cmpWant = cmp.Options{cmpopts.EquateComparable(netip.Prefix{}), cmpopts.EquateEmpty()}
@@ -75,18 +75,18 @@ func TestExpectFromDaemon(t *testing.T) {
 
 // fakePoller answers every poll with snap and counts the polls.
 type fakePoller struct {
-	snap  apisix.Snapshot
+	snap  health.Snapshot
 	polls int
 }
 
-func (f *fakePoller) Poll(_ context.Context, keys []string) apisix.Snapshot {
+func (f *fakePoller) Poll(_ context.Context, keys []health.Upstream) health.Snapshot {
 	f.polls++
-	out := apisix.Snapshot{}
-	for _, k := range keys {
-		if r, ok := f.snap[k]; ok {
-			out[k] = r
+	out := health.Snapshot{}
+	for _, u := range keys {
+		if r, ok := f.snap[u.Key]; ok {
+			out[u.Key] = r
 		} else {
-			out[k] = apisix.Result{Verdict: apisix.Failed, Err: errors.New("connection refused")}
+			out[u.Key] = health.Result{Verdict: health.Failed, Err: errors.New("connection refused")}
 		}
 	}
 	return out
@@ -98,10 +98,10 @@ func TestExpectFromPoll(t *testing.T) {
 		expectVIP(ex2, config.All, "/apisix/upstreams/b"),
 		expectVIP(ex3, config.Any, "/apisix/upstreams/c", "/apisix/upstreams/missing"),
 	)
-	p := &fakePoller{snap: apisix.Snapshot{
-		"/apisix/upstreams/a": {Verdict: apisix.Up, Healthy: 2, Total: 2},
-		"/apisix/upstreams/b": {Verdict: apisix.Down, Total: 2},
-		"/apisix/upstreams/c": {Verdict: apisix.Down, Total: 2},
+	p := &fakePoller{snap: health.Snapshot{
+		"/apisix/upstreams/a": {Verdict: health.Up, Healthy: 2, Total: 2},
+		"/apisix/upstreams/b": {Verdict: health.Down, Total: 2},
+		"/apisix/upstreams/c": {Verdict: health.Down, Total: 2},
 	}}
 	got, err := ExpectFromPoll(context.Background(), cfg, p)
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // BenchmarkDecideAndSet is one tick's work after the poll, at SPEC §8's
@@ -21,18 +21,18 @@ import (
 func BenchmarkDecideAndSet(b *testing.B) {
 	const n = 10000
 	cfg := &config.Config{FailurePolicy: config.FailurePolicy{ControlAPIUnreachable: config.Withdraw, MaxFailedPolls: 3, NoChecker: "healthy"}}
-	up, down := apisix.Snapshot{}, apisix.Snapshot{}
+	up, down := health.Snapshot{}, health.Snapshot{}
 	for i := range n {
 		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: []string{key}, Condition: config.All, Rise: 1, Fall: 1})
-		up[key] = apisix.Result{Verdict: apisix.Up, Healthy: 1, Total: 2}
+		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: health.MustUpstreams(key), Condition: config.All, Rise: 1, Fall: 1})
+		up[key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 2}
 		down[key] = up[key]
 		if i < 1000 {
-			down[key] = apisix.Result{Verdict: apisix.Down, Total: 2}
+			down[key] = health.Result{Verdict: health.Down, Total: 2}
 		}
 	}
-	run := func(b *testing.B, snaps ...apisix.Snapshot) {
+	run := func(b *testing.B, snaps ...health.Snapshot) {
 		f := newFakeKernel()
 		f.addLink(iface)
 		log, _ := logtest.NewNullLogger()
@@ -40,7 +40,7 @@ func BenchmarkDecideAndSet(b *testing.B) {
 		a := New(f, iface, log)
 		states := map[netip.Prefix]decide.State{}
 		owned := make(map[netip.Prefix]bool, n)
-		tick := func(snap apisix.Snapshot) {
+		tick := func(snap health.Snapshot) {
 			decide.Tick(cfg, snap, states)
 			for i := range cfg.VIPs {
 				owned[cfg.VIPs[i].Address] = states[cfg.VIPs[i].Address].Announced

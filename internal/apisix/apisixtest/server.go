@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Node statuses as lua-resty-healthcheck reports them. Any other string may
@@ -116,13 +116,13 @@ type resource struct {
 // Server is a fake APISIX control API. Create it with New.
 type Server struct {
 	mu        sync.Mutex
-	res       map[apisix.Ref]*resource
-	faults    map[apisix.Ref]Fault
+	res       map[health.Ref]*resource
+	faults    map[health.Ref]Fault
 	global    Fault
 	listFault Fault // for GET /v1/healthcheck only
 	requests  int
 	lists     int // requests for the list
-	perRef    map[apisix.Ref]int
+	perRef    map[health.Ref]int
 	release   chan struct{} // closed and replaced by Release
 	done      chan struct{} // closed by Close
 	closed    bool
@@ -133,9 +133,9 @@ type Server struct {
 // "not found" until SetNodes or NoChecker creates it.
 func New() *Server {
 	return &Server{
-		res:     map[apisix.Ref]*resource{},
-		faults:  map[apisix.Ref]Fault{},
-		perRef:  map[apisix.Ref]int{},
+		res:     map[health.Ref]*resource{},
+		faults:  map[health.Ref]Fault{},
+		perRef:  map[health.Ref]int{},
 		release: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -172,7 +172,7 @@ func (s *Server) Close() {
 // this order (SetStatus counts from 0). No nodes is a checker that has not
 // run yet: APISIX then sends "nodes": {}. The format is kept if the
 // resource existed, else V3.
-func (s *Server) SetNodes(ref apisix.Ref, nodes ...Node) {
+func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res[ref]
@@ -185,7 +185,7 @@ func (s *Server) SetNodes(ref apisix.Ref, nodes ...Node) {
 }
 
 // SetStatus sets the status of the resource's i-th node.
-func (s *Server) SetStatus(ref apisix.Ref, i int, status string) error {
+func (s *Server) SetStatus(ref health.Ref, i int, status string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.checker(ref)
@@ -200,7 +200,7 @@ func (s *Server) SetStatus(ref apisix.Ref, i int, status string) error {
 }
 
 // SetAllStatus sets the status of every node of the resource.
-func (s *Server) SetAllStatus(ref apisix.Ref, status string) error {
+func (s *Server) SetAllStatus(ref health.Ref, status string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.checker(ref)
@@ -214,7 +214,7 @@ func (s *Server) SetAllStatus(ref apisix.Ref, status string) error {
 }
 
 // SetFormat sets the format the resource is served in.
-func (s *Server) SetFormat(ref apisix.Ref, f Format) error {
+func (s *Server) SetFormat(ref health.Ref, f Format) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res[ref]
@@ -227,7 +227,7 @@ func (s *Server) SetFormat(ref apisix.Ref, f Format) error {
 
 // Remove deletes the resource: it is then "not found" (HTTP 404
 // "upstreams[api] not found"). Removing a missing resource does nothing.
-func (s *Server) Remove(ref apisix.Ref) {
+func (s *Server) Remove(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.res, ref)
@@ -236,7 +236,7 @@ func (s *Server) Remove(ref apisix.Ref) {
 // NoChecker makes the resource exist without a health checker (HTTP 404
 // "no checker for upstreams[api]"), creating it if needed. Its nodes are
 // dropped; SetNodes brings the checker back.
-func (s *Server) NoChecker(ref apisix.Ref) {
+func (s *Server) NoChecker(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res[ref]
@@ -249,7 +249,7 @@ func (s *Server) NoChecker(ref apisix.Ref) {
 
 // SetFault sets the fault of requests for one resource (NoFault clears it).
 // The resource need not exist. A global fault, when set, wins.
-func (s *Server) SetFault(ref apisix.Ref, f Fault) {
+func (s *Server) SetFault(ref health.Ref, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f == NoFault {
@@ -301,13 +301,13 @@ func (s *Server) ListRequests() int {
 }
 
 // RequestsFor is the number of requests received for one resource's checker.
-func (s *Server) RequestsFor(ref apisix.Ref) int {
+func (s *Server) RequestsFor(ref health.Ref) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.perRef[ref]
 }
 
-func (s *Server) checker(ref apisix.Ref) (*resource, error) {
+func (s *Server) checker(ref health.Ref) (*resource, error) {
 	r := s.res[ref]
 	if r == nil || !r.checker {
 		return nil, fmt.Errorf("apisixtest: no checker for %q", ref.String())
@@ -395,17 +395,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // resourceOf tells whether the request addresses one resource's checker.
-func resourceOf(r *http.Request) (apisix.Ref, bool) {
+func resourceOf(r *http.Request) (health.Ref, bool) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/healthcheck/")
 	if !ok {
-		return apisix.Ref{}, false
+		return health.Ref{}, false
 	}
 	typ, id, _ := strings.Cut(rest, "/")
 	id, _, _ = strings.Cut(id, "/")
 	if id == "" {
-		return apisix.Ref{}, false
+		return health.Ref{}, false
 	}
-	return apisix.Ref{Type: typ, ID: id}, true
+	return health.Ref{Type: typ, ID: id}, true
 }
 
 // answer builds the fault-free response. It runs under s.mu.
@@ -429,8 +429,8 @@ func (s *Server) answer(r *http.Request) answer {
 	if len(segs) < 2 || segs[1] == "" {
 		return errorAnswer(http.StatusNotFound, "missing src id for src type "+segs[0])
 	}
-	ref := apisix.Ref{Type: segs[0], ID: segs[1]}
-	if !slices.Contains(apisix.Types, ref.Type) {
+	ref := health.Ref{Type: segs[0], ID: segs[1]}
+	if !slices.Contains(health.Types, ref.Type) {
 		return errorAnswer(http.StatusBadRequest, "invalid src type "+ref.Type)
 	}
 	res := s.res[ref]
@@ -449,7 +449,7 @@ func (s *Server) answer(r *http.Request) answer {
 // then stream routes, services and upstreams, as APISIX orders them. An
 // empty list is {}, as cjson encodes an empty Lua table.
 func (s *Server) list() answer {
-	refs := make([]apisix.Ref, 0, len(s.res))
+	refs := make([]health.Ref, 0, len(s.res))
 	for ref, res := range s.res {
 		if res.checker {
 			refs = append(refs, ref)
@@ -459,7 +459,7 @@ func (s *Server) list() answer {
 		return answer{http.StatusOK, "application/json", []byte("{}\n")}
 	}
 	order := map[string]int{"routes": 0, "stream_routes": 1, "services": 2, "upstreams": 3}
-	slices.SortFunc(refs, func(a, b apisix.Ref) int {
+	slices.SortFunc(refs, func(a, b health.Ref) int {
 		if d := order[a.Type] - order[b.Type]; d != 0 {
 			return d
 		}
@@ -521,7 +521,7 @@ type (
 )
 
 // entry is the resource's body as a value to marshal.
-func entry(ref apisix.Ref, res *resource) any {
+func entry(ref health.Ref, res *resource) any {
 	name := "/apisix/" + ref.Type + "/" + ref.ID
 	if res.format == V2 {
 		var nodes, healthy []v2Node

@@ -16,8 +16,8 @@ import (
 	"syscall"
 
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 func main() {
@@ -39,7 +39,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "fake-apisix: --healthy: %q is not type/id\n", r)
 			os.Exit(2)
 		}
-		ref := apisix.Ref{Type: typ, ID: id}
+		ref := health.Ref{Type: typ, ID: id}
 		srv.SetNodes(ref, apisixtest.Node{IP: "192.0.2.1", Port: 80, Status: apisixtest.Healthy}, apisixtest.Node{IP: "192.0.2.2", Port: 80, Status: apisixtest.Healthy})
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
