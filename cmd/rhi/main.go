@@ -80,6 +80,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDrain("drain", true, rest, stdout, stderr)
 	case "undrain":
 		return cmdDrain("undrain", false, rest, stdout, stderr)
+	case "reload":
+		return cmdReload(rest, stdout, stderr)
 	case "check-config":
 		return cmdCheckConfig(rest, stdout, stderr)
 	case "version", "--version":
