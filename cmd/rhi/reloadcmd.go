@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -115,7 +116,10 @@ func (r reloadCLI) run(ctx context.Context, stdout, stderr io.Writer) int {
 		return reloadUnreachable
 	}
 	if last.AppliedGeneration != last.Generation {
-		fmt.Fprintf(stderr, "rhi reload: reload %d rejected; the old configuration keeps running:\n%s\n", last.Generation, last.LastError)
+		// One reason a line: fetchStatus escaped the newlines, as every
+		// control character.
+		reasons := strings.ReplaceAll(last.LastError, `\n`, "\n")
+		fmt.Fprintf(stderr, "rhi reload: reload %d rejected; the old configuration keeps running:\n%s\n", last.Generation, reasons)
 		return reloadRejected
 	}
 	fmt.Fprintf(stdout, "reload %d applied\n", last.Generation)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
@@ -178,8 +179,9 @@ func TestReloadCmdRejectsAFileThatDoesNotLoad(t *testing.T) {
 	// Two problems: both reach the operator.
 	s := newReloadSite(t, writeConfig(t, "rhi0", "\napisix_poll_mode: sometimes\nvips_typo: 1\n"))
 	code, _, errs := runReloadCLI(t, s.cli(s.reload))
-	if code != 1 || !strings.Contains(errs, "apisix_poll_mode") || !strings.Contains(errs, "vips_typo") {
-		t.Fatalf("exit %d, stderr %q; want 1 and both problems", code, errs)
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if code != 1 || len(lines) != 3 || !strings.Contains(lines[1]+lines[2], "apisix_poll_mode") || !strings.Contains(lines[1]+lines[2], "vips_typo") {
+		t.Fatalf("exit %d, stderr %q; want 1 and both problems, one a line", code, errs)
 	}
 }
 
@@ -347,5 +349,48 @@ func TestReloadedNoticeIsOneStatusLine(t *testing.T) {
 	}
 	if got := reloadingNotice(12345); got != "RELOADING=1\nMONOTONIC_USEC=12345" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestReloadAttemptTellsSystemd: through NOTIFY_SOCKET, RELOADING=1 with a
+// monotonic time of now, then READY=1 and the outcome.
+func TestReloadAttemptTellsSystemd(t *testing.T) {
+	c := fakeSystemd(t)
+	started, err := config.Load("../../internal/config/testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := logtest.NewNullLogger()
+	state := &reloadState{now: time.Now}
+	before := monotonicUsec()
+	if !reloadAttempt(context.Background(), "../../internal/config/testdata/seed.yaml", started, &gatedReloader{open: true}, state, sdNotify, log) {
+		t.Fatal("not applied")
+	}
+	after := monotonicUsec()
+	var usec uint64
+	if n, err := fmt.Sscanf(recv(t, c), "RELOADING=1\nMONOTONIC_USEC=%d", &usec); n != 1 || err != nil || usec < before || usec > after {
+		t.Errorf("RELOADING: MONOTONIC_USEC %d (%v), want within [%d, %d]", usec, err, before, after)
+	}
+	if got := recv(t, c); got != "READY=1\nSTATUS=reload 1 applied" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestStatusTableShowsARejectedReload: `rhi status` says that the file on
+// disk is not what runs, and why, on one line.
+func TestStatusTableShowsARejectedReload(t *testing.T) {
+	s := statusSample()
+	var plain bytes.Buffer
+	writeStatus(&plain, s, statusNow)
+	if strings.Contains(plain.String(), "reload") {
+		t.Errorf("a status without a rejected reload mentions one:\n%s", plain.String())
+	}
+	s.Reload = daemon.ReloadStatus{Generation: 3, AppliedGeneration: 2, LastAt: statusNow.Add(-time.Minute),
+		LastError: "rhi.yaml:3: interface: bad\nrhi.yaml:9: vips: bad"}
+	var out bytes.Buffer
+	writeStatus(&out, s, statusNow)
+	want := "reload     3 REJECTED 1m0s ago, the previous configuration runs: rhi.yaml:3: interface: bad; rhi.yaml:9: vips: bad\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, out.String())
 	}
 }

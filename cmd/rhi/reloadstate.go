@@ -91,8 +91,10 @@ func reloadAttempt(ctx context.Context, path string, started *config.Config, d r
 			return false
 		}
 	}
-	state.finish(gen, err)
+	// systemd first: `rhi reload` (ExecReload) may exit as soon as /status
+	// shows the outcome, and systemd's reload should end with READY=1 seen.
 	notify(reloadedNotice(gen, err))
+	state.finish(gen, err)
 	return err == nil
 }
 
