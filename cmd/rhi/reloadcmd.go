@@ -40,6 +40,10 @@ func cmdReload(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parse(fs, args, stdout); !ok {
 		return code
 	}
+	if *timeout <= 0 {
+		fmt.Fprintf(stderr, "rhi reload: --timeout must be positive (got %s)\n", *timeout)
+		return exitBadInput
+	}
 	socket := reloadSocket(*path)
 	if socket == "" {
 		fmt.Fprintf(stderr, "rhi reload: control_socket is empty in %s: the daemon cannot be asked\n", *path)

@@ -394,3 +394,13 @@ func TestStatusTableShowsARejectedReload(t *testing.T) {
 		t.Errorf("status lacks %q:\n%s", want, out.String())
 	}
 }
+
+func TestReloadCmdRefusesANonPositiveTimeout(t *testing.T) {
+	for _, d := range []string{"0s", "-1s"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"reload", "--config", "../../internal/config/testdata/seed.yaml", "--timeout", d}, &out, &errb); code != 2 ||
+			!strings.Contains(errb.String(), "--timeout must be positive (got "+d+")") {
+			t.Errorf("--timeout %s: exit %d, stderr %q", d, code, errb.String())
+		}
+	}
+}
