@@ -245,10 +245,10 @@ unit_has 'PrivateMounts=yes'
 for key in MemoryMax TasksMax LimitNOFILE; do
 	grep -q "^$key=[0-9]" "$unit" || fail "rhi.service: no $key="
 done
-# systemctl reload fails visibly on a bad file: check-config runs first.
+# systemctl reload fails visibly on a rejected file: rhi reload waits for
+# the daemon's outcome.
 reload=$(sed -n 's/^ExecReload=//p' "$unit")
-# shellcheck disable=SC2016 # $MAINPID is systemd's, not ours
-want_reload=$(printf '%s\n%s' '/usr/bin/rhi check-config --quiet --config /etc/rhi/rhi.yaml' '/bin/kill -HUP $MAINPID')
+want_reload='/usr/bin/rhi reload --config /etc/rhi/rhi.yaml'
 [ "$reload" = "$want_reload" ] || fail "rhi.service ExecReload: got \"$reload\", want \"$want_reload\""
 
 # --- 3. the binary ---------------------------------------------------------

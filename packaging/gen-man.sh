@@ -177,8 +177,9 @@ own line, and the running configuration stays. VIPs whose configuration did not
 change are not touched.
 .B systemctl reload rhi
 runs
-.B rhi check\-config \-\-quiet
-first, so that it fails, printing the problems, on a bad file.
+.BR "rhi reload" ,
+which sends the signal and waits for the outcome on the control socket: it
+fails, printing every reason, when the daemon rejects the file.
 .TP
 .B SIGUSR1
 Reopen

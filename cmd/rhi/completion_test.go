@@ -30,6 +30,7 @@ var commandSummary = map[string]string{
 	"verify":       "check that BIRD announces what rhi wants",
 	"drain":        "withdraw VIPs whatever their health, until undrained",
 	"undrain":      "let health decide again",
+	"reload":       "reload the running daemon's config and wait for the outcome",
 	"check-config": "validate, print the effective config",
 	"version":      "print the version",
 }

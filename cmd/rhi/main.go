@@ -40,14 +40,17 @@ Usage:
                                                     waits (--timeout, 30s) for the daemon and BIRD to confirm
   rhi undrain      [--config PATH] [--timeout D] [--no-wait] (--all | VIP...)
                                                     let health decide again
+  rhi reload       [--config PATH] [--timeout D]    reload the running daemon's config and wait
+                                                    (--timeout, 10s) for it to be applied or rejected
   rhi check-config [--config PATH] [--quiet]        validate, print the effective config
   rhi version                                       print the version
 
 --config defaults to ` + defaultConfig + `.
 
-Exit codes: 0 ok; 1 failure (verify: a mismatch; drain: not confirmed); 2 bad
-usage or invalid config (verify: could not check; drain: daemon not reachable;
---nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN). "rhi COMMAND --help" tells more.
+Exit codes: 0 ok; 1 failure (verify: a mismatch; drain: not confirmed;
+reload: rejected); 2 bad usage or invalid config (verify: could not check;
+drain, reload: daemon not reachable or no answer in time; --nagios: 0 OK,
+1 WARNING, 2 CRITICAL, 3 UNKNOWN). "rhi COMMAND --help" tells more.
 `
 
 func main() {
@@ -80,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDrain("drain", true, rest, stdout, stderr)
 	case "undrain":
 		return cmdDrain("undrain", false, rest, stdout, stderr)
+	case "reload":
+		return cmdReload(rest, stdout, stderr)
 	case "check-config":
 		return cmdCheckConfig(rest, stdout, stderr)
 	case "version", "--version":

@@ -14,7 +14,15 @@ import (
 
 type fakeReloader struct{ got []*config.Config }
 
-func (f *fakeReloader) Reload(c *config.Config) { f.got = append(f.got, c) }
+func (f *fakeReloader) Reload(c *config.Config) <-chan struct{} {
+	f.got = append(f.got, c)
+	done := make(chan struct{})
+	close(done)
+	return done
+}
+
+// accepted says whether reload handed the config over.
+func accepted(_ <-chan struct{}, err error) bool { return err == nil }
 
 // TestReloadEveryInvalidFile reloads each invalid testdata config: none may
 // reach the daemon, and each is logged with its problems.
@@ -30,7 +38,7 @@ func TestReloadEveryInvalidFile(t *testing.T) {
 	for _, f := range files {
 		log, hook := logtest.NewNullLogger()
 		d := &fakeReloader{}
-		if reload(f, started, d, log) {
+		if accepted(reload(f, started, d, log)) {
 			t.Errorf("%s: reload accepted", filepath.Base(f))
 		}
 		if len(d.got) != 0 {
@@ -43,10 +51,10 @@ func TestReloadEveryInvalidFile(t *testing.T) {
 	}
 	log, _ := logtest.NewNullLogger()
 	d := &fakeReloader{}
-	if !reload("../../internal/config/testdata/seed.yaml", started, d, log) || len(d.got) != 1 {
+	if !accepted(reload("../../internal/config/testdata/seed.yaml", started, d, log)) || len(d.got) != 1 {
 		t.Error("a valid reload was not handed over")
 	}
-	if reload("../../deploy/rhi.yaml", &config.Config{Interface: "eth9"}, d, log) || len(d.got) != 1 {
+	if accepted(reload("../../deploy/rhi.yaml", &config.Config{Interface: "eth9"}, d, log)) || len(d.got) != 1 {
 		t.Error("a reload changing the interface was handed over")
 	}
 }
@@ -70,7 +78,7 @@ func TestReloadKeepsTheOwnershipRecord(t *testing.T) {
 	}
 	log, hook := logtest.NewNullLogger()
 	d := &fakeReloader{}
-	if reload(moved, started, d, log) || len(d.got) != 0 {
+	if accepted(reload(moved, started, d, log)) || len(d.got) != 0 {
 		t.Fatal("a reload moving the ownership record was handed over")
 	}
 	if e := hook.LastEntry(); e == nil || e.Data["keys"] != "state_file" || !strings.Contains(e.Message, "only on restart") {

@@ -68,8 +68,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	for _, w := range config.Warnings(cfg) {
 		log.Warn(w)
 	}
-	waitServers := startServers(ctx, cfg, status.Handler(d, metrics, time.Now), log)
-	go handleSignals(ctx, sigs, *path, cfg, d, metrics, logs, log)
+	reloads := &reloadState{now: time.Now}
+	waitServers := startServers(ctx, cfg, status.Handler(withReload{d, reloads}, metrics, time.Now), log)
+	go handleSignals(ctx, sigs, *path, cfg, d, reloads, metrics, logs, log)
 	go watchdog(ctx, d, time.Now, log)
 	go vip.Watch(ctx, cfg.Interface, d.Hint, log)
 	defer notifyStopping()
@@ -200,11 +201,14 @@ func healthFor(log logrus.FieldLogger) func(*config.Config) daemon.HealthSource 
 }
 
 // handleSignals reloads on SIGHUP (a bad file keeps the old config) and
-// reopens the logs on SIGUSR1, as they arrive on ch. Each reload's result
-// goes to metrics.
-func handleSignals(ctx context.Context, ch <-chan os.Signal, path string, started *config.Config, d *daemon.Daemon, metrics *status.Metrics, logs *logfile.Logs, log logrus.FieldLogger) {
+// reopens the logs on SIGUSR1, as they arrive on ch. Each reload's outcome
+// goes to reloads (for /status), to systemd and to metrics.
+func handleSignals(ctx context.Context, ch <-chan os.Signal, path string, started *config.Config, d *daemon.Daemon, reloads *reloadState, metrics *status.Metrics, logs *logfile.Logs, log logrus.FieldLogger) {
 	serveSignals(ctx, ch, func() {
-		metrics.Reloaded(reload(path, started, d, log), time.Now())
+		ok := reloadAttempt(ctx, path, started, d, reloads, sdNotify, log)
+		if ctx.Err() == nil { // else the daemon stopped before the outcome
+			metrics.Reloaded(ok, time.Now())
+		}
 	}, func() {
 		if err := logs.Reopen(); err != nil {
 			log.WithError(err).Error("reopening log files")
@@ -252,20 +256,25 @@ func serveSignals(ctx context.Context, ch <-chan os.Signal, reload, reopen func(
 	}
 }
 
-// reload loads the config at path and hands it to d. A file that does not
-// load, or that changes a key bound at start-up (config.IsRestartOnly), is
-// logged with every problem and rejected: the old configuration keeps
-// running.
-func reload(path string, started *config.Config, d interface{ Reload(*config.Config) }, log logrus.FieldLogger) bool {
+// reloader is the daemon as reload sees it.
+type reloader interface {
+	Reload(*config.Config) <-chan struct{}
+}
+
+// reload loads the config at path and hands it to d; applied is what
+// d.Reload returned. A file that does not load, or that changes a key bound
+// at start-up (config.IsRestartOnly), is logged with every problem and
+// rejected: err says why, and the old configuration keeps running.
+func reload(path string, started *config.Config, d reloader, log logrus.FieldLogger) (applied <-chan struct{}, err error) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
-		return false
+		return nil, err
 	}
 	if c := config.Diff(started, cfg); !c.Reloadable() {
-		log.WithFields(logrus.Fields{"config": path, "keys": strings.Join(c.RestartOnly, ", ")}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
-		return false
+		keys := strings.Join(c.RestartOnly, ", ")
+		log.WithFields(logrus.Fields{"config": path, "keys": keys}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
+		return nil, fmt.Errorf("%s: these keys take effect only on restart: %s", path, keys)
 	}
-	d.Reload(cfg)
-	return true
+	return d.Reload(cfg), nil
 }

@@ -130,6 +130,7 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 	if s.Interface.RecordError != "" {
 		fmt.Fprintf(w, "record     CANNOT WRITE: %s\n", s.Interface.RecordError)
 	}
+	writeReload(w, s.Reload, now)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VIP\tWANT\tIFACE\tBIRD\tVERDICT\tREASON\tSINCE\tUPSTREAMS")
@@ -168,6 +169,16 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// writeReload says, on one line, that the last reload was rejected, and
+// why; nothing when it was not.
+func writeReload(w io.Writer, r daemon.ReloadStatus, now time.Time) {
+	if r.LastError == "" {
+		return
+	}
+	why := strings.NewReplacer("\n", "; ", `\n`, "; ").Replace(r.LastError) // fetchStatus escaped newlines
+	fmt.Fprintf(w, "reload     %d REJECTED %s ago, the previous configuration runs: %s\n", r.Generation, ago(now, r.LastAt), why)
 }
 
 // birdLine sums up BIRD's side: reachable, and which sessions are up.

@@ -6,6 +6,7 @@ import (
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/status"
@@ -63,4 +64,17 @@ func watchdogLoop(ctx context.Context, ticks <-chan time.Time, healthy func() er
 		stalled = false
 		ping()
 	}
+}
+
+// sdNotify sends state to systemd; outside systemd it does nothing.
+func sdNotify(state string) { sd.SdNotify(false, state) }
+
+// monotonicUsec is CLOCK_MONOTONIC in microseconds, as systemd's
+// MONOTONIC_USEC= wants it.
+func monotonicUsec() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Sec)*1e6 + uint64(ts.Nsec)/1e3
 }

@@ -5,7 +5,7 @@
 _rhi() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} flags
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		mapfile -t COMPREPLY < <(compgen -W 'run status verify drain undrain check-config version help --help --version' -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W 'run status verify drain undrain reload check-config version help --help --version' -- "$cur")
 		return
 	fi
 	case ${COMP_WORDS[1]} in
@@ -14,6 +14,7 @@ _rhi() {
 	verify) flags='--bird-socket --config --json --nagios --help' ;;
 	drain) flags='--all --config --no-wait --timeout --help' ;;
 	undrain) flags='--all --config --no-wait --timeout --help' ;;
+	reload) flags='--config --timeout --help' ;;
 	check-config) flags='--config --quiet --help' ;;
 	version) flags='--help' ;;
 	*) return ;;

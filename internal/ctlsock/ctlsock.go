@@ -156,9 +156,29 @@ func (c Client) Check(conn *net.UnixConn) error {
 // PeerUID is the uid of the process at the other end of conn, as the
 // kernel recorded it when that process connected or listened.
 func PeerUID(conn *net.UnixConn) (uint32, error) {
-	raw, err := conn.SyscallConn()
+	cred, err := peerCred(conn)
 	if err != nil {
 		return 0, err
+	}
+	return cred.Uid, nil
+}
+
+// PeerPID is the pid of the process at the other end of conn, as the
+// kernel recorded it when that process connected or listened: for a
+// connection Dial made, the daemon that listens (`rhi reload` signals it).
+func PeerPID(conn *net.UnixConn) (int, error) {
+	cred, err := peerCred(conn)
+	if err != nil {
+		return 0, err
+	}
+	return int(cred.Pid), nil
+}
+
+// peerCred reads SO_PEERCRED.
+func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var serr error
@@ -169,9 +189,9 @@ func PeerUID(conn *net.UnixConn) (uint32, error) {
 		err = serr
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading the peer's credentials: %w", err)
+		return nil, fmt.Errorf("reading the peer's credentials: %w", err)
 	}
-	return cred.Uid, nil
+	return cred, nil
 }
 
 // Trusted is the default rule: root may answer; so may the owner of the

@@ -291,3 +291,43 @@ func TestTrusted(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerPIDIsTheListener: the pid read from a connection Dial made is the
+// process that listens, here a child, not ours (`rhi reload` signals it).
+func TestPeerPIDIsTheListener(t *testing.T) {
+	if p := os.Getenv("CTLSOCK_LISTENER"); p != "" {
+		ln, err := Listen(p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		http.Serve(ln, http.NotFoundHandler())
+		return
+	}
+	path := filepath.Join(t.TempDir(), "rhi.sock")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestPeerPIDIsTheListener$")
+	cmd.Env = append(os.Environ(), "CTLSOCK_LISTENER="+path)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var conn net.Conn
+	for {
+		var err error
+		if conn, err = (Client{Path: path}).Dial(ctx); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the child did not listen: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	defer conn.Close()
+	pid, err := PeerPID(conn.(*net.UnixConn))
+	if err != nil || pid != cmd.Process.Pid {
+		t.Fatalf("PeerPID = %d, %v; want the child's, %d (ours is %d)", pid, err, cmd.Process.Pid, os.Getpid())
+	}
+}

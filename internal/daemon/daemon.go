@@ -91,7 +91,7 @@ type Daemon struct {
 	dryRun bool
 	record OwnershipRecord
 
-	reloads  chan *config.Config
+	reloads  chan reloadReq
 	conf     *confirmer                 // nil without a Confirmer
 	renewals chan map[netip.Prefix]bool // from the confirmer to the loop
 	hints    chan struct{}              // the interface may have changed
@@ -149,7 +149,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		onPoll:    deps.OnPoll,
 		dryRun:    deps.DryRun,
 		record:    deps.Record,
-		reloads:   make(chan *config.Config, 1),
+		reloads:   make(chan reloadReq, 1),
 		renewals:  make(chan map[netip.Prefix]bool, 1),
 		hints:     make(chan struct{}, 1),
 		drainW:    drain.NewWatcher(cfg.DrainFile),
@@ -193,10 +193,23 @@ func (d *Daemon) queueRenew(m map[netip.Prefix]bool) {
 	}
 }
 
+// reloadReq is a config handed to the loop and the channel closed once the
+// loop has applied it.
+type reloadReq struct {
+	cfg     *config.Config
+	applied chan struct{}
+}
+
 // Reload hands a new validated config to the loop. It never blocks: a
-// reload that has not been picked up yet is replaced by the newer one.
-func (d *Daemon) Reload(cfg *config.Config) {
-	offerLatest(d.reloads, cfg)
+// reload that has not been picked up yet is replaced by the newer one. The
+// channel returned is closed once the loop has applied cfg (the next tick
+// runs on it); it stays open if the loop stops first, or if a newer Reload
+// replaced cfg before the loop took it, so a caller that waits on it
+// serializes its reloads and bounds the wait (cmd/rhi's reload does).
+func (d *Daemon) Reload(cfg *config.Config) <-chan struct{} {
+	r := reloadReq{cfg: cfg, applied: make(chan struct{})}
+	offerLatest(d.reloads, r)
+	return r.applied
 }
 
 // offerLatest puts v in ch, a channel of capacity one, without blocking: a
@@ -243,8 +256,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return d.shutdown()
-		case cfg := <-d.reloads:
-			d.applyReload(cfg)
+		case r := <-d.reloads:
+			d.applyReload(r.cfg)
+			close(r.applied)
 			t.Reset(d.cfg.PollInterval)
 			d.tick(ctx)
 			skipLate(t.C)

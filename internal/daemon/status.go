@@ -66,7 +66,29 @@ type Status struct {
 	ControlAPI APIStatus       `json:"control_api"`
 	Bird       BirdStatus      `json:"bird"`
 	Drain      DrainStatus     `json:"drain"`
-	VIPs       []VIPStatus     `json:"vips"`
+	// Reload is filled by whoever decides reloads (cmd/rhi's reloadState);
+	// Daemon.Status leaves it zero.
+	Reload ReloadStatus `json:"reload"`
+	VIPs   []VIPStatus  `json:"vips"`
+}
+
+// ReloadStatus is the daemon's configuration reloads since start, for
+// `rhi reload`, which waits until Generation passes the one it saw and the
+// attempt is no longer in progress. An attempt is applied or rejected;
+// AppliedGeneration == Generation says the last one was applied.
+type ReloadStatus struct {
+	// Generation counts reload attempts since start, the one in progress
+	// included; 0: none.
+	Generation uint64 `json:"generation"`
+	// InProgress: attempt Generation is still being decided or applied.
+	InProgress bool `json:"in_progress,omitempty"`
+	// AppliedGeneration is the last attempt applied; 0: the configuration
+	// of start-up runs.
+	AppliedGeneration uint64 `json:"applied_generation"`
+	// LastAt is when attempt Generation began.
+	LastAt time.Time `json:"last_at,omitzero"`
+	// LastError says why attempt Generation was rejected, every reason.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // InterfaceStatus is what the last tick saw on the VIP interface.
