@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 // TestReloadCommandTellsTheTruth is issue 17's "Done when" for reload: `rhi
@@ -15,7 +17,7 @@ import (
 // rejects the file (it changes interface:, a restart-only key), and 0 when
 // the daemon applied it; /status's reload fields say the same.
 func TestReloadCommandTellsTheTruth(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -47,7 +49,7 @@ func TestReloadCommandTellsTheTruth(t *testing.T) {
 	s.holds(t, "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32") // untouched
 
 	// Applied: drop 10.0.0.102.
-	if err := s.WriteConfig(Config{VIPs: Seed[:2]}); err != nil {
+	if err := s.WriteConfig(site.Config{VIPs: site.Seed[:2]}); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
