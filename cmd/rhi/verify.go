@@ -18,8 +18,8 @@ import (
 	"github.com/rhi-daemon/rhi/bird"
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -118,7 +118,7 @@ func (e *expectation) line() string {
 
 // verifySchemaVersion is the version of the --json output; 1 was the
 // unversioned output before it, 2 the first to say so (the version of the
-// /status JSON that came with it: daemon.SchemaVersion).
+// /status JSON that came with it: status.SchemaVersion).
 const verifySchemaVersion = 2
 
 // verifyJSON is the --json output. The report of internal/verify is kept
@@ -359,7 +359,7 @@ func expect(ctx context.Context, cfg *config.Config) (*expectation, error) {
 // VIPs a reload dropped that the daemon is still withdrawing are checked
 // as absent: the daemon owns them until they are gone, and BIRD must stop
 // exporting them.
-func fromStatus(cfg *config.Config, iface daemon.InterfaceStatus, vips []daemon.VIPStatus) (*expectation, error) {
+func fromStatus(cfg *config.Config, iface status.InterfaceStatus, vips []status.VIPStatus) (*expectation, error) {
 	exp := &expectation{source: fromDaemon, address: cfg.ControlSocket, iface: cmp.Or(iface.Name, cfg.Interface)}
 	running := map[netip.Prefix]bool{}
 	for _, v := range vips {

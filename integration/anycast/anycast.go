@@ -23,7 +23,7 @@ import (
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/internal/apisix"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // Binaries are the programs a site runs.
@@ -266,8 +266,8 @@ func (s *Site) RHI() *lab.Proc { return s.rhi }
 // Status asks the running rhi for its status (GET /status, what `rhi
 // status --json` prints), over HTTP from inside the site's namespace: a
 // command's captured output would be cut at thousands of VIPs.
-func (s *Site) Status(ctx context.Context) (daemon.Status, error) {
-	var st daemon.Status
+func (s *Site) Status(ctx context.Context) (status.Status, error) {
+	var st status.Status
 	code, body, err := s.Get(ctx, "/status")
 	if err != nil {
 		return st, err

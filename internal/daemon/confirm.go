@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"net/netip"
 	"slices"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -58,48 +58,10 @@ type confirmJob struct {
 	ifaceUp bool
 }
 
-// BirdStatus is BIRD's side of the status.
-type BirdStatus struct {
-	Enabled   bool      `json:"enabled"`
-	Socket    string    `json:"socket,omitempty"`
-	LastCheck time.Time `json:"last_check,omitzero"`
-	// LastOK is the end of the last check that BIRD answered; after an
-	// Error it tells how long BIRD has been away.
-	LastOK    time.Time              `json:"last_ok,omitzero"`
-	Error     string                 `json:"error,omitempty"` // could not check
-	Protocols []verify.ProtocolState `json:"protocols,omitempty"`
-	Problems  []string               `json:"problems,omitempty"`
-	Agree     int                    `json:"vips_agreeing"`
-	Disagree  int                    `json:"vips_disagreeing"`
-}
-
-// VIPConfirm is what BIRD said about one VIP in the last check.
-type VIPConfirm struct {
-	// Expected is what the check held BIRD to: a record made before a
-	// drain was checked against "present", and must not be read as the
-	// drain's confirmation.
-	Expected verify.Expectation `json:"expected"`
-	Agrees   bool               `json:"agrees"`
-	// Stale: the checks since this record could not reach BIRD, so it
-	// says what BIRD said then, not now.
-	Stale     bool            `json:"stale,omitempty"`
-	Problem   string          `json:"problem,omitempty"`
-	InTable   bool            `json:"in_bird_table"`
-	Exported  map[string]bool `json:"exported,omitempty"`
-	CheckedAt time.Time       `json:"checked_at,omitzero"`
-	// Latency is how long BIRD took to agree: from the VIP's last change
-	// or, when BIRD agreed with that change and then stopped (a restart,
-	// a missed notification), from when that disagreement was first seen.
-	// Zero while it disagrees. JSON: confirm_latency_seconds, left out
-	// when zero (see MarshalJSON).
-	Latency time.Duration `json:"-"`
-	// DisagreeingSince is when the current disagreement was first seen;
-	// zero, and left out of the JSON, while BIRD agrees.
-	DisagreeingSince time.Time `json:"disagreeing_since,omitzero"`
-	// Renewed counts address renewals done to make BIRD see a change it
-	// missed.
-	Renewed int `json:"renewed,omitempty"`
-
+// vipRecord is the confirmer's record of one VIP: what /status shows of
+// it and what the next check needs to judge the same change.
+type vipRecord struct {
+	status.VIPConfirm
 	changedAt time.Time // the change this record is about
 	warned    bool
 	agreed    bool // BIRD agreed at least once since changedAt
@@ -133,8 +95,8 @@ type confirmer struct {
 	jobs chan confirmJob
 
 	mu     sync.Mutex
-	status BirdStatus
-	vips   map[netip.Prefix]VIPConfirm
+	status status.BirdStatus
+	vips   map[netip.Prefix]vipRecord
 	lastEr string
 	estab  map[string]bool
 }
@@ -143,8 +105,8 @@ func newConfirmer(c Confirmer, socket string, log logrus.FieldLogger, now func()
 	return &confirmer{
 		check: c, socket: socket, log: log, now: now, renew: renew,
 		jobs:   make(chan confirmJob, 1),
-		status: BirdStatus{Enabled: true, Socket: socket},
-		vips:   map[netip.Prefix]VIPConfirm{},
+		status: status.BirdStatus{Enabled: true, Socket: socket},
+		vips:   map[netip.Prefix]vipRecord{},
 		estab:  map[string]bool{},
 	}
 }
@@ -260,10 +222,10 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 		seen[r.Prefix] = true
 		changed := job.changed[r.Prefix]
 		prev, had := c.vips[r.Prefix]
-		vc := VIPConfirm{
+		vc := vipRecord{VIPConfirm: status.VIPConfirm{
 			Expected: r.Expected, Agrees: r.Agrees, Problem: r.Problem, InTable: r.InTable, Exported: r.Exported,
-			CheckedAt: now, changedAt: changed, Renewed: prev.Renewed,
-		}
+			CheckedAt: now, Renewed: prev.Renewed,
+		}, changedAt: changed}
 		sameChange := had && prev.changedAt.Equal(changed)
 		if sameChange {
 			vc.Latency = prev.Latency
@@ -330,38 +292,12 @@ func (c *confirmer) record(job confirmJob, rep verify.Report) bool {
 }
 
 // snapshot returns BIRD's status and a copy of the per-VIP results.
-func (c *confirmer) snapshot() (BirdStatus, map[netip.Prefix]VIPConfirm) {
+func (c *confirmer) snapshot() (status.BirdStatus, map[netip.Prefix]status.VIPConfirm) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	vips := make(map[netip.Prefix]VIPConfirm, len(c.vips))
+	vips := make(map[netip.Prefix]status.VIPConfirm, len(c.vips))
 	for p, v := range c.vips {
-		vips[p] = v
+		vips[p] = v.VIPConfirm
 	}
 	return c.status, vips
-}
-
-// confirmJSON is VIPConfirm without its methods, for MarshalJSON.
-type confirmJSON VIPConfirm
-
-// confirmWire is VIPConfirm as JSON: the latency as float seconds, left out
-// while there is none.
-type confirmWire struct {
-	confirmJSON
-	Latency float64 `json:"confirm_latency_seconds,omitempty"`
-}
-
-// MarshalJSON writes the latency as float seconds.
-func (v VIPConfirm) MarshalJSON() ([]byte, error) {
-	return json.Marshal(confirmWire{confirmJSON(v), v.Latency.Seconds()})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (v *VIPConfirm) UnmarshalJSON(b []byte) error {
-	var w confirmWire
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*v = VIPConfirm(w.confirmJSON)
-	v.Latency = seconds(w.Latency)
-	return nil
 }

@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 
 	"github.com/rhi-daemon/rhi/integration/anycast"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // Status reads rhi's /status on the site directly from its status listener,
 // cheaper than `rhi status --json`, which starts a process.
-func Status(ctx context.Context, s *anycast.Site) (daemon.Status, error) {
-	var st daemon.Status
+func Status(ctx context.Context, s *anycast.Site) (status.Status, error) {
+	var st status.Status
 	code, body, err := s.Get(ctx, "/status")
 	if err != nil {
 		return st, fmt.Errorf("%s: /status: %w", s.DC.Name, err)
