@@ -85,6 +85,9 @@ type Daemon struct {
 	onPoll func(time.Duration, int)
 	dryRun bool
 	record OwnershipRecord
+	// newTicker makes the poll, confirmation and drain tickers;
+	// newRealTicker but in tests.
+	newTicker func(time.Duration) ticker
 
 	reloads  chan *config.Config
 	conf     *confirmer                 // nil without a Confirmer
@@ -144,6 +147,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		onPoll:    deps.OnPoll,
 		dryRun:    deps.DryRun,
 		record:    deps.Record,
+		newTicker: newRealTicker,
 		reloads:   make(chan *config.Config, 1),
 		renewals:  make(chan map[netip.Prefix]bool, 1),
 		hints:     make(chan struct{}, 1),
@@ -219,9 +223,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		done := make(chan struct{})
 		go func() { d.conf.run(cctx); close(done) }()
 		defer func() { cancel(); <-done }()
-		ct := time.NewTicker(confirmEvery)
+		ct := d.newTicker(confirmEvery)
 		defer ct.Stop()
-		confirmC = ct.C
+		confirmC = ct.C()
 	}
 	defer d.watchDrain(ctx)()
 	d.tick(ctx)
@@ -232,7 +236,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// past the next tick skips it (skipLate) instead of starting the next
 	// poll the moment it ends, so a stalled control API is polled at the
 	// interval, not back to back.
-	t := time.NewTicker(d.cfg.PollInterval)
+	t := d.newTicker(d.cfg.PollInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -242,10 +246,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.applyReload(cfg)
 			t.Reset(d.cfg.PollInterval)
 			d.tick(ctx)
-			skipLate(t.C)
-		case <-t.C:
+			skipLate(t.C())
+		case <-t.C():
 			d.tick(ctx)
-			skipLate(t.C)
+			skipLate(t.C())
 		case <-confirmC:
 			d.requestConfirm()
 		case m := <-d.renewals:

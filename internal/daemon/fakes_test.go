@@ -81,6 +81,8 @@ type fakeLink struct {
 	// observeErrs fail the next Observe calls, one each, as a netlink
 	// read that times out would.
 	observeErrs []error
+	// sets, if not nil, receives after every Set.
+	sets chan struct{}
 }
 
 func newFakeLink(present ...string) *fakeLink {
@@ -159,6 +161,9 @@ func (l *fakeLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.St
 	}
 	st := l.state(owned)
 	st.Changed = changed
+	if l.sets != nil {
+		l.sets <- struct{}{}
+	}
 	return st, errors.Join(errs...)
 }
 
@@ -274,4 +279,21 @@ func (b *fakeBird) Check(ctx context.Context, in verify.Input) verify.Report {
 		rep.VIPs = append(rep.VIPs, r)
 	}
 	return rep
+}
+
+// fakeTicker is a ticker the test fires by hand. Like a time.Ticker's, its
+// channel holds one tick, and a tick that finds it full is dropped.
+type fakeTicker struct{ c chan time.Time }
+
+func newFakeTicker() *fakeTicker { return &fakeTicker{c: make(chan time.Time, 1)} }
+
+func (f *fakeTicker) C() <-chan time.Time { return f.c }
+func (f *fakeTicker) Reset(time.Duration) {}
+func (f *fakeTicker) Stop()               {}
+
+func (f *fakeTicker) fire() {
+	select {
+	case f.c <- time.Now():
+	default:
+	}
 }
