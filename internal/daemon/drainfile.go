@@ -39,7 +39,7 @@ func (d *Daemon) takeDrain(ctx context.Context, u drain.Update) {
 	case d.noteDrain(u):
 		d.reapply(ctx)
 	case d.started:
-		d.publish(d.lastSnap, d.lastStart, d.lastPoll) // the error, or its end
+		d.publish() // the error, or its end
 	}
 }
 

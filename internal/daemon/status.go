@@ -2,9 +2,10 @@ package daemon
 
 import (
 	"net/netip"
+	"slices"
+	"sync"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
@@ -14,28 +15,18 @@ import (
 
 // view is what one tick leaves for Status; it is never mutated after publish.
 type view struct {
-	cfg        *config.Config
-	snap       apisix.Snapshot
-	vips       []vipRec // one per cfg.VIPs, in its order
-	iface      vip.State
-	ifaceErr   string
-	tickStart  time.Time
-	pollTook   time.Duration
-	failedRun  int
-	unreadable int
-	polls      uint64
-	failedAll  uint64
-	orphans    []netip.Prefix // sorted; nil when there are none
-	drained    drain.Set      // replaced, never mutated, by the loop
-	drainErr   string
-	ticked     bool
-	writeErrs  uint64
-	failWrites int
-	unsettled  int
-	settledAt  time.Time
-	tickEnd    time.Time
-	unmanaged  []netip.Prefix // sorted; shared with the loop, which replaces it
-	recordErr  string
+	cfg       *config.Config
+	run       pollRun
+	vips      []vipRec // one per cfg.VIPs, in its order
+	iface     vip.State
+	writes    ifaceWrites
+	stats     pollStats
+	orphans   []netip.Prefix // sorted; nil when there are none
+	drained   drain.Set      // replaced, never mutated, by the loop
+	drainErr  string
+	tickEnd   time.Time
+	unmanaged []netip.Prefix // sorted; shared with the loop, which replaces it
+	recordErr string
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -45,74 +36,140 @@ type vipRec struct {
 	flips uint64
 }
 
-// status.Status renders the last tick's results. It is safe to call from any
+// views hands the loop's results to Status. Two views take turns, so that
+// a tick at 10,000 VIPs fills a slice already grown instead of allocating:
+// the spare is the view published two ticks ago, which no reader can hold
+// any more, since readers read under the read lock and publish swaps under
+// the write lock.
+type views struct {
+	mu    sync.RWMutex
+	cur   *view // what Status renders, under mu; nil before the first tick
+	spare *view // the previous view, reused by the next publish (loop only)
+}
+
+// next returns a view for the loop to fill: the spare, or a new one.
+func (vs *views) next() *view {
+	if vs.spare == nil {
+		return &view{}
+	}
+	return vs.spare
+}
+
+// publish makes v, from next, the view readers see.
+func (vs *views) publish(v *view) {
+	vs.mu.Lock()
+	vs.spare, vs.cur = vs.cur, v
+	vs.mu.Unlock()
+}
+
+// read calls f with the view published last, nil before the first, under
+// the read lock: f must not keep it, since publish reuses it.
+func (vs *views) read(f func(*view)) {
+	vs.mu.RLock()
+	defer vs.mu.RUnlock()
+	f(vs.cur)
+}
+
+// publish makes the loop's state after a tick visible to Status. A view
+// keeps a compact record per VIP, in config order, rather than copies of
+// the loop's maps.
+func (d *Daemon) publish() {
+	v := d.views.next()
+	v.vips = v.vips[:0]
+	for i := range d.cfg.VIPs {
+		p := d.cfg.VIPs[i].Address
+		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p]})
+	}
+	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
+	v.orphans = v.orphans[:0]
+	for p := range d.orphans {
+		v.orphans = append(v.orphans, p)
+	}
+	slices.SortFunc(v.orphans, netip.Prefix.Compare)
+	v.unmanaged, v.recordErr = d.unmanaged, d.recordErr
+	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
+	d.views.publish(v)
+}
+
+// Status renders the last tick's results. It is safe to call from any
 // goroutine; before the first tick it reports Ready false.
 func (d *Daemon) Status() status.Status {
-	d.mu.RLock()
-	defer d.mu.RUnlock() // publish reuses a view once no reader holds it
-	v := d.view
-	if v == nil || !v.ticked {
-		return status.Status{SchemaVersion: status.SchemaVersion, DryRun: d.dryRun}
+	s := status.Status{SchemaVersion: status.SchemaVersion, DryRun: d.dryRun}
+	d.views.read(func(v *view) {
+		if v != nil {
+			d.render(&s, v)
+		}
+	})
+	return s
+}
+
+// render fills s from v and the confirmer's last results.
+func (d *Daemon) render(s *status.Status, v *view) {
+	s.Ready, s.LastTick = true, v.tickEnd
+	s.Interface = status.InterfaceStatus{
+		Name: v.cfg.Interface, Exists: v.iface.Exists, Up: v.iface.Up,
+		Error: v.writes.err, WriteErrors: v.writes.failed, FailedWrites: v.writes.run,
+		RecordError: v.recordErr,
 	}
-	s := status.Status{
-		SchemaVersion: status.SchemaVersion, Ready: true, DryRun: d.dryRun, LastTick: v.tickEnd,
-		Interface: status.InterfaceStatus{
-			Name: v.cfg.Interface, Exists: v.iface.Exists, Up: v.iface.Up,
-			Error: v.ifaceErr, WriteErrors: v.writeErrs, FailedWrites: v.failWrites,
-			RecordError: v.recordErr,
-		},
-		ControlAPI: status.APIStatus{
-			URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
-			LastPoll: v.tickStart, PollDuration: v.pollTook,
-			Upstreams: len(v.snap), ConsecutiveFailedPolls: v.failedRun,
-			Polls: v.polls, FailedPolls: v.failedAll, Unreadable: v.unreadable,
-			MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.settledAt, UnsettledPolls: v.unsettled,
-		},
+	s.ControlAPI = status.APIStatus{
+		URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
+		LastPoll: v.run.start, PollDuration: v.run.end.Sub(v.run.start),
+		Upstreams: len(v.run.snap), ConsecutiveFailedPolls: v.stats.failed,
+		Polls: v.stats.polls, FailedPolls: v.stats.failedAll, Unreadable: v.stats.unreadable,
+		MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.stats.settledAt, UnsettledPolls: v.stats.unsettled,
 	}
 	s.Drain = status.DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
 	var confirms map[netip.Prefix]status.VIPConfirm
 	if d.conf != nil {
 		s.Bird, confirms = d.conf.snapshot()
 	}
-	for _, p := range v.orphans {
-		s.Interface.Withdrawing = append(s.Interface.Withdrawing, p.String())
-	}
-	for _, p := range v.unmanaged {
-		s.Interface.Unmanaged = append(s.Interface.Unmanaged, p.String())
-	}
-	for _, p := range v.iface.Foreign {
-		s.Interface.Foreign = append(s.Interface.Foreign, p.String())
-	}
+	s.Interface.Withdrawing = prefixStrings(v.orphans)
+	s.Interface.Unmanaged = prefixStrings(v.unmanaged)
+	s.Interface.Foreign = prefixStrings(v.iface.Foreign)
 	for _, p := range v.iface.ForeignPeers {
 		s.Interface.Foreign = append(s.Interface.Foreign, p.String()) // "10.9.0.1 peer 10.9.0.2/32"
 	}
 	s.VIPs = make([]status.VIPStatus, 0, len(v.cfg.VIPs))
 	for i := range v.cfg.VIPs {
-		c := &v.cfg.VIPs[i]
-		rec := v.vips[i]
-		st := rec.state
-		vs := status.VIPStatus{
-			Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
-			Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced && !v.drained.Has(c.Address),
-			Drained:     v.drained.Has(c.Address),
-			OnInterface: v.iface.Has(c.Address), Since: rec.since,
-			FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
-		}
-		if vc, ok := confirms[c.Address]; ok {
+		vs := renderVIP(v, i)
+		if vc, ok := confirms[v.cfg.VIPs[i].Address]; ok {
 			vs.Bird = &vc
-		}
-		for _, k := range c.Upstreams {
-			r := v.snap[k]
-			us := status.UpstreamStatus{Key: k, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
-			if r.Err != nil {
-				us.Error = r.Err.Error()
-			}
-			vs.Upstreams = append(vs.Upstreams, us)
 		}
 		if vs.Drained {
 			s.Drain.Count++
 		}
 		s.VIPs = append(s.VIPs, vs)
 	}
-	return s
+}
+
+// renderVIP is the status of v's i-th VIP, without BIRD's view of it.
+func renderVIP(v *view, i int) status.VIPStatus {
+	c := &v.cfg.VIPs[i]
+	rec := v.vips[i]
+	st := rec.state
+	vs := status.VIPStatus{
+		Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
+		Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced && !v.drained.Has(c.Address),
+		Drained:     v.drained.Has(c.Address),
+		OnInterface: v.iface.Has(c.Address), Since: rec.since,
+		FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
+	}
+	for _, k := range c.Upstreams {
+		r := v.run.snap[k]
+		us := status.UpstreamStatus{Key: k, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
+		if r.Err != nil {
+			us.Error = r.Err.Error()
+		}
+		vs.Upstreams = append(vs.Upstreams, us)
+	}
+	return vs
+}
+
+// prefixStrings is ps as text; nil for none, so that JSON leaves it out.
+func prefixStrings(ps []netip.Prefix) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
 }

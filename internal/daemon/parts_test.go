@@ -1,0 +1,153 @@
+package daemon
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+)
+
+// TestUpstreamLog: a verdict is logged when it first appears and when it
+// changes, at the level its meaning calls for; unreadable upstreams are
+// counted every poll; a key a reload dropped is forgotten, and logged
+// again if it comes back.
+func TestUpstreamLog(t *testing.T) {
+	log, hook := logtest.NewNullLogger()
+	policy := config.FailurePolicy{NoChecker: "healthy"}
+	var u upstreamLog
+	type line struct {
+		Level    logrus.Level
+		Upstream string
+		Verdict  string
+	}
+	poll := func(keys []string, snap apisix.Snapshot) (int, []line) {
+		hook.Reset()
+		n := u.note(log, keys, snap, policy)
+		var got []line
+		for _, e := range hook.AllEntries() {
+			got = append(got, line{e.Level, e.Data["upstream"].(string), e.Data["verdict"].(string)})
+		}
+		return n, got
+	}
+	keys := []string{"a", "b", "c"}
+	steps := []struct {
+		name       string
+		keys       []string
+		snap       apisix.Snapshot
+		unreadable int
+		lines      []line
+	}{
+		{"first poll logs every verdict", keys,
+			apisix.Snapshot{"a": {Verdict: apisix.Up}, "b": {Verdict: apisix.NoChecker}, "c": {Verdict: apisix.Failed, Err: errors.New("refused")}},
+			1, []line{{logrus.InfoLevel, "a", "up"}, {logrus.WarnLevel, "b", "no_checker"}, {logrus.WarnLevel, "c", "failed"}}},
+		{"the same verdicts log nothing, still count", keys,
+			apisix.Snapshot{"a": {Verdict: apisix.Up}, "b": {Verdict: apisix.NoChecker}, "c": {Verdict: apisix.Failed}},
+			1, nil},
+		{"a change logs that upstream only", keys,
+			apisix.Snapshot{"a": {Verdict: apisix.Down}, "b": {Verdict: apisix.NoChecker}, "c": {Verdict: apisix.NotFound}},
+			1, []line{{logrus.InfoLevel, "a", "down"}, {logrus.WarnLevel, "c", "not_found"}}},
+		{"a dropped key is forgotten", []string{"a", "b"},
+			apisix.Snapshot{"a": {Verdict: apisix.Down}, "b": {Verdict: apisix.NoChecker}},
+			0, nil},
+		{"and logged again when it comes back", keys,
+			apisix.Snapshot{"a": {Verdict: apisix.Down}, "b": {Verdict: apisix.NoChecker}, "c": {Verdict: apisix.NotFound}},
+			1, []line{{logrus.WarnLevel, "c", "not_found"}}},
+	}
+	for _, s := range steps {
+		n, got := poll(s.keys, s.snap)
+		if n != s.unreadable {
+			t.Errorf("%s: %d unreadable, want %d", s.name, n, s.unreadable)
+		}
+		if diff := cmp.Diff(s.lines, got); diff != "" {
+			t.Errorf("%s: lines (-want +got):\n%s", s.name, diff)
+		}
+	}
+}
+
+// TestPollStats: totals only grow; the runs of failed and of unsettled
+// polls end with the first good one; settledAt is the end of the last
+// poll that settled a VIP.
+func TestPollStats(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	var s pollStats
+	s.polled(0)
+	s.settled(true, t0)
+	s.polled(2)
+	s.settled(false, t0.Add(time.Second))
+	s.polled(1)
+	s.settled(false, t0.Add(2*time.Second))
+	want := pollStats{polls: 3, failedAll: 2, failed: 2, unreadable: 1, unsettled: 2, settledAt: t0}
+	if s != want {
+		t.Fatalf("after a good poll and two failed ones: %+v, want %+v", s, want)
+	}
+	s.polled(0)
+	s.settled(true, t0.Add(3*time.Second))
+	want = pollStats{polls: 4, failedAll: 2, settledAt: t0.Add(3 * time.Second)}
+	if s != want {
+		t.Fatalf("after a good poll again: %+v, want %+v", s, want)
+	}
+}
+
+// TestIfaceWrites: an error is news once, until another one comes; a
+// successful write clears it and says so once; the total counts failed
+// writes, the run failed ticks, and a read error counts in neither.
+func TestIfaceWrites(t *testing.T) {
+	var w ifaceWrites
+	eperm, ebusy := errors.New("operation not permitted"), errors.New("device or resource busy")
+	check := func(step string, gotNews, wantNews, gotCleared, wantCleared bool, want ifaceWrites) {
+		t.Helper()
+		if gotNews != wantNews || gotCleared != wantCleared || w != want {
+			t.Errorf("%s: news %v cleared %v state %+v; want news %v cleared %v state %+v", step, gotNews, gotCleared, w, wantNews, wantCleared, want)
+		}
+	}
+	news := w.noteErr(eperm)
+	check("a read error", news, true, false, false, ifaceWrites{err: eperm.Error()})
+	news, cleared := w.wrote(eperm)
+	w.ticked(eperm)
+	check("the same error from a write", news, false, cleared, false, ifaceWrites{err: eperm.Error(), failed: 1, run: 1})
+	news, cleared = w.wrote(ebusy)
+	check("another error from a repair", news, true, cleared, false, ifaceWrites{err: ebusy.Error(), failed: 2, run: 1})
+	news, cleared = w.wrote(ebusy)
+	w.ticked(ebusy)
+	check("the same error again", news, false, cleared, false, ifaceWrites{err: ebusy.Error(), failed: 3, run: 2})
+	news, cleared = w.wrote(nil)
+	w.ticked(nil)
+	check("a good write", news, false, cleared, true, ifaceWrites{failed: 3})
+	news, cleared = w.wrote(nil)
+	check("another good write", news, false, cleared, false, ifaceWrites{failed: 3})
+}
+
+// TestViews: readers see nothing before the first publish, then the last
+// view published; the loop refills the view published two swaps ago,
+// never the one readers see.
+func TestViews(t *testing.T) {
+	var vs views
+	vs.read(func(v *view) {
+		if v != nil {
+			t.Errorf("before any publish: %+v", v)
+		}
+	})
+	a := vs.next()
+	a.drainErr = "a"
+	vs.publish(a)
+	b := vs.next()
+	if b == a {
+		t.Fatal("next returned the published view")
+	}
+	b.drainErr = "b"
+	vs.publish(b)
+	vs.read(func(v *view) {
+		if v != b {
+			t.Errorf("read %q, want the view published last", v.drainErr)
+		}
+	})
+	if c := vs.next(); c != a {
+		t.Errorf("next after two publishes is not the first view, reused")
+	}
+}
