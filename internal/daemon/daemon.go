@@ -83,7 +83,6 @@ type Daemon struct {
 	newHS  func(*config.Config) HealthSource
 	onPoll func(time.Duration, int)
 	dryRun bool
-	record OwnershipRecord
 	// newTicker makes the poll, confirmation and drain tickers;
 	// newRealTicker but in tests.
 	newTicker func(time.Duration) ticker
@@ -113,11 +112,8 @@ type Daemon struct {
 	stats     pollStats
 	flips     map[netip.Prefix]uint64 // changes of Announced, per VIP
 	tickEnd   time.Time               // end of the last tick
-	// recordDirty: the owned set changed since the record was written.
-	recordDirty  bool
-	recordErr    string
-	unmanaged    []netip.Prefix // sorted; host addresses neither configured nor owned
-	unmanagedBuf []netip.Prefix // scratch for noteUnmanaged
+	own       ownership
+	unmanaged unmanagedAddrs
 
 	views views // what Status renders
 }
@@ -133,7 +129,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		newHS:     deps.NewHealth,
 		onPoll:    deps.OnPoll,
 		dryRun:    deps.DryRun,
-		record:    deps.Record,
+		own:       ownership{file: deps.Record},
 		newTicker: newRealTicker,
 		reloads:   make(chan *config.Config, 1),
 		renewals:  make(chan map[netip.Prefix]bool, 1),
@@ -300,7 +296,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 		}
 	}
 	d.setConfig(cfg)
-	d.recordDirty = d.recordDirty || dropped > 0 || old.Interface != cfg.Interface
+	d.own.dirty = d.own.dirty || dropped > 0 || old.Interface != cfg.Interface
 	if d.started {
 		for i := range cfg.VIPs {
 			p := cfg.VIPs[i].Address
@@ -310,7 +306,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 				d.states[p] = decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
 				d.since[p] = d.now()
 				added++
-				d.recordDirty = true
+				d.own.dirty = true
 			}
 		}
 	}
@@ -453,7 +449,7 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	for p := range d.orphans {
 		d.owned[p] = false
 	}
-	if d.recordDirty {
+	if d.own.dirty {
 		d.saveRecord() // before any address is added
 	}
 	d.withdrawUnmanaged()
@@ -479,7 +475,7 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 		}
 		if d.orphans[p] && !st.Has(p) && !want {
 			delete(d.orphans, p)
-			d.recordDirty = true
+			d.own.dirty = true
 		}
 	}
 	d.noteUnmanaged(st)

@@ -2,6 +2,10 @@ package daemon
 
 import (
 	"errors"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -11,6 +15,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/owned"
+	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
 // TestUpstreamLog: a verdict is logged when it first appears and when it
@@ -149,5 +155,105 @@ func TestViews(t *testing.T) {
 	})
 	if c := vs.next(); c != a {
 		t.Errorf("next after two publishes is not the first view, reused")
+	}
+}
+
+// TestOwnershipSave: a written record is clean; a failing write leaves it
+// dirty, logs once per change of error and is reported until a write
+// succeeds, which is logged once; without a record nothing is written and
+// nothing stays dirty.
+func TestOwnershipSave(t *testing.T) {
+	log, hook := logtest.NewNullLogger()
+	rec := &fakeRecord{File: owned.File(filepath.Join(t.TempDir(), "owned")), link: newFakeLink()}
+	o := ownership{file: rec, dirty: true}
+	r := owned.Record{Iface: "rhi0", VIPs: []netip.Prefix{netip.MustParsePrefix("10.0.0.100/32")}}
+	errorLines := func() int { return len(entriesAt(hook, logrus.ErrorLevel)) }
+
+	rec.fail = syscall.EROFS
+	o.save(r, log)
+	o.save(r, log)
+	if !o.dirty || o.err != syscall.EROFS.Error() || errorLines() != 1 {
+		t.Fatalf("two failed writes: dirty %v, err %q, %d error lines; want dirty, the error, 1 line", o.dirty, o.err, errorLines())
+	}
+	rec.fail = syscall.ENOSPC
+	o.save(r, log)
+	if o.err != syscall.ENOSPC.Error() || errorLines() != 2 {
+		t.Fatalf("another error: err %q, %d error lines; want it and 2 lines", o.err, errorLines())
+	}
+	rec.fail = nil
+	o.save(r, log)
+	if o.dirty || o.err != "" || len(rec.writes) != 4 || rec.vips(t) != "10.0.0.100" {
+		t.Fatalf("a good write: dirty %v, err %q, %d writes, record %q", o.dirty, o.err, len(rec.writes), rec.vips(t))
+	}
+	if n := len(entriesAt(hook, logrus.InfoLevel)); n != 1 {
+		t.Errorf("the first good write after errors logged %d info lines, want 1", n)
+	}
+
+	none := ownership{dirty: true}
+	none.save(r, log)
+	if none.dirty {
+		t.Error("without a record, save left the record dirty")
+	}
+}
+
+// entriesAt returns the log lines at exactly level.
+func entriesAt(hook *logtest.Hook, level logrus.Level) []*logrus.Entry {
+	var out []*logrus.Entry
+	for _, e := range hook.AllEntries() {
+		if e.Level == level {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestUnmanagedAddrs: the foreign host addresses are unmanaged, in order;
+// a network or a mapped address is not; one listed stays listed while it
+// is on the interface unmanaged (its withdrawal failed) and goes when it
+// leaves or is managed; an update that finds the same list reports no
+// change and does not replace it.
+func TestUnmanagedAddrs(t *testing.T) {
+	pfx := func(ss ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, s := range ss {
+			out = append(out, netip.MustParsePrefix(s))
+		}
+		return out
+	}
+	managed := map[netip.Prefix]bool{}
+	isManaged := func(p netip.Prefix) bool { return managed[p] }
+	var u unmanagedAddrs
+	steps := []struct {
+		name    string
+		st      vip.State
+		changed bool
+		want    []netip.Prefix
+	}{
+		{"host addresses only", vip.State{Foreign: pfx("192.0.2.9/32", "192.0.2.0/24", "2001:db8::9/128", "::ffff:192.0.2.1/128", "192.0.2.7/32")},
+			true, pfx("192.0.2.7/32", "192.0.2.9/32", "2001:db8::9/128")},
+		{"the same again", vip.State{Foreign: pfx("192.0.2.7/32", "192.0.2.9/32", "2001:db8::9/128")}, false, pfx("192.0.2.7/32", "192.0.2.9/32", "2001:db8::9/128")},
+		{"deleted as unmanaged, still there: the delete failed", vip.State{Present: pfx("192.0.2.7/32"), Foreign: pfx("192.0.2.9/32")},
+			true, pfx("192.0.2.7/32", "192.0.2.9/32")},
+		{"gone", vip.State{Foreign: pfx("192.0.2.9/32")}, true, pfx("192.0.2.9/32")},
+		{"none", vip.State{}, true, nil},
+	}
+	var before []netip.Prefix
+	for _, s := range steps {
+		if got := u.update(s.st, isManaged); got != s.changed {
+			t.Errorf("%s: changed %v, want %v", s.name, got, s.changed)
+		}
+		if !slices.Equal(u.list, s.want) {
+			t.Errorf("%s: list %v, want %v", s.name, u.list, s.want)
+		}
+		if !s.changed && len(before) > 0 && &before[0] != &u.list[0] {
+			t.Errorf("%s: an unchanged list was replaced", s.name)
+		}
+		before = u.list
+	}
+	// Managed (configured or being withdrawn): not unmanaged, even if listed.
+	u.update(vip.State{Foreign: pfx("192.0.2.7/32")}, isManaged)
+	managed[netip.MustParsePrefix("192.0.2.7/32")] = true
+	if u.update(vip.State{Present: pfx("192.0.2.7/32")}, isManaged); u.list != nil {
+		t.Errorf("a managed address is still listed: %v", u.list)
 	}
 }

@@ -86,7 +86,7 @@ func (d *Daemon) publish() {
 		v.orphans = append(v.orphans, p)
 	}
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
-	v.unmanaged, v.recordErr = d.unmanaged, d.recordErr
+	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
 	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
 	d.views.publish(v)
 }
