@@ -1,6 +1,8 @@
 package bird
 
 import (
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +75,29 @@ func BenchmarkExec(b *testing.B) {
 		if _, err := c.Exec(b.Context(), cmd); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkReadReplyTinyLines is issue 11 row 7: a reply of 16 MiB of
+// 2-byte continuation lines (" \n"), just under the default byte bound,
+// read with the default bounds. Each line costs far more memory than its
+// two bytes; peak memory is best read as the test binary's maximum RSS
+// (/usr/bin/time -v), minus the 16 MiB stream.
+func BenchmarkReadReplyTinyLines(b *testing.B) {
+	const head, end = "1007-x\n", "0000 \n"
+	n := (DefaultMaxReplyBytes - len(head) - len(end)) / 2
+	stream := head + strings.Repeat(" \n", n) + end
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	var lines int
+	var err error
+	for b.Loop() {
+		var r Reply
+		r, err = newFrameReader(strings.NewReader(stream), DefaultMaxLineBytes, DefaultMaxReplyBytes).readReply()
+		lines = len(r.Lines)
+	}
+	b.ReportMetric(float64(lines), "lines-kept")
+	if err != nil && !errors.Is(err, ErrTooLarge) {
+		b.Fatal(err)
 	}
 }

@@ -72,17 +72,31 @@ func replyError(r Reply) error {
 	return e
 }
 
+// DefaultMaxReplyLines bounds the lines of one reply, async lines
+// included. "show protocols all" takes 30-50 lines per protocol, so this is
+// room for thousands of BGP sessions; with the per-line cost below, the
+// byte bound is usually reached first.
+const DefaultMaxReplyLines = 200_000
+
+// lineCost is what one line costs in memory beyond its text, counted
+// against the reply's byte bound: its 24-byte Line in Reply.Lines (a
+// 16-byte string in Async), up to 1.25-2 times that again while append
+// grows the slice, and the string's rounding to its size class. Without
+// it 16 MiB of 2-byte lines cost 1.2 GB (issue 11).
+const lineCost = 64
+
 // frameReader splits BIRD's byte stream into replies. It reads whole lines
 // through a buffered reader, so a line split across reads, or several
 // replies in one read, frame the same as one line per read.
 type frameReader struct {
 	br       *bufio.Reader // its size bounds the line length
-	maxReply int           // bound on the bytes of one reply, async lines included
+	maxReply int           // bound on the memory of one reply: its bytes and lineCost per line, async lines included
+	maxLines int           // bound on the lines of one reply, async lines included
 }
 
 func newFrameReader(r io.Reader, maxLine, maxReply int) *frameReader {
 	// +1 for the newline, which ReadSlice keeps in the buffer.
-	return &frameReader{br: bufio.NewReaderSize(r, maxLine+1), maxReply: maxReply}
+	return &frameReader{br: bufio.NewReaderSize(r, maxLine+1), maxReply: maxReply, maxLines: DefaultMaxReplyLines}
 }
 
 // readReply reads up to and including the next end line. It returns io.EOF
@@ -90,19 +104,23 @@ func newFrameReader(r io.Reader, maxLine, maxReply int) *frameReader {
 // when it ends inside one; the lines read so far are returned with any error.
 func (f *frameReader) readReply() (Reply, error) {
 	var r Reply
-	size := 0
+	size, lines := 0, 0
 	prev := -1 // code of the previous line of this reply; -1: none yet
 	for {
 		raw, err := f.br.ReadSlice('\n')
-		size += len(raw)
-		if size > f.maxReply {
-			return r, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, f.maxReply)
+		size += len(raw) + lineCost
+		lines++
+		switch {
+		case size > f.maxReply:
+			return r, fmt.Errorf("%w: more than %d bytes, counting %d per line", ErrTooLarge, f.maxReply, lineCost)
+		case lines > f.maxLines:
+			return r, fmt.Errorf("%w: more than %d lines", ErrTooLarge, f.maxLines)
 		}
 		if err != nil {
 			switch {
 			case errors.Is(err, bufio.ErrBufferFull):
 				return r, fmt.Errorf("%w: line longer than %d bytes", ErrTooLarge, f.br.Size()-1)
-			case errors.Is(err, io.EOF) && size == 0:
+			case errors.Is(err, io.EOF) && lines == 1 && len(raw) == 0:
 				return r, io.EOF
 			case errors.Is(err, io.EOF):
 				return r, fmt.Errorf("connection closed inside a reply: %w", io.ErrUnexpectedEOF)

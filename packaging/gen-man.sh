@@ -57,9 +57,11 @@ A reload that changes
 .BR main_log ,
 .BR error_log ,
 .BR log_format ,
-.B status_listen
-or
+.BR status_listen ,
+.BR control_socket ,
 .B bird.socket
+or
+.B state_file
 is rejected as a whole: those keys take effect on restart.
 .SH LOGGING
 Every log line goes to standard error; under systemd that is the journal, and

@@ -60,7 +60,7 @@ func checkBirdHints(t *testing.T, sock string) {
 	if rep.Err == nil || !strings.Contains(rep.Err.Error(), "permission denied") || !strings.HasSuffix(rep.Err.Error(), birdHintDaemon) {
 		t.Errorf("daemon's confirmer: %v; want permission denied and the hint %q", rep.Err, birdHintDaemon)
 	}
-	rep = checkBird(ctx, sock, time.Second, in)
+	rep = checkBird(ctx, sock, in)
 	if rep.Err == nil || !strings.HasSuffix(rep.Err.Error(), birdHintVerify) {
 		t.Errorf("rhi verify: %v; want the hint %q", rep.Err, birdHintVerify)
 	}

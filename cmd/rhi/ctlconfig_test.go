@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rhi-daemon/rhi/internal/config"
 )
 
 // TestCheckConfigWarnsOfAPublicStatusListen: valid, so exit 0, but said on
@@ -26,14 +24,6 @@ func TestCheckConfigWarnsOfAPublicStatusListen(t *testing.T) {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("%v: stderr %q lacks %q", args, errb.String(), want)
 		}
-	}
-}
-
-func TestRestartOnlyControlSocket(t *testing.T) {
-	a, b := config.Default(), config.Default()
-	b.ControlSocket = "/run/rhi/other.sock"
-	if k := strings.Join(restartOnly(&a, &b), ","); k != "control_socket" {
-		t.Errorf("restartOnly = %q, want control_socket", k)
 	}
 }
 

@@ -44,7 +44,8 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return exitBadInput
 	}
-	targets, err := drainTargets(cfg, *all, fs.Args())
+	op, vips := drain.Op{Drain: on, All: *all}, vipsOf(cfg)
+	targets, err := drain.Targets(op, fs.Args(), vips)
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi %s: %v of %s\n", name, err, *path)
 		return exitBadInput
@@ -57,7 +58,7 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := updateDrain(ctx, cfg.DrainFile, func(set *drain.Set) { applyDrain(set, on, *all, targets, cfg) }); err != nil {
+	if err := updateDrain(ctx, cfg.DrainFile, func(set drain.Set) drain.Set { return set.Apply(op, targets, vips) }); err != nil {
 		fmt.Fprintf(stderr, "rhi %s: %v\n", name, err)
 		return exitFailure
 	}
@@ -68,49 +69,13 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 	return waitDrain(ctx, cfg.ControlSocket, on, targets, time.Now(), stdout, stderr)
 }
 
-// drainTargets reads the VIPs named on the command line, or all of cfg's.
-func drainTargets(cfg *config.Config, all bool, args []string) ([]netip.Prefix, error) {
-	if all {
-		targets := make([]netip.Prefix, 0, len(cfg.VIPs))
-		for _, v := range cfg.VIPs {
-			targets = append(targets, v.Address)
-		}
-		return targets, nil
+// vipsOf lists cfg's VIPs.
+func vipsOf(cfg *config.Config) []netip.Prefix {
+	vips := make([]netip.Prefix, 0, len(cfg.VIPs))
+	for _, v := range cfg.VIPs {
+		vips = append(vips, v.Address)
 	}
-	var targets []netip.Prefix
-	for _, a := range args {
-		p, err := drain.ParsePrefix(a)
-		if err != nil || !slices.ContainsFunc(cfg.VIPs, func(v config.VIP) bool { return v.Address == p }) {
-			return nil, fmt.Errorf("%q is not a VIP", a)
-		}
-		targets = append(targets, p)
-	}
-	return targets, nil
-}
-
-// applyDrain changes set as `rhi drain` (on) or `rhi undrain` asks.
-func applyDrain(set *drain.Set, on, all bool, targets []netip.Prefix, cfg *config.Config) {
-	switch {
-	case on && all:
-		set.All = true
-	case on:
-		for _, p := range targets {
-			set.VIPs[p] = true
-		}
-	case all:
-		*set = drain.Set{VIPs: map[netip.Prefix]bool{}}
-	default:
-		if set.All {
-			// "all" minus these: spell out the others, so they stay drained.
-			set.All = false
-			for _, v := range cfg.VIPs {
-				set.VIPs[v.Address] = true
-			}
-		}
-		for _, p := range targets {
-			delete(set.VIPs, p)
-		}
-	}
+	return vips
 }
 
 // probeTimeout bounds the question that tells whether the daemon runs.
@@ -140,7 +105,7 @@ func daemonAnswers(socket string) error {
 // updateDrain changes the drain file with change under an exclusive lock
 // on the file beside it (see lockDrain): concurrent `rhi drain`s each read
 // the file as the last one wrote it, so none loses another's change.
-func updateDrain(ctx context.Context, path string, change func(*drain.Set)) error {
+func updateDrain(ctx context.Context, path string, change func(drain.Set) drain.Set) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err
 	}
@@ -153,8 +118,7 @@ func updateDrain(ctx context.Context, path string, change func(*drain.Set)) erro
 	if err != nil {
 		return err
 	}
-	change(&set)
-	return drain.Write(path, set)
+	return drain.Write(path, change(set))
 }
 
 // lockRetry is how often a waiting `rhi drain` tries the lock again.

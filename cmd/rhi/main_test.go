@@ -140,17 +140,6 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-func TestRestartOnly(t *testing.T) {
-	a, b := config.Default(), config.Default()
-	if k := restartOnly(&a, &b); len(k) != 0 {
-		t.Errorf("same config: %v", k)
-	}
-	b.Interface, b.StatusListen, b.PollInterval, b.LogFormat = "rhi1", "", 1, "json"
-	if k := strings.Join(restartOnly(&a, &b), ","); k != "interface,log_format,status_listen" {
-		t.Errorf("got %q", k)
-	}
-}
-
 // TestJournalPriorities: with stderr the journal (main wraps it in a
 // PriorityWriter), a config error is an error line and the daemon's own
 // lines keep their priorities.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,15 +52,67 @@ func TestReloadEveryInvalidFile(t *testing.T) {
 }
 
 // TestReloadKeepsTheOwnershipRecord: the record is read at start-up, so a
-// reload that moves it is rejected rather than half applied.
+// reload that moves it is rejected rather than half applied, and the log
+// names the key. (config's TestDiffKeepsTheOwnershipRecord holds the
+// rule.)
 func TestReloadKeepsTheOwnershipRecord(t *testing.T) {
 	started, err := config.Load("../../internal/config/testdata/seed.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	moved := *started
-	moved.StateFile = "/elsewhere/owned"
-	if got := restartOnly(started, &moved); len(got) != 1 || got[0] != "state_file" {
-		t.Errorf("restartOnly = %v, want [state_file]", got)
+	seed, err := os.ReadFile("../../internal/config/testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(t.TempDir(), "rhi.yaml")
+	if err := os.WriteFile(moved, append(seed, "\nstate_file: /elsewhere/owned\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, hook := logtest.NewNullLogger()
+	d := &fakeReloader{}
+	if reload(moved, started, d, log) || len(d.got) != 0 {
+		t.Fatal("a reload moving the ownership record was handed over")
+	}
+	if e := hook.LastEntry(); e == nil || e.Data["keys"] != "state_file" || !strings.Contains(e.Message, "only on restart") {
+		t.Errorf("log %v, want keys=state_file and \"only on restart\"", e)
+	}
+}
+
+// TestLoadedConfigsBuildAClient: config.Load checks every value the control
+// API client refuses, so healthFor always gets a client for a reloaded
+// configuration and reload need not build one to find out. Each URL, mode
+// and timeout either fails to load or makes a client.
+func TestLoadedConfigsBuildAClient(t *testing.T) {
+	urls := []string{"http://127.0.0.1:9090", "https://[::1]:9090/", "http://localhost", "http://h/base/", "ftp://h", "http://",
+		"http://:80", "http://h?x=1", "http://h?", "http://h#f", "http://u:p@h", "http://h:0", "http://h:65536", "h:80", "http://[::1", "http://%zz"}
+	modes := []string{"per_upstream", "list", "auto", "List", ""}
+	timeouts := []string{"5s", "1", "0s", "-1s", "1ns"}
+	dir := t.TempDir()
+	loaded := 0
+	for i, u := range urls {
+		for j, m := range modes {
+			for k, to := range timeouts {
+				path := filepath.Join(dir, fmt.Sprintf("%d-%d-%d.yaml", i, j, k))
+				text := fmt.Sprintf("apisix_control_url: %q\napisix_poll_mode: %q\napisix_timeout: %q\n", u, m, to)
+				if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cfg, err := config.Load(path)
+				if err != nil {
+					continue
+				}
+				loaded++
+				if _, err := newHealth(cfg); err != nil {
+					t.Errorf("url %q, mode %q, timeout %q: loads, but the client refuses it: %v", u, m, to, err)
+				}
+				log, hook := logtest.NewNullLogger()
+				if h := healthFor(log)(cfg); h == nil {
+					t.Errorf("url %q, mode %q, timeout %q: healthFor gave no client (%v)", u, m, to, hook.LastEntry())
+				}
+			}
+		}
+	}
+	if loaded < 10 || loaded == len(urls)*len(modes)*len(timeouts) {
+		t.Errorf("%d of %d configs loaded: the cases test too little", loaded, len(urls)*len(modes)*len(timeouts))
 	}
 }

@@ -49,79 +49,26 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitBadInput
 	}
-	madeDirs, err := ensureLogDirs([][2]string{{"main_log", cfg.MainLog}, {"error_log", cfg.ErrorLog}})
-	if err != nil {
-		fmt.Fprintf(stderr, "rhi: %v\n", err)
-		return exitBadInput
-	}
-	// Every line goes to stderr too. When main found it to be the journal,
-	// each carries its priority (which the PriorityWriter lets through).
-	_, journal := stderr.(*logfile.PriorityWriter)
-	logs, err := logfile.New(logfile.Options{MainPath: cfg.MainLog, ErrorPath: cfg.ErrorLog, Debug: *debug,
-		Format: cfg.LogFormat, Stderr: stderr, Journal: journal})
+	logs, err := openLogs(cfg, *debug, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
 		return exitBadInput
 	}
 	defer logs.Close()
 	log := logs.Logger
-	for _, dir := range madeDirs {
-		log.WithField("dir", dir).Info("created the log directory")
-	}
 
-	health, err := newHealth(cfg)
-	if err != nil {
-		log.WithError(err).Error("cannot start")
-		return exitBadInput
+	deps, closeDeps, code := newDeps(cfg, *dryRun, log)
+	if deps == nil {
+		return code
 	}
-	nl, err := vip.NewHandle(netlinkTimeout)
-	if err != nil {
-		log.WithError(err).Error("cannot start")
-		return exitFailure
-	}
-	defer nl.Close()
-
+	defer closeDeps()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var metrics *status.Metrics
-	onPoll := func(took time.Duration, unreadable int) {
-		if metrics != nil {
-			metrics.ObservePoll(took, unreadable)
-		}
-	}
-	var ann daemon.Announcer = vip.New(nl, cfg.Interface, log)
-	var record daemon.OwnershipRecord = owned.File(cfg.StateFile)
-	if *dryRun {
-		record = owned.ReadOnly(cfg.StateFile) // a dry run changes no file either
-		ann = vip.NewDryRun(nl, cfg.Interface, log)
-		log.Warn("dry run: rhi will not change the interface")
-	}
-	d := daemon.New(cfg, daemon.Deps{
-		OnPoll:    onPoll,
-		Ready:     func() { notifyReady(log) },
-		Health:    health,
-		Announcer: ann,
-		Record:    record,
-		Log:       log,
-		DryRun:    *dryRun,
-		Confirmer: birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
-		NewHealth: func(c *config.Config) daemon.HealthSource {
-			h, err := newHealth(c)
-			if err != nil { // reload checked it: cannot happen
-				log.WithError(err).Error("control API client; the previous one keeps polling")
-				return nil
-			}
-			return h
-		},
-	})
+	d, metrics := newDaemon(cfg, deps)
 	for _, w := range config.Warnings(cfg) {
 		log.Warn(w)
 	}
-	waitServers := func() {}
-	if cfg.StatusListen != "" || cfg.ControlSocket != "" {
-		metrics = status.NewMetrics(d, version)
-		waitServers = startServers(ctx, cfg, status.Handler(d, metrics, time.Now), log)
-	}
+	waitServers := startServers(ctx, cfg, status.Handler(d, metrics, time.Now), log)
 	go handleSignals(ctx, sigs, *path, cfg, d, metrics, logs, log)
 	go watchdog(ctx, d, time.Now, log)
 	go vip.Watch(ctx, cfg.Interface, d.Hint, log)
@@ -136,6 +83,76 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// openLogs creates the log files' directories if they are missing and
+// opens main_log and error_log. Every line goes to stderr too; when main
+// found stderr to be the journal, each carries its priority (which the
+// PriorityWriter lets through).
+func openLogs(cfg *config.Config, debug bool, stderr io.Writer) (*logfile.Logs, error) {
+	madeDirs, err := ensureLogDirs([][2]string{{"main_log", cfg.MainLog}, {"error_log", cfg.ErrorLog}})
+	if err != nil {
+		return nil, err
+	}
+	_, journal := stderr.(*logfile.PriorityWriter)
+	logs, err := logfile.New(logfile.Options{MainPath: cfg.MainLog, ErrorPath: cfg.ErrorLog, Debug: debug,
+		Format: cfg.LogFormat, Stderr: stderr, Journal: journal})
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range madeDirs {
+		logs.Logger.WithField("dir", dir).Info("created the log directory")
+	}
+	return logs, nil
+}
+
+// newDeps builds what the daemon works through: the control API client,
+// the netlink handle and the announcer on it, the ownership record and
+// BIRD's socket. A dry run gets an announcer and a record that change
+// nothing. On failure it logs why and returns nil and the exit code; on
+// success, release closes the netlink handle.
+func newDeps(cfg *config.Config, dryRun bool, log *logrus.Logger) (deps *daemon.Deps, release func(), code int) {
+	health, err := newHealth(cfg)
+	if err != nil {
+		log.WithError(err).Error("cannot start")
+		return nil, nil, exitBadInput
+	}
+	nl, err := vip.NewHandle(netlinkTimeout)
+	if err != nil {
+		log.WithError(err).Error("cannot start")
+		return nil, nil, exitFailure
+	}
+	var ann daemon.Announcer = vip.New(nl, cfg.Interface, log)
+	var record daemon.OwnershipRecord = owned.File(cfg.StateFile)
+	if dryRun {
+		record = owned.ReadOnly(cfg.StateFile) // a dry run changes no file either
+		ann = vip.NewDryRun(nl, cfg.Interface, log)
+		log.Warn("dry run: rhi will not change the interface")
+	}
+	return &daemon.Deps{
+		Ready:     func() { notifyReady(log) },
+		Health:    health,
+		NewHealth: healthFor(log),
+		Announcer: ann,
+		Record:    record,
+		Log:       log,
+		DryRun:    dryRun,
+		Confirmer: birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
+	}, func() { nl.Close() }, exitOK
+}
+
+// newDaemon builds the daemon on deps and the metrics that /metrics shows.
+// The two refer to each other: the metrics read the daemon's status when
+// they are scraped, and the daemon reports each poll to them. So the
+// daemon comes first, with a poll hook that reads metrics, which is set
+// right after: the daemon polls only in Run, which the caller starts
+// later.
+func newDaemon(cfg *config.Config, deps *daemon.Deps) (*daemon.Daemon, *status.Metrics) {
+	var metrics *status.Metrics
+	deps.OnPoll = func(took time.Duration, unreadable int) { metrics.ObservePoll(took, unreadable) }
+	d := daemon.New(cfg, *deps)
+	metrics = status.NewMetrics(d, version)
+	return d, metrics
 }
 
 // startServers serves h on status_listen (for Prometheus and probes) and
@@ -160,18 +177,34 @@ func startServers(ctx context.Context, cfg *config.Config, h http.Handler, log l
 	return wg.Wait
 }
 
+// newHealth builds the control API client from the keys config.Diff names
+// as the client's (URL, timeout, poll mode). It does no I/O.
 func newHealth(cfg *config.Config) (*apisix.Client, error) {
 	return apisix.NewClient(cfg.ControlURL, apisix.Options{Timeout: cfg.Timeout, Mode: apisix.Mode(cfg.PollMode)})
 }
 
+// healthFor is the daemon's NewHealth: it builds the client for a reloaded
+// configuration whose control API keys changed. config.Load checks every
+// value NewClient does, so a loaded configuration always gets one
+// (TestLoadedConfigsBuildAClient); were that to fail, the old client keeps
+// polling and the log says why.
+func healthFor(log logrus.FieldLogger) func(*config.Config) daemon.HealthSource {
+	return func(cfg *config.Config) daemon.HealthSource {
+		h, err := newHealth(cfg)
+		if err != nil {
+			log.WithError(err).Error("control API client; the previous one keeps polling")
+			return nil
+		}
+		return h
+	}
+}
+
 // handleSignals reloads on SIGHUP (a bad file keeps the old config) and
-// reopens the logs on SIGUSR1, as they arrive on ch.
+// reopens the logs on SIGUSR1, as they arrive on ch. Each reload's result
+// goes to metrics.
 func handleSignals(ctx context.Context, ch <-chan os.Signal, path string, started *config.Config, d *daemon.Daemon, metrics *status.Metrics, logs *logfile.Logs, log logrus.FieldLogger) {
 	serveSignals(ctx, ch, func() {
-		ok := reload(path, started, d, log)
-		if metrics != nil {
-			metrics.Reloaded(ok, time.Now())
-		}
+		metrics.Reloaded(reload(path, started, d, log), time.Now())
 	}, func() {
 		if err := logs.Reopen(); err != nil {
 			log.WithError(err).Error("reopening log files")
@@ -220,57 +253,19 @@ func serveSignals(ctx context.Context, ch <-chan os.Signal, reload, reopen func(
 }
 
 // reload loads the config at path and hands it to d. A file that does not
-// load, or that changes a key bound at start-up, is logged with every
-// problem and rejected: the old configuration keeps running.
+// load, or that changes a key bound at start-up (config.IsRestartOnly), is
+// logged with every problem and rejected: the old configuration keeps
+// running.
 func reload(path string, started *config.Config, d interface{ Reload(*config.Config) }, log logrus.FieldLogger) bool {
 	cfg, err := config.Load(path)
 	if err != nil {
 		log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
 		return false
 	}
-	// The client is built from the config without I/O; one it refuses must
-	// fail the reload here, not leave the old client polling the old URL.
-	if _, err := newHealth(cfg); err != nil {
-		log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
-		return false
-	}
-	if keys := restartOnly(started, cfg); len(keys) > 0 {
-		log.WithFields(logrus.Fields{"config": path, "keys": strings.Join(keys, ", ")}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
+	if c := config.Diff(started, cfg); !c.Reloadable() {
+		log.WithFields(logrus.Fields{"config": path, "keys": strings.Join(c.RestartOnly, ", ")}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
 		return false
 	}
 	d.Reload(cfg)
 	return true
-}
-
-// restartOnly lists the keys that differ between old and next but are bound
-// at start-up (the interface the netlink side manages, the log files and format, the
-// status listener, BIRD's socket, the ownership record). A reload that changes them is rejected as a whole rather
-// than applied in part.
-func restartOnly(old, next *config.Config) []string {
-	var keys []string
-	if old.Interface != next.Interface {
-		keys = append(keys, "interface")
-	}
-	if old.MainLog != next.MainLog {
-		keys = append(keys, "main_log")
-	}
-	if old.ErrorLog != next.ErrorLog {
-		keys = append(keys, "error_log")
-	}
-	if old.LogFormat != next.LogFormat {
-		keys = append(keys, "log_format")
-	}
-	if old.StatusListen != next.StatusListen {
-		keys = append(keys, "status_listen")
-	}
-	if old.ControlSocket != next.ControlSocket {
-		keys = append(keys, "control_socket")
-	}
-	if old.Bird.Socket != next.Bird.Socket {
-		keys = append(keys, "bird.socket")
-	}
-	if old.StateFile != next.StateFile {
-		keys = append(keys, "state_file")
-	}
-	return keys
 }

@@ -8,17 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rhi-daemon/rhi/bird"
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
-	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
@@ -82,40 +76,6 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	return verifyWith(args, stdout, stderr, readInterface)
 }
 
-// Where an expectation comes from, in the JSON output.
-const (
-	fromDaemon = "daemon"
-	fromPoll   = "poll"
-)
-
-// expectation is what rhi wants, per VIP, and where that was learnt.
-type expectation struct {
-	source   string // fromDaemon or fromPoll
-	address  string // control_socket, or the control API's URL
-	fallback string // why the daemon was not the source; "" when it was
-	iface    string // the interface the VIPs live on
-	vips     []expectedVIP
-	notes    []string
-}
-
-// expectedVIP is one VIP's expected state. When judged is false nobody
-// could say what it should be, and present is filled in later from the
-// interface.
-type expectedVIP struct {
-	prefix  netip.Prefix
-	present bool
-	judged  bool
-	why     string // why it is not judged
-}
-
-// line is the sentence that opens the human report.
-func (e *expectation) line() string {
-	if e.source == fromDaemon {
-		return "expected state from the running daemon on " + e.address
-	}
-	return fmt.Sprintf("expected state from a fresh poll of %s (%s)", e.address, e.fallback)
-}
-
 // verifySchemaVersion is the version of the --json output; 1 was the
 // unversioned output before it, 2 the first to say so (the version of the
 // /status JSON that came with it: status.SchemaVersion).
@@ -146,147 +106,190 @@ type jsonNotJudged struct {
 	Reason string `json:"reason"`
 }
 
-// verifyWith runs `rhi verify` reading the interface through readIface.
-func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceReader) int {
+// verifyFlags are the flags of `rhi verify`.
+type verifyFlags struct {
+	config, socket string
+	json, nagios   bool
+}
+
+// parseVerify parses the flags; when ok is false the run ends with code.
+func parseVerify(args []string, stdout, stderr io.Writer) (f verifyFlags, code int, ok bool) {
 	fs := flags("verify", verifySynopsis, stdout, stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: rhi verify %s\n\n%s%sFlags:\n", verifySynopsis, verifyHelp, nagiosHelp)
 		printFlags(fs)
 	}
-	path := fs.String("config", defaultConfig, "configuration file")
-	socket := fs.String("bird-socket", "", "BIRD control socket (default: bird.socket of the config)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	nagios := fs.Bool("nagios", false, "print one Nagios/Icinga plugin line; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN")
+	fs.StringVar(&f.config, "config", defaultConfig, "configuration file")
+	fs.StringVar(&f.socket, "bird-socket", "", "BIRD control socket (default: bird.socket of the config)")
+	fs.BoolVar(&f.json, "json", false, "print the report as JSON")
+	fs.BoolVar(&f.nagios, "nagios", false, "print one Nagios/Icinga plugin line; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN")
 	if code, ok := parse(fs, args, stdout); !ok {
 		if code == exitBadInput && nagiosAsked(args) {
-			return nagiosCouldNotCheck(stdout, errors.New("bad usage (rhi verify --help)"))
+			return f, nagiosCouldNotCheck(stdout, errors.New("bad usage (rhi verify --help)")), false
 		}
+		return f, code, false
+	}
+	if f.json && f.nagios {
+		fmt.Fprintln(stderr, "rhi verify: --json and --nagios exclude each other")
+		return f, exitBadInput, false
+	}
+	return f, 0, true
+}
+
+// verifyWith runs `rhi verify` reading the interface through readIface.
+func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceReader) int {
+	f, code, ok := parseVerify(args, stdout, stderr)
+	if !ok {
 		return code
 	}
-	if *asJSON && *nagios {
-		fmt.Fprintln(stderr, "rhi verify: --json and --nagios exclude each other")
-		return exitBadInput
-	}
-	cfg, err := config.Load(*path)
+	cfg, err := config.Load(f.config)
 	if err != nil {
-		if *nagios {
+		if f.nagios {
 			return nagiosCouldNotCheck(stdout, err)
 		}
 		fmt.Fprintf(stderr, "%v\n", err)
 		return exitBadInput
 	}
-	out := verifyJSON{SchemaVersion: verifySchemaVersion, ExitCode: exitBadInput}
-	fail := func(err error) int {
-		if *nagios {
-			return nagiosCouldNotCheck(stdout, err)
-		}
-		fmt.Fprintf(stderr, "rhi verify: %v\n", err)
-		if *asJSON {
-			out.Error = err.Error()
-			writeVerifyJSON(stdout, stderr, out)
-		}
-		return exitBadInput
-	}
-
-	ctx := context.Background()
-	exp, err := expect(ctx, cfg)
-	if err != nil {
-		return fail(err)
-	}
-	out.Expectation = &jsonExpectation{Source: exp.source, Address: exp.address, Fallback: exp.fallback}
-
-	st, err := readIface(ctx, exp.iface)
+	out := verifyOutput{flags: f, stdout: stdout, stderr: stderr}
+	run, err := runVerify(context.Background(), cfg, cmp.Or(f.socket, cfg.Bird.Socket), readIface)
 	switch {
-	case errors.Is(err, vip.ErrNoInterface):
-		exp.notes = append(exp.notes, fmt.Sprintf("interface %q does not exist: it holds no VIP", exp.iface))
 	case err != nil:
-		return fail(fmt.Errorf("read interface %q: %w", exp.iface, err))
-	case !st.Up:
-		exp.notes = append(exp.notes, fmt.Sprintf("interface %q is down: BIRD announces nothing from it", exp.iface))
+		return out.fail(run, err)
+	case f.nagios:
+		return writeNagiosReport(stdout, run.rep, run.notJudged())
+	case f.json:
+		return out.json(run)
 	}
-	in := verify.Input{Protocols: cfg.Bird.Protocols, ExchangeTimeout: cfg.Bird.Timeout}
-	for i := range exp.vips {
-		v := &exp.vips[i]
-		on := st.Has(v.prefix)
-		if !v.judged {
-			v.present = on
-			out.NotJudged = append(out.NotJudged, jsonNotJudged{VIP: v.prefix.String(), Reason: v.why})
-		}
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: v.prefix, Expected: expected(v.present), OnInterface: on})
-	}
-	in.VIPs = appendUnmanaged(in.VIPs, exp, st)
-	out.Notes = exp.notes
-
-	rep := checkBird(ctx, cmp.Or(*socket, cfg.Bird.Socket), cfg.Bird.Timeout, in)
-	code := rep.ExitCode()
-	if code == verify.ExitConsistent && len(out.NotJudged) > 0 {
-		code = verify.ExitUnchecked
-	}
-	out.ExitCode = code
-
-	if *nagios {
-		return writeNagiosReport(stdout, rep, out.NotJudged)
-	}
-	if *asJSON {
-		raw, err := json.Marshal(rep)
-		if err != nil {
-			return fail(fmt.Errorf("encode report: %w", err))
-		}
-		out.Check = raw
-		if rep.Err != nil {
-			out.Error = "could not check: " + rep.Err.Error()
-			fmt.Fprintf(stderr, "rhi verify: %s\n", out.Error)
-		}
-		writeVerifyJSON(stdout, stderr, out)
-		return code
-	}
-	if rep.Err != nil {
-		fmt.Fprintf(stderr, "rhi verify: %s\nrhi verify: could not check: %v\n", exp.line(), rep.Err)
-		return code
-	}
-	var buf bytes.Buffer
-	fmt.Fprintln(&buf, exp.line())
-	for _, n := range exp.notes {
-		fmt.Fprintln(&buf, "note: "+n)
-	}
-	for _, v := range exp.vips {
-		if !v.judged {
-			fmt.Fprintf(&buf, "NOT JUDGED: %s: %s; checked against the interface (%s)\n", v.prefix, v.why, presence(v.present))
-		}
-	}
-	fmt.Fprintln(&buf)
-	if err := rep.WriteTable(&buf); err != nil {
-		return fail(err)
-	}
-	if n := len(out.NotJudged); n > 0 {
-		fmt.Fprintf(&buf, "NOT JUDGED: %d of %d VIPs: health unknown, see above\n", n, len(exp.vips))
-	}
-	if _, err := stdout.Write(buf.Bytes()); err != nil {
-		fmt.Fprintf(stderr, "rhi verify: %v\n", err)
-		return exitBadInput
-	}
-	return code
+	return out.table(run)
 }
 
-// appendUnmanaged adds to vips the host addresses on the interface that
-// rhi neither wants nor is withdrawing: nothing checks their health, so
-// BIRD must not export them (verify.Unmanaged). They are noted.
-func appendUnmanaged(vips []verify.VIP, exp *expectation, st vip.State) []verify.VIP {
-	known := make(map[netip.Prefix]bool, len(exp.vips))
-	for _, v := range exp.vips {
-		known[v.prefix] = true
+// verifyRun is what one run found: what rhi wants, what BIRD said, and the
+// exit code.
+type verifyRun struct {
+	want *verify.Want // nil when nobody could say
+	rep  verify.Report
+	code int
+}
+
+// runVerify learns what rhi wants, reads the interface and asks BIRD at
+// socket. An error is a check that could not be made; run.want is set when
+// the expectation was learnt before it.
+func runVerify(ctx context.Context, cfg *config.Config, socket string, readIface interfaceReader) (*verifyRun, error) {
+	run := &verifyRun{code: exitBadInput}
+	w, err := expect(ctx, cfg)
+	if err != nil {
+		return run, err
 	}
-	var names []string
-	for _, p := range st.Present {
-		if !known[p] {
-			vips = append(vips, verify.VIP{Prefix: p, Expected: verify.Unmanaged, OnInterface: true})
-			names = append(names, p.String())
-		}
+	run.want = w
+	st, err := readIface(ctx, w.Interface)
+	switch {
+	case errors.Is(err, vip.ErrNoInterface):
+		w.Notes = append(w.Notes, fmt.Sprintf("interface %q does not exist: it holds no VIP", w.Interface))
+	case err != nil:
+		return run, fmt.Errorf("read interface %q: %w", w.Interface, err)
+	case !st.Up:
+		w.Notes = append(w.Notes, fmt.Sprintf("interface %q is down: BIRD announces nothing from it", w.Interface))
 	}
-	if len(names) > 0 {
-		exp.notes = append(exp.notes, "on the interface but not managed by rhi (checked: BIRD must not export them): "+strings.Join(names, " "))
+	in := w.Input(st.Present, cfg.Bird.Protocols, cfg.Bird.Timeout)
+	run.rep = checkBird(ctx, socket, in)
+	run.code = run.rep.ExitCode()
+	if run.code == verify.ExitConsistent && len(w.NotJudged()) > 0 {
+		run.code = verify.ExitUnchecked
 	}
-	return vips
+	return run, nil
+}
+
+// notJudged lists the VIPs whose health was unknown, for the outputs.
+func (r *verifyRun) notJudged() []jsonNotJudged {
+	var out []jsonNotJudged
+	for _, v := range r.want.NotJudged() {
+		out = append(out, jsonNotJudged{VIP: v.Prefix.String(), Reason: v.Why})
+	}
+	return out
+}
+
+// verifyOutput renders a run as the flags ask.
+type verifyOutput struct {
+	flags          verifyFlags
+	stdout, stderr io.Writer
+}
+
+// jsonOf is the --json object of run, as far as it got.
+func (o verifyOutput) jsonOf(run *verifyRun) verifyJSON {
+	out := verifyJSON{SchemaVersion: verifySchemaVersion, ExitCode: run.code}
+	if w := run.want; w != nil {
+		out.Expectation = &jsonExpectation{Source: w.Source, Address: w.Address, Fallback: w.Fallback}
+	}
+	return out
+}
+
+// fail reports a check that could not be made.
+func (o verifyOutput) fail(run *verifyRun, err error) int {
+	if o.flags.nagios {
+		return nagiosCouldNotCheck(o.stdout, err)
+	}
+	fmt.Fprintf(o.stderr, "rhi verify: %v\n", err)
+	if o.flags.json {
+		out := o.jsonOf(run)
+		out.ExitCode, out.Error = exitBadInput, err.Error()
+		writeVerifyJSON(o.stdout, o.stderr, out)
+	}
+	return exitBadInput
+}
+
+// json writes the --json object of a run whose expectation is known.
+func (o verifyOutput) json(run *verifyRun) int {
+	out := o.jsonOf(run)
+	out.Notes, out.NotJudged = run.want.Notes, run.notJudged()
+	raw, err := json.Marshal(run.rep)
+	if err != nil {
+		return o.fail(run, fmt.Errorf("encode report: %w", err))
+	}
+	out.Check = raw
+	if run.rep.Err != nil {
+		out.Error = "could not check: " + run.rep.Err.Error()
+		fmt.Fprintf(o.stderr, "rhi verify: %s\n", out.Error)
+	}
+	writeVerifyJSON(o.stdout, o.stderr, out)
+	return run.code
+}
+
+// table writes the human report of a run whose expectation is known.
+func (o verifyOutput) table(run *verifyRun) int {
+	w := run.want
+	if run.rep.Err != nil {
+		fmt.Fprintf(o.stderr, "rhi verify: %s\nrhi verify: could not check: %v\n", wantLine(w), run.rep.Err)
+		return run.code
+	}
+	var buf bytes.Buffer
+	fmt.Fprintln(&buf, wantLine(w))
+	for _, n := range w.Notes {
+		fmt.Fprintln(&buf, "note: "+n)
+	}
+	notJudged := w.NotJudged()
+	for _, v := range notJudged {
+		fmt.Fprintf(&buf, "NOT JUDGED: %s: %s; checked against the interface (%s)\n", v.Prefix, v.Why, presence(v.Present))
+	}
+	fmt.Fprintln(&buf)
+	if err := run.rep.WriteTable(&buf); err != nil {
+		return o.fail(run, err)
+	}
+	if n := len(notJudged); n > 0 {
+		fmt.Fprintf(&buf, "NOT JUDGED: %d of %d VIPs: health unknown, see above\n", n, len(w.VIPs))
+	}
+	if _, err := o.stdout.Write(buf.Bytes()); err != nil {
+		fmt.Fprintf(o.stderr, "rhi verify: %v\n", err)
+		return exitBadInput
+	}
+	return run.code
+}
+
+// wantLine is the sentence that opens the human report.
+func wantLine(w *verify.Want) string {
+	if w.Source == verify.FromDaemon {
+		return "expected state from the running daemon on " + w.Address
+	}
+	return fmt.Sprintf("expected state from a fresh poll of %s (%s)", w.Address, w.Fallback)
 }
 
 func writeVerifyJSON(stdout, stderr io.Writer, out verifyJSON) {
@@ -297,24 +300,12 @@ func writeVerifyJSON(stdout, stderr io.Writer, out verifyJSON) {
 	}
 }
 
-// checkBird connects to BIRD and checks in; a failed connection is a report
-// that could not be made.
-func checkBird(ctx context.Context, socket string, timeout time.Duration, in verify.Input) verify.Report {
-	dctx, cancel := context.WithTimeout(ctx, cmp.Or(timeout, config.Default().Bird.Timeout))
-	conn, err := bird.Dial(dctx, socket)
-	cancel()
-	if err != nil {
-		return verify.Report{Err: birdHint(err, birdHintVerify)}
-	}
-	defer conn.Close()
-	return verify.Check(ctx, conn, in)
-}
-
-func expected(present bool) verify.Expectation {
-	if present {
-		return verify.Present
-	}
-	return verify.Absent
+// checkBird checks in against the BIRD at socket; a refused connection
+// says how to get the permission.
+func checkBird(ctx context.Context, socket string, in verify.Input) verify.Report {
+	rep := verify.Socket{Path: socket}.Check(ctx, in)
+	rep.Err = birdHint(rep.Err, birdHintVerify)
+	return rep
 }
 
 func presence(on bool) string {
@@ -325,9 +316,9 @@ func presence(on bool) string {
 }
 
 // expect learns what rhi wants: from the running daemon when it answers,
-// else from one fresh poll of the control API. The error says why neither
-// worked.
-func expect(ctx context.Context, cfg *config.Config) (*expectation, error) {
+// else from one fresh poll of the control API, made as the daemon makes
+// it. The error says why neither worked.
+func expect(ctx context.Context, cfg *config.Config) (*verify.Want, error) {
 	var fallback string
 	if cfg.ControlSocket == "" {
 		fallback = "control_socket is empty: no daemon to ask"
@@ -341,136 +332,26 @@ func expect(ctx context.Context, cfg *config.Config) (*expectation, error) {
 		case !st.Ready:
 			fallback = fmt.Sprintf("the daemon on %s has not finished its first tick", cfg.ControlSocket)
 		default:
-			return fromStatus(cfg, st.Interface, st.VIPs)
+			return verify.ExpectFromDaemon(cfg, running(st))
 		}
 	}
-	exp, err := fromFreshPoll(ctx, cfg)
+	client, err := newHealth(cfg) // the daemon's client: same URL, timeout and poll mode
 	if err != nil {
 		return nil, fmt.Errorf("no expected state: %s; %w", fallback, err)
 	}
-	exp.fallback = fallback
-	return exp, nil
+	w, err := verify.ExpectFromPoll(ctx, cfg, client)
+	if err != nil {
+		return nil, fmt.Errorf("no expected state: %s; %w", fallback, err)
+	}
+	w.Fallback = fallback
+	return w, nil
 }
 
-// fromStatus takes the daemon's decisions. The daemon's VIPs are the ones
-// checked, since they are what it announces; a config file that differs
-// (edited, not yet reloaded) is noted, not judged.
-//
-// VIPs a reload dropped that the daemon is still withdrawing are checked
-// as absent: the daemon owns them until they are gone, and BIRD must stop
-// exporting them.
-func fromStatus(cfg *config.Config, iface status.InterfaceStatus, vips []status.VIPStatus) (*expectation, error) {
-	exp := &expectation{source: fromDaemon, address: cfg.ControlSocket, iface: cmp.Or(iface.Name, cfg.Interface)}
-	running := map[netip.Prefix]bool{}
-	for _, v := range vips {
-		p, err := netip.ParsePrefix(v.Address)
-		if err != nil {
-			return nil, fmt.Errorf("status from %s: vip %q: %w", cfg.ControlSocket, v.Address, err)
-		}
-		running[p] = true
-		exp.vips = append(exp.vips, expectedVIP{prefix: p, present: v.Desired, judged: true})
+// running is what the daemon's status says it manages.
+func running(st status.Status) verify.Running {
+	r := verify.Running{Interface: st.Interface.Name, Withdrawing: st.Interface.Withdrawing}
+	for _, v := range st.VIPs {
+		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired})
 	}
-	withdrawing := map[netip.Prefix]bool{}
-	for _, a := range iface.Withdrawing {
-		p, err := netip.ParsePrefix(a)
-		if err != nil {
-			return nil, fmt.Errorf("status from %s: withdrawing vip %q: %w", cfg.ControlSocket, a, err)
-		}
-		if !running[p] {
-			withdrawing[p] = true
-			exp.vips = append(exp.vips, expectedVIP{prefix: p, present: false, judged: true})
-		}
-	}
-	if len(iface.Withdrawing) > 0 {
-		exp.notes = append(exp.notes, "dropped from the config by a reload and still being withdrawn (checked as withdrawn): "+strings.Join(iface.Withdrawing, " "))
-	}
-	var onlyFile, onlyDaemon []string
-	inFile := map[netip.Prefix]bool{}
-	for _, v := range cfg.VIPs {
-		inFile[v.Address] = true
-		if !running[v.Address] && !withdrawing[v.Address] {
-			onlyFile = append(onlyFile, v.Address.String())
-		}
-	}
-	for _, v := range exp.vips {
-		if !inFile[v.prefix] && !withdrawing[v.prefix] {
-			onlyDaemon = append(onlyDaemon, v.prefix.String())
-		}
-	}
-	if len(onlyFile) > 0 {
-		exp.notes = append(exp.notes, "in the config file but not in the running daemon (reload it to apply), not checked: "+strings.Join(onlyFile, " "))
-	}
-	if len(onlyDaemon) > 0 {
-		exp.notes = append(exp.notes, "in the running daemon but no longer in the config file (checked): "+strings.Join(onlyDaemon, " "))
-	}
-	if iface.Name != "" && iface.Name != cfg.Interface {
-		exp.notes = append(exp.notes, fmt.Sprintf("the running daemon manages interface %q, the config file names %q (a restart applies it)", iface.Name, cfg.Interface))
-	}
-	return exp, nil
-}
-
-// fromFreshPoll polls the control API once and evaluates each VIP's
-// condition. Rise/fall and the failure policy need a history that one poll
-// does not have: a settled verdict is taken as it is, an unsettled one is
-// not judged. The error says that the API did not answer at all.
-func fromFreshPoll(ctx context.Context, cfg *config.Config) (*expectation, error) {
-	exp := &expectation{source: fromPoll, address: cfg.ControlURL, iface: cfg.Interface}
-	var keys []string
-	for _, v := range cfg.VIPs {
-		keys = append(keys, v.Upstreams...)
-	}
-	var snap apisix.Snapshot
-	if len(keys) > 0 {
-		client, err := apisix.NewClient(cfg.ControlURL, apisix.Options{Timeout: cfg.Timeout})
-		if err != nil {
-			return nil, err
-		}
-		snap = client.Poll(ctx, keys)
-		if err := unanswered(snap, keys); err != nil {
-			return nil, fmt.Errorf("control API at %s did not answer: %w", cfg.ControlURL, err)
-		}
-	}
-	for i := range cfg.VIPs {
-		v := &cfg.VIPs[i]
-		ev := expectedVIP{prefix: v.Address, judged: true}
-		switch decide.Evaluate(v, snap, cfg.FailurePolicy.NoChecker) {
-		case decide.Available:
-			ev.present = true
-		case decide.Unavailable:
-		default:
-			ev.judged = false
-			ev.why = "health unknown (" + unsettled(v, snap, cfg.FailurePolicy.NoChecker) + ")"
-		}
-		exp.vips = append(exp.vips, ev)
-	}
-	return exp, nil
-}
-
-// unanswered returns the first key's error when no key got an answer from
-// APISIX (every one failed): then nothing at all is known.
-func unanswered(snap apisix.Snapshot, keys []string) error {
-	for _, k := range keys {
-		if snap[k].Verdict != apisix.Failed {
-			return nil
-		}
-	}
-	return snap[keys[0]].Err
-}
-
-// unsettled names the upstreams of v that the poll could not read.
-func unsettled(v *config.VIP, snap apisix.Snapshot, noChecker string) string {
-	var out []string
-	for _, k := range v.Upstreams {
-		r := snap[k]
-		if decide.Classify(r, noChecker) != decide.UpstreamFailed {
-			continue
-		}
-		s := shortKey(k) + ": " + r.Verdict.String()
-		if r.Err != nil {
-			s += ": " + r.Err.Error()
-		}
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return strings.Join(slices.Compact(out), "; ")
+	return r
 }

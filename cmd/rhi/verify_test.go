@@ -74,6 +74,7 @@ type verifyEnv struct {
 	// an upstream left out is "not found". nil: nothing listens.
 	api      map[apisix.Ref]string
 	apiFault apisixtest.Fault
+	pollMode string // apisix_poll_mode; "": the default
 
 	ifaceName string         // the interface that exists; "" = rhi0
 	iface     []netip.Prefix // what it holds
@@ -83,7 +84,8 @@ type verifyEnv struct {
 
 // verifyWorld is a running verifyEnv.
 type verifyWorld struct {
-	config string // rhi.yaml
+	config string             // rhi.yaml
+	api    *apisixtest.Server // the control API; nil when nothing listens
 	read   interfaceReader
 	// scrub replaces the test's temporary addresses and paths by fixed
 	// names, for golden files.
@@ -134,8 +136,9 @@ func (e verifyEnv) start(t *testing.T) verifyWorld {
 	}
 
 	apiURL := "http://" + vDeadAddr(t)
+	var api *apisixtest.Server
 	if e.api != nil {
-		api := apisixtest.New()
+		api = apisixtest.New()
 		for ref, st := range e.api {
 			api.SetNodes(ref, apisixtest.Node{IP: "10.1.0.1", Port: 80, Status: st}, apisixtest.Node{IP: "10.1.0.2", Port: 80, Status: st})
 		}
@@ -148,8 +151,12 @@ func (e verifyEnv) start(t *testing.T) verifyWorld {
 	if e.protocols != nil {
 		protocols = fmt.Sprintf("\n  protocols: [%s]", strings.Join(e.protocols, ", "))
 	}
+	mode := ""
+	if e.pollMode != "" {
+		mode = "\napisix_poll_mode: " + e.pollMode
+	}
 	cfg := fmt.Sprintf(`apisix_control_url: %s
-apisix_timeout: 2s
+apisix_timeout: 2s%s
 interface: rhi0
 control_socket: "%s"
 bird:
@@ -160,7 +167,7 @@ vips:
     upstreams: ["/apisix/upstreams/api4"]
   - address: fd00:255::10
     upstreams: ["/apisix/upstreams/api6"]
-`, apiURL, status, socket, protocols)
+`, apiURL, mode, status, socket, protocols)
 	path := filepath.Join(dir, "rhi.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -187,7 +194,7 @@ vips:
 		pairs = append(pairs, status, "CONTROL_SOCKET")
 	}
 	pairs = append(pairs, socket, "BIRD_SOCKET", dir, "TMPDIR", apiURL, "API_URL", strings.TrimPrefix(apiURL, "http://"), "API_ADDR")
-	return verifyWorld{config: path, read: read, scrub: strings.NewReplacer(pairs...)}
+	return verifyWorld{config: path, api: api, read: read, scrub: strings.NewReplacer(pairs...)}
 }
 
 // run runs `rhi verify` in w with args after --config.
@@ -473,5 +480,29 @@ func TestReadInterface(t *testing.T) {
 	}
 	if _, err := readInterface(ctx, "rhi-nosuch0"); !errors.Is(err, vip.ErrNoInterface) {
 		t.Errorf("missing interface: err = %v, want ErrNoInterface", err)
+	}
+}
+
+// TestVerifyPollsAsConfigured: the fresh poll reads the control API the
+// way the daemon does, in apisix_poll_mode (it once ignored the mode).
+func TestVerifyPollsAsConfigured(t *testing.T) {
+	for _, tc := range []struct {
+		mode     string
+		wantList bool
+	}{{"", false}, {"per_upstream", false}, {"list", true}} {
+		name := tc.mode
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
+			w := verifyEnv{bird: "up-vip", noStatus: true, api: vHealthy(vAPI4, vAPI6), iface: vBoth, pollMode: tc.mode}.start(t)
+			code, _, stderr := w.run()
+			if code != 0 {
+				t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr)
+			}
+			if got := w.api.ListRequests() > 0; got != tc.wantList {
+				t.Errorf("apisix_poll_mode %q: the list was asked %d times, per-upstream requests %d", tc.mode, w.api.ListRequests(), w.api.Requests())
+			}
+		})
 	}
 }

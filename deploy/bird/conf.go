@@ -1,15 +1,17 @@
-// Package birdconf holds the BIRD 2 configuration rhi ships, so that the labs
+// Package bird holds the BIRD 2 configuration rhi ships, so that the labs
 // render their per-host files around the very files an operator installs.
 //
-// The directory is deploy/bird; the package is named birdconf so that it does
-// not read like the BIRD control-socket client in bird/.
+// Its name is its directory's. Code that also imports the BIRD
+// control-socket client (package bird in bird/) names this one birdconf:
+//
+//	import birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 //
 // An ADC host's bird.conf sets its router id, includes adc.conf and declares
 // its BGP sessions from the templates adc.conf defines. adc.conf clashes with
 // nothing a host's own bird.conf defines; the device and kernel protocols
 // with rhi's settings are in base.conf, for a bird.conf that has none (as in
 // the labs and examples/bird.conf). The lab's router includes peer.conf.
-package birdconf
+package bird
 
 import _ "embed"
 

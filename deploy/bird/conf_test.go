@@ -1,4 +1,4 @@
-package birdconf
+package bird
 
 import (
 	"context"

@@ -24,6 +24,11 @@ const (
 	// APISIX has, ~340 bytes per two-node resource, so this is room for
 	// about 190,000 of them.
 	DefaultMaxListBytes = 64 << 20
+	// DefaultMaxListEntries bounds the list's entries, whatever their
+	// size: about what DefaultMaxListBytes holds of real entries, so that
+	// a list of tiny ones (1.5 M in 60 MiB) is given up after a small part
+	// of the time decoding it all would take.
+	DefaultMaxListEntries = 200_000
 )
 
 // dialTimeout bounds connection set-up on its own, so a black-holed control
@@ -37,6 +42,7 @@ type Options struct {
 	// together (apisix_timeout).
 	Timeout time.Duration
 	// MaxBodyBytes bounds each response body; a longer body is Failed.
+	// It also bounds one entry of the list (at least 64 KiB).
 	MaxBodyBytes int64
 	// Mode is how a poll reads the control API (apisix_poll_mode); empty
 	// is ModePerUpstream.
@@ -44,6 +50,8 @@ type Options struct {
 	// MaxListBytes bounds the body of the list (GET /v1/healthcheck); a
 	// longer list is not used and its keys are fetched one by one.
 	MaxListBytes int64
+	// MaxListEntries bounds the list's entries in the same way.
+	MaxListEntries int
 	// MaxInFlight bounds the requests one Poll runs at the same time.
 	MaxInFlight int
 	// HTTPClient replaces the client NewClient builds. It is used as given:
@@ -59,6 +67,7 @@ type Client struct {
 	maxInFlight int
 	mode        Mode
 	maxList     int64
+	maxEntries  int // of the list
 	hc          *http.Client
 	auto        autoState // ModeAuto's memory of the list's last answers
 }
@@ -76,8 +85,8 @@ func NewClient(baseURL string, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("control url %q: no host", baseURL)
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
 		return nil, fmt.Errorf("control url %q: must not have user info, query or fragment", baseURL)
-	case opts.Timeout < 0 || opts.MaxBodyBytes < 0 || opts.MaxInFlight < 0 || opts.MaxListBytes < 0:
-		return nil, errors.New("timeout, max body bytes, max list bytes and max in flight must not be negative")
+	case opts.Timeout < 0 || opts.MaxBodyBytes < 0 || opts.MaxInFlight < 0 || opts.MaxListBytes < 0 || opts.MaxListEntries < 0:
+		return nil, errors.New("timeout, max body bytes, max list bytes, max list entries and max in flight must not be negative")
 	case !validMode(opts.Mode):
 		return nil, fmt.Errorf("poll mode %q: unknown (allowed: %s, %s, %s)", opts.Mode, ModePerUpstream, ModeList, ModeAuto)
 	}
@@ -88,6 +97,7 @@ func NewClient(baseURL string, opts Options) (*Client, error) {
 		maxInFlight: cmp.Or(opts.MaxInFlight, DefaultMaxInFlight),
 		mode:        cmp.Or(opts.Mode, ModePerUpstream),
 		maxList:     cmp.Or(opts.MaxListBytes, DefaultMaxListBytes),
+		maxEntries:  cmp.Or(opts.MaxListEntries, DefaultMaxListEntries),
 		hc:          opts.HTTPClient,
 	}
 	if c.hc == nil {
@@ -168,6 +178,13 @@ func (c *Client) Poll(ctx context.Context, keys []string) Snapshot {
 	return snap
 }
 
+// CloseIdleConnections closes the connections the client keeps alive
+// between polls, and any that become idle later. Call it when the client
+// is replaced (a reload that changes the control URL, timeout or mode):
+// an abandoned client's connections otherwise stay open until their idle
+// timeout, 50 s. A later Poll dials again.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
 // job is one distinct resource of a poll and what was learned about it.
 type job struct {
 	ref  Ref
@@ -229,19 +246,8 @@ type reply struct {
 
 // do sends GET path and reads the whole answer, its body bounded by limit.
 func (c *Client) do(ctx context.Context, path string, limit int64) (reply, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	resp, err := c.send(ctx, path)
 	if err != nil {
-		return reply{}, err
-	}
-	// APISIX 3.3+ answers HTML to clients that accept it.
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		// *url.Error repeats the method and the full URL; keep the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return reply{}, err
 	}
 	// Reading the body to its end (below) is what lets the transport reuse
@@ -252,6 +258,26 @@ func (c *Client) do(ctx context.Context, path string, limit int64) (reply, error
 		return reply{}, err
 	}
 	return reply{resp.StatusCode, resp.Header.Get("Content-Type"), body}, nil
+}
+
+// send sends GET path; the caller reads and closes the body.
+func (c *Client) send(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	// APISIX 3.3+ answers HTML to clients that accept it.
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		// *url.Error repeats the method and the full URL; keep the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, err
+	}
+	return resp, nil
 }
 
 // readBounded reads a whole body of at most limit bytes. A declared length

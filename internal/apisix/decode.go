@@ -10,33 +10,63 @@ import (
 )
 
 // healthBody is the part of a health-checker body the verdict depends on.
-// Node lists stay raw because APISIX sends an empty list as {} (a Lua empty
-// table encoded by cjson), as [] in the newest code, or leaves it out.
+// Node lists stay raw until the format is known, because keys arrive in any
+// order; APISIX sends an empty list as {} (a Lua empty table encoded by
+// cjson), as [] in the newest code, or leaves it out.
 type healthBody struct {
-	Name         isString        `json:"name"`
-	Nodes        json.RawMessage `json:"nodes"`
-	HealthyNodes json.RawMessage `json:"healthy_nodes"` // 2.x–3.2 only
-	SrcType      json.RawMessage `json:"src_type"`      // 2.x–3.2 only
+	name         bool // "name" holds a string
+	nodes        []byte
+	healthyNodes []byte // 2.x–3.2 only
+	v2           bool   // src_type, src_id or healthy_nodes: keys only 2.x–3.2 sends
+	v3           bool   // type: the key only 3.3+ sends
 }
 
-// isString records whether a field holds a JSON string, without keeping it.
-type isString bool
+// bodyKeys are the keys of a health-checker body (and of a list entry)
+// that matter, in both formats; the constants index it.
+var bodyKeys = []string{"name", "nodes", "healthy_nodes", "src_type", "src_id", "type"}
 
-func (s *isString) UnmarshalJSON(b []byte) error {
-	*s = len(b) > 0 && b[0] == '"'
-	return nil
-}
+const (
+	keyName = iota
+	keyNodes
+	keyHealthyNodes
+	keySrcType
+	keySrcID
+	keyType
+)
 
-// node is one entry of a 3.3+ node list. Only the status and whether the
-// node is being purged matter; ip, port, hostname and counters are skipped.
-type node struct {
-	Status    string          `json:"status"`
-	PurgeTime json.RawMessage `json:"purge_time"`
-}
+// nodeKeys are the keys of a 3.3+ node that matter. 2.x–3.2 nodes are the
+// upstream's own {host, port, weight, priority}: either key in one makes
+// the body mixed.
+var nodeKeys = []string{"status", "purge_time"}
 
-// errorBody is what the control API sends with 400 and 404.
-type errorBody struct {
-	ErrorMsg *string `json:"error_msg"`
+const (
+	keyStatus = iota
+	keyPurgeTime
+)
+
+// readHealthBody reads a body's object at w.
+func readHealthBody(w *walker) (healthBody, error) {
+	var h healthBody
+	err := w.object(bodyKeys, func(k int) error {
+		var err error
+		switch k {
+		case keyName:
+			_, h.name, err = w.stringValue()
+		case keyNodes:
+			h.nodes, err = w.raw()
+		case keyHealthyNodes:
+			h.v2 = true
+			h.healthyNodes, err = w.raw()
+		case keyType:
+			h.v3 = true
+			err = w.skip()
+		default:
+			h.v2 = true
+			err = w.skip()
+		}
+		return err
+	})
+	return h, err
 }
 
 // classify turns one HTTP answer into a Result. The error it carries does not
@@ -81,11 +111,21 @@ func errorMessage(contentType string, body []byte) (string, bool) {
 	if isHTML(contentType) {
 		return "", false
 	}
-	var e errorBody
-	if err := json.Unmarshal(body, &e); err != nil || e.ErrorMsg == nil {
+	if !json.Valid(body) {
 		return "", false
 	}
-	return *e.ErrorMsg, true
+	w := &walker{b: body}
+	var msg string
+	var ok bool
+	err := w.object([]string{"error_msg"}, func(int) error {
+		var err error
+		msg, ok, err = w.stringValue()
+		return err
+	})
+	if err != nil || !ok {
+		return "", false
+	}
+	return msg, true
 }
 
 // short keeps a server's message from flooding the logs.
@@ -97,50 +137,87 @@ func short(s string) string {
 	return strings.ToValidUTF8(s[:limit], "") + "…"
 }
 
-// decodeHealth reads a 200 body of either format.
+// decodeHealth reads a 200 body of either format. A body is read in one
+// format only: one that carries keys of both is Failed, since which rules
+// apply is then a guess.
 func decodeHealth(body []byte) Result {
 	b := trimJSONSpace(body)
-	var h healthBody
-	if err := json.Unmarshal(b, &h); err != nil {
-		if len(b) > 0 && b[0] != '{' && json.Valid(b) {
-			// A top-level array is what the list endpoint sends.
-			return failed(fmt.Errorf("decode: body is %s, not an object", kindOf(b)))
-		}
-		return failed(fmt.Errorf("decode: %w", err))
+	if !json.Valid(b) {
+		var v any
+		return failed(fmt.Errorf("decode: %w", json.Unmarshal(b, &v)))
 	}
 	if b[0] != '{' {
-		// null decodes into a struct without complaint.
+		// A top-level array is what the list endpoint sends.
 		return failed(fmt.Errorf("decode: body is %s, not an object", kindOf(b)))
+	}
+	h, err := readHealthBody(&walker{b: b})
+	if err != nil {
+		return failed(fmt.Errorf("decode: %w", err))
 	}
 	// Both formats always carry a name. Requiring it keeps an empty object
 	// ({} is also the empty list endpoint's answer) from reading as "no
 	// checker", which counts as healthy by default.
-	if !h.Name {
+	switch {
+	case !h.name:
 		return failed(errors.New(`decode: "name" missing or not a string`))
-	}
-	if h.HealthyNodes != nil || h.SrcType != nil {
+	case h.v2 && h.v3:
+		return failed(errors.New(`decode: body mixes the 2.x-3.2 format (src_type, src_id, healthy_nodes) with the 3.3+ one (type)`))
+	case h.v2:
 		return decodeV2(&h)
 	}
-	return decodeV3(h.Nodes)
+	return decodeV3(h.nodes)
+}
+
+// node is what matters of one 3.3+ node: its status and whether it is
+// being purged. ip, port, hostname and counters are skipped.
+type node struct {
+	status  string
+	purging bool // purge_time holds anything but null
+}
+
+// readNode reads one node list element at w; obj is false for null, which
+// reads as a node without a status.
+func readNode(w *walker, obj bool) (node, error) {
+	var n node
+	if !obj {
+		return n, nil
+	}
+	err := w.object(nodeKeys, func(k int) error {
+		if k == keyPurgeTime {
+			n.purging = w.peek() != 'n'
+			return w.skip()
+		}
+		switch w.peek() {
+		case '"':
+			s, _, err := w.stringValue()
+			n.status = s
+			return err
+		case 'n': // null: no status, as Unmarshal read it
+			return w.skip()
+		}
+		return fmt.Errorf(`"status" is %s, not a string`, kindOf(w.b[w.i:]))
+	})
+	return n, err
 }
 
 // decodeV3 applies the 3.3+ rules: purging nodes are ignored, a node is
 // healthy when APISIX still sends it traffic, and no node at all means the
 // checker has not been created yet.
-func decodeV3(raw json.RawMessage) Result {
-	var nodes []node
-	if err := decodeList(raw, "nodes", &nodes); err != nil {
-		return failed(err)
-	}
+func decodeV3(raw []byte) Result {
 	var r Result
-	for i := range nodes {
-		if p := nodes[i].PurgeTime; p != nil && string(p) != "null" {
-			continue
+	err := nodeList(raw, "nodes", func(w *walker, obj bool) error {
+		n, err := readNode(w, obj)
+		if err != nil || n.purging {
+			return err
 		}
 		r.Total++
-		if s := nodes[i].Status; s == "healthy" || s == "mostly_healthy" {
+		if n.status == "healthy" || n.status == "mostly_healthy" {
 			r.Healthy++
 		}
+		return nil
+	})
+	if err != nil {
+		return failed(err)
 	}
 	switch {
 	case r.Total == 0:
@@ -156,45 +233,39 @@ func decodeV3(raw json.RawMessage) Result {
 // decodeV2 applies the 2.x–3.2 rules: healthy_nodes already holds the nodes
 // APISIX sends traffic to (healthy and mostly_healthy alike).
 func decodeV2(h *healthBody) Result {
-	// struct{} elements: only the count matters, but each must be an object.
-	var nodes, healthy []struct{}
-	if err := decodeList(h.Nodes, "nodes", &nodes); err != nil {
+	// Only the count matters, but each node must be an object (or null,
+	// as Unmarshal into a slice always allowed) without 3.3+ keys.
+	count := func(raw []byte, field string) (int, error) {
+		n := 0
+		err := nodeList(raw, field, func(w *walker, obj bool) error {
+			n++
+			if !obj {
+				return nil
+			}
+			return w.object(nodeKeys, func(k int) error {
+				return fmt.Errorf("node key %q of the 3.3+ format in a 2.x-3.2 body", nodeKeys[k])
+			})
+		})
+		return n, err
+	}
+	nodes, err := count(h.nodes, "nodes")
+	if err != nil {
 		return failed(err)
 	}
-	if err := decodeList(h.HealthyNodes, "healthy_nodes", &healthy); err != nil {
+	healthy, err := count(h.healthyNodes, "healthy_nodes")
+	if err != nil {
 		return failed(err)
 	}
-	r := Result{Healthy: len(healthy), Total: max(len(nodes), len(healthy))}
+	r := Result{Healthy: healthy, Total: max(nodes, healthy)}
 	switch {
-	case len(healthy) > 0:
+	case healthy > 0:
 		r.Verdict = Up
-	case len(nodes) == 0:
+	case nodes == 0:
 		r.Verdict, r.Err = NoChecker, errors.New("empty node list")
 	default:
 		r.Verdict = Down
 	}
 	return r
-}
-
-// decodeList decodes a node list into dst, reading a missing field, null and
-// {} as empty. Any other non-array is a shape error.
-func decodeList(raw json.RawMessage, field string, dst any) error {
-	b := trimJSONSpace(raw)
-	switch {
-	case len(b) == 0 || string(b) == "null":
-		return nil
-	case b[0] == '{':
-		if len(trimJSONSpace(b[1:len(b)-1])) == 0 {
-			return nil
-		}
-		return fmt.Errorf("decode: %q is a non-empty object, not a list", field)
-	case b[0] != '[':
-		return fmt.Errorf("decode: %q is %s, not a list", field, kindOf(b))
-	}
-	if err := json.Unmarshal(b, dst); err != nil {
-		return fmt.Errorf("decode: %q: %w", field, err)
-	}
-	return nil
 }
 
 // kindOf names the JSON type a value starts with, for error messages.

@@ -10,6 +10,9 @@
 // APISIX 3.3+ ({"name","type","nodes":[{…,"status"}]}) and 2.x–3.2
 // ({"name","src_type","src_id","nodes","healthy_nodes"}); see SPEC §3 for
 // the rules and testdata/README.md for where each captured body comes from.
+// Decoding is strict where APISIX is (jsonwalk.go): keys match in their
+// exact case, a known key repeated or spelled in another case makes the
+// body unreadable, and a body carrying keys of both formats is Failed.
 //
 // The client never returns an error for a poll as a whole: every key gets a
 // Result, and a key that could not be read is Failed with the reason in

@@ -2,8 +2,6 @@ package apisix
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -33,11 +31,15 @@ const (
 	// "/apisix/upstreams/api" and standalone "/upstreams/api" both answer
 	// upstreams/api; a resource the list names twice is fetched on its own.
 	//
-	// The list request gets half of what is left of the poll's deadline.
-	// If it fails in any way (connection, deadline, not 200, HTML, more
-	// than MaxListBytes, not a list) every key is fetched one by one in the
-	// rest of the deadline, as ModePerUpstream would: a broken list costs
-	// time, never a verdict. Half, so that a stalled list leaves the
+	// The list is decoded as it arrives, keeping only the entries the
+	// poll's keys name, so its memory is about one entry's, however long
+	// it is (BENCHMARKS.md, issue 11). The list request and its decoding
+	// get half of what is left of the poll's deadline, which the decoder
+	// checks as it goes. If the list fails in any way (connection,
+	// deadline, not 200, HTML, more than MaxListBytes or MaxListEntries,
+	// one entry over MaxBodyBytes, not a list) every key is fetched one by
+	// one in the rest of the deadline, as ModePerUpstream would: a broken
+	// list costs time, never a verdict. Half, so that a stalled list leaves the
 	// fallback as long as the list had; when the list fails because the
 	// whole control API is stalled, the fallback fails too, within the
 	// same apisix_timeout, and every key is Failed with its own error.
@@ -113,7 +115,11 @@ func (c *Client) listFirst(n int) bool {
 func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 	deadline, _ := ctx.Deadline() // Poll's context always has one
 	lctx, cancel := context.WithTimeout(ctx, time.Until(deadline)/2)
-	list, err := c.getList(lctx)
+	want := make(map[string]bool, len(jobs))
+	for i := range jobs {
+		want[jobs[i].ref.String()] = true
+	}
+	list, err := c.getList(lctx, want)
 	cancel()
 	if err != nil {
 		// Not logged, not returned: the per-upstream requests that follow
@@ -126,7 +132,7 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 		if !ok || l.entries > 1 {
 			continue
 		}
-		r := decodeV3(l.nodes)
+		r := l.res
 		if r.Verdict == Failed {
 			// An entry the list holds but garbled: its own endpoint may
 			// still answer, so ask it (a broken list costs time, never a
@@ -142,84 +148,29 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 	return answered > 0
 }
 
-// getList fetches and decodes the list.
-func (c *Client) getList(ctx context.Context) (map[Ref]listed, error) {
-	a, err := c.do(ctx, listPath, c.maxList)
-	switch {
-	case err != nil:
+// getList fetches the list and decodes it as it arrives, keeping only the
+// resources in want.
+func (c *Client) getList(ctx context.Context, want map[string]bool) (map[Ref]listed, error) {
+	resp, err := c.send(ctx, listPath)
+	if err != nil {
 		return nil, err
-	case a.status != http.StatusOK:
-		return nil, fmt.Errorf("HTTP %d", a.status)
-	case isHTML(a.contentType):
-		return nil, fmt.Errorf("HTTP 200 with content type %q", a.contentType)
 	}
-	return decodeHealthList(a.body)
+	defer resp.Body.Close()
+	switch ct := resp.Header.Get("Content-Type"); {
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	case isHTML(ct):
+		return nil, fmt.Errorf("HTTP 200 with content type %q", ct)
+	case resp.ContentLength > c.maxList:
+		return nil, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", resp.ContentLength, c.maxList)
+	}
+	return decodeHealthList(ctx, resp.Body, want, listLimits{
+		bytes:      c.maxList,
+		entries:    c.maxEntries,
+		entryBytes: max(c.maxBody, minListEntryBytes),
+	})
 }
 
-// listed is what a list says about one resource: its entry's node list,
-// decoded only if a key asks for it, and how many entries named the
-// resource (more than one is ambiguous).
-type listed struct {
-	nodes   json.RawMessage
-	entries int
-}
-
-// listEntry is one element of the list. Name is a pointer so that a
-// missing name is told from an empty one.
-type listEntry struct {
-	Name         *string         `json:"name"`
-	Nodes        json.RawMessage `json:"nodes"`
-	HealthyNodes json.RawMessage `json:"healthy_nodes"` // 2.x–3.2 only
-	SrcType      json.RawMessage `json:"src_type"`      // 2.x–3.2 only
-}
-
-// errV2List reports a list in the 2.x–3.2 format, which is not used (see
-// ModeList).
-var errV2List = errors.New("list in the 2.x-3.2 format holds only the answering worker's checkers")
-
-// decodeHealthList reads a 200 body of GET /v1/healthcheck in the 3.3+
-// format: an array of {"name","type","nodes"} entries. An empty list
-// arrives as {} in every released version, as [] in the newest code, or
-// as null. Entries whose name is not a resource key a config can hold are
-// skipped; an entry without a string name, or a body of another shape, is
-// an error, as is a 2.x–3.2 list (errV2List).
-func decodeHealthList(body []byte) (map[Ref]listed, error) {
-	b := trimJSONSpace(body)
-	if len(b) == 0 || b[0] != '[' {
-		switch {
-		case string(b) == "null":
-			return nil, nil
-		case len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}' && len(trimJSONSpace(b[1:len(b)-1])) == 0:
-			return nil, nil
-		case !json.Valid(b):
-			var v any
-			return nil, fmt.Errorf("decode: %w", json.Unmarshal(b, &v))
-		case b[0] == '{':
-			return nil, errors.New("decode: body is a non-empty object, not a list")
-		}
-		return nil, fmt.Errorf("decode: body is %s, not a list", kindOf(b))
-	}
-	var entries []listEntry
-	if err := json.Unmarshal(b, &entries); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	m := make(map[Ref]listed, len(entries))
-	for i := range entries {
-		e := &entries[i]
-		if e.HealthyNodes != nil || e.SrcType != nil {
-			return nil, errV2List
-		}
-		if e.Name == nil {
-			return nil, fmt.Errorf(`decode: entry %d: "name" missing or not a string`, i)
-		}
-		ref, err := ParseRef(*e.Name)
-		if err != nil {
-			continue // a resource no key can name
-		}
-		l := m[ref]
-		l.nodes = e.Nodes
-		l.entries++
-		m[ref] = l
-	}
-	return m, nil
-}
+// minListEntryBytes is the least room one list entry gets, whatever
+// MaxBodyBytes says: the decoder reads ahead by up to a few KiB.
+const minListEntryBytes = 64 << 10

@@ -1,9 +1,12 @@
 package apisix
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -18,13 +21,21 @@ type listSummary struct {
 	Entries int
 }
 
+// noLimits lets a test's list through whatever its size.
+var noLimits = listLimits{bytes: 1 << 40, entries: 1 << 30, entryBytes: 1 << 40}
+
+// decodeBytes decodes a whole list held in memory, keeping every resource.
+func decodeBytes(body []byte) (map[Ref]listed, error) {
+	return decodeHealthList(context.Background(), bytes.NewReader(body), nil, noLimits)
+}
+
 func summarize(m map[Ref]listed) map[Ref]listSummary {
 	if m == nil {
 		return nil
 	}
 	out := make(map[Ref]listSummary, len(m))
 	for ref, l := range m {
-		out[ref] = listSummary{summary(decodeV3(l.nodes)), l.entries}
+		out[ref] = listSummary{summary(l.res), l.entries}
 	}
 	return out
 }
@@ -103,7 +114,7 @@ func TestDecodeHealthList(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			m, err := decodeHealthList(body)
+			m, err := decodeBytes(body)
 			switch tt.kind {
 			case ok:
 				if err != nil {
@@ -137,7 +148,7 @@ func FuzzDecodeList(f *testing.F) {
 	f.Add([]byte(`[{"name":"/upstreams/a","nodes":[{"status":"healthy","purge_time":null}]},{"name":"/b/upstreams/a"}]`))
 	f.Add([]byte(` { } `))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		m, err := decodeHealthList(body)
+		m, err := decodeBytes(body)
 		if err != nil {
 			if m != nil {
 				t.Errorf("%q: entries %v with error %v", body, m, err)
@@ -154,7 +165,7 @@ func FuzzDecodeList(f *testing.F) {
 			if l.entries < 1 {
 				t.Errorf("%q: %v from %d entries", body, ref, l.entries)
 			}
-			checkResult(t, decodeV3(l.nodes))
+			checkResult(t, l.res)
 		}
 	})
 }
@@ -176,17 +187,127 @@ func BenchmarkDecodeList10000(b *testing.B) {
 	}
 	sb.WriteByte(']')
 	body := []byte(sb.String())
+	want := make(map[string]bool, len(refs))
+	for _, ref := range refs {
+		want[ref.String()] = true
+	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		m, err := decodeHealthList(body)
+		m, err := decodeHealthList(context.Background(), bytes.NewReader(body), want, noLimits)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, ref := range refs {
-			if r := decodeV3(m[ref].nodes); r.Verdict != Up {
+			if r := m[ref].res; r.Verdict != Up {
 				b.Fatalf("%v: %v %v", ref, r.Verdict, r.Err)
 			}
 		}
+	}
+}
+
+// Only the resources asked for are kept, matched by the last two segments
+// of the name; a name with a bad prefix is still skipped.
+func TestDecodeListKeepsWanted(t *testing.T) {
+	body := `[{"name":"/apisix/upstreams/api","nodes":[{"status":"healthy"}]},` +
+		`{"name":"/apisix/upstreams/other","nodes":[{"status":"healthy"}]},` +
+		`{"nodes":[{"status":"unhealthy"}],"name":"\/x\/services\/web"},` +
+		`{"name":"//routes/1","nodes":[]},{"name":"routes/1","nodes":[]}]`
+	want := map[string]bool{"upstreams/api": true, "services/web": true, "routes/1": true, "upstreams/gone": true}
+	m, err := decodeHealthList(context.Background(), strings.NewReader(body), want, noLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSummary := map[Ref]listSummary{
+		{"upstreams", "api"}: {got{Verdict: Up, Healthy: 1, Total: 1}, 1},
+		{"services", "web"}:  {got{Verdict: Down, Total: 1}, 1},
+	}
+	if diff := cmp.Diff(wantSummary, summarize(m)); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// tinyList is a list of n entries of about 42 bytes, none with nodes.
+func tinyList(n int) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"/a/upstreams/u%d","nodes":{}}`, i)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// countingReader counts what was read from it and calls at once its count
+// passes after.
+type countingReader struct {
+	r     io.Reader
+	n     int
+	after int
+	at    func()
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += k
+	if c.at != nil && c.n > c.after {
+		c.at()
+		c.at = nil
+	}
+	return k, err
+}
+
+// The list stops at its bounds: entries (exact at the boundary), bytes
+// (exact, without a declared length), and the bytes of one entry, without
+// reading much past the entry that breaks them.
+func TestDecodeListBounds(t *testing.T) {
+	list := tinyList(1000)
+	huge := `[{"name":"/a/upstreams/u1","nodes":[` + strings.Repeat(`{},`, 3<<20) + `{}]}]`
+	tests := []struct {
+		name     string
+		body     []byte
+		lim      listLimits
+		ok       bool
+		readMost int // bytes the decoder may read; 0: any
+	}{
+		{"entries at the cap", list, listLimits{bytes: 1 << 30, entries: 1000, entryBytes: 1 << 20}, true, 0},
+		{"entries over the cap", list, listLimits{bytes: 1 << 30, entries: 999, entryBytes: 1 << 20}, false, 0},
+		{"bytes at the limit", list, listLimits{bytes: int64(len(list)), entries: 1 << 20, entryBytes: 1 << 20}, true, 0},
+		{"bytes over the limit", list, listLimits{bytes: int64(len(list)) - 1, entries: 1 << 20, entryBytes: 1 << 20}, false, len(list)},
+		{"one entry of 9 MiB", []byte(huge), listLimits{bytes: 1 << 30, entries: 1 << 20, entryBytes: 1 << 20}, false, 3 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &countingReader{r: bytes.NewReader(tt.body)}
+			m, err := decodeHealthList(context.Background(), r, nil, tt.lim)
+			switch {
+			case tt.ok && (err != nil || len(m) != 1000):
+				t.Fatalf("%d entries, error %v; want 1000", len(m), err)
+			case !tt.ok && (!errors.Is(err, errListTooLarge) || m != nil):
+				t.Fatalf("%d entries, error %v; want too large", len(m), err)
+			}
+			if tt.readMost > 0 && r.n > tt.readMost {
+				t.Errorf("read %d bytes, want at most %d", r.n, tt.readMost)
+			}
+		})
+	}
+}
+
+// The decoder watches the poll's deadline as it goes: a deadline that
+// passes while the list is read stops it there, not at the end.
+func TestDecodeListDeadline(t *testing.T) {
+	list := tinyList(100_000)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &countingReader{r: bytes.NewReader(list), after: 64 << 10, at: cancel}
+	m, err := decodeHealthList(ctx, r, nil, noLimits)
+	if !errors.Is(err, context.Canceled) || m != nil {
+		t.Fatalf("%d entries, error %v; want canceled", len(m), err)
+	}
+	if r.n > 128<<10 {
+		t.Errorf("read %d of %d bytes after the deadline passed at 64 KiB", r.n, len(list))
 	}
 }

@@ -65,6 +65,24 @@ func parseDuration(s string) (time.Duration, issue) {
 	return d, issue{}
 }
 
+// MinPollInterval is the shortest apisix_poll_interval. Each poll reads
+// every upstream (or the list) from the control API, whose nginx workers
+// carry APISIX's traffic; a nanosecond interval polls back to back.
+const MinPollInterval = 100 * time.Millisecond
+
+// parsePollInterval reads apisix_poll_interval: a duration of at least
+// MinPollInterval.
+func parsePollInterval(s string) (time.Duration, issue) {
+	d, is := parseDuration(s)
+	switch {
+	case !is.ok():
+		return 0, is
+	case d < MinPollInterval:
+		return 0, issue{msg: "too short", allowed: "at least " + MinPollInterval.String()}
+	}
+	return d, issue{}
+}
+
 // parseCount reads a whole number of at least 1 (poll counts, rise, fall).
 func parseCount(s string) (int, issue) {
 	if s == "" {

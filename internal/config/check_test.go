@@ -48,6 +48,31 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
+// Issue 11 row 12: apisix_poll_interval has a lower bound, exact.
+func TestParsePollInterval(t *testing.T) {
+	tests := []struct {
+		name, in    string
+		want        time.Duration
+		wantMsg     string
+		wantAllowed string
+	}{
+		{"the bound", "100ms", 100 * time.Millisecond, "", ""},
+		{"whole seconds", "1", time.Second, "", ""},
+		{"just under", "99ms", 0, "too short", "at least 100ms"},
+		{"a nanosecond", "1ns", 0, "too short", "at least 100ms"},
+		{"zero keeps its message", "0", 0, "must be positive", ""},
+		{"garbage keeps its message", "fast", 0, "not a duration", durationHint},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, is := parsePollInterval(tt.in)
+			if got != tt.want || is.msg != tt.wantMsg || is.allowed != tt.wantAllowed {
+				t.Errorf("parsePollInterval(%q) = %v, %+v; want %v, %q (allowed: %q)", tt.in, got, is, tt.want, tt.wantMsg, tt.wantAllowed)
+			}
+		})
+	}
+}
+
 func TestParseCount(t *testing.T) {
 	tests := []struct {
 		name, in string

@@ -403,7 +403,7 @@ var (
 
 func (p *parser) config(root *yaml.Node, c *Config) {
 	m, _ := p.mapping(root, "", topKeys...)
-	set(p, m["apisix_poll_interval"], "apisix_poll_interval", &c.PollInterval, parseDuration)
+	set(p, m["apisix_poll_interval"], "apisix_poll_interval", &c.PollInterval, parsePollInterval)
 	set(p, m["apisix_control_url"], "apisix_control_url", &c.ControlURL, checkURL)
 	set(p, m["apisix_timeout"], "apisix_timeout", &c.Timeout, parseDuration)
 	set(p, m["apisix_poll_mode"], "apisix_poll_mode", &c.PollMode, enum("per_upstream", "list", "auto"))

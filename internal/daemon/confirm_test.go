@@ -15,6 +15,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/confirm"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -98,7 +99,7 @@ func TestConfirmBirdAway(t *testing.T) {
 
 // TestConfirmMissedNetlink plays BIRD missing the deletion of a VIP (the
 // netlink overflow of SPEC §5): rhi reports it, renews the address after
-// renewAfter, and BIRD then agrees.
+// confirm.RenewAfter, and BIRD then agrees.
 func TestConfirmMissedNetlink(t *testing.T) {
 	link := newFakeLink()
 	r, b := newConfirmRig(t, link)
@@ -117,7 +118,7 @@ func TestConfirmMissedNetlink(t *testing.T) {
 	if vb := r.d.Status().VIPs[0].Bird; vb == nil || vb.Agrees || !vb.InTable {
 		t.Fatalf("vip bird = %+v, want a disagreement with the VIP in BIRD's table", vb)
 	}
-	r.clock.advance(renewAfter)
+	r.clock.advance(confirm.RenewAfter)
 	r.confirm(t)
 	var m map[netip.Prefix]bool
 	select {
@@ -153,7 +154,7 @@ func TestConfirmWarnsAfterGrace(t *testing.T) {
 	if n := r.count(logrus.ErrorLevel, "BIRD disagrees"); n != 0 {
 		t.Fatalf("warned before the grace period")
 	}
-	r.clock.advance(confirmGrace)
+	r.clock.advance(confirm.Grace)
 	r.confirm(t)
 	r.clock.advance(time.Second)
 	r.confirm(t)
@@ -219,7 +220,7 @@ func TestNoRenewalOnADownLink(t *testing.T) {
 	}
 	r.tick(t)
 	for range 3 {
-		r.clock.advance(renewAfter)
+		r.clock.advance(confirm.RenewAfter)
 		r.confirm(t)
 	}
 	select {
@@ -247,7 +248,7 @@ func (r *rig) takeRenewals(t *testing.T) map[netip.Prefix]bool {
 
 // TestRenewalGivesUp: BIRD that never takes an address from the interface
 // (its direct protocol does not cover it) is not a missed notification.
-// rhi renews at most maxRenewals times, says so once, and leaves the
+// rhi renews at most confirm.MaxRenewals times, says so once, and leaves the
 // serving address alone until the VIP changes.
 func TestRenewalGivesUp(t *testing.T) {
 	link := newFakeLink()
@@ -260,18 +261,18 @@ func TestRenewalGivesUp(t *testing.T) {
 	r.confirm(t)
 	renewals := 0
 	for range 10 {
-		r.clock.advance(renewAfter)
+		r.clock.advance(confirm.RenewAfter)
 		r.confirm(t)
 		renewals += len(r.takeRenewals(t))
 	}
-	if renewals != maxRenewals {
-		t.Errorf("%d renewals, want %d", renewals, maxRenewals)
+	if renewals != confirm.MaxRenewals {
+		t.Errorf("%d renewals, want %d", renewals, confirm.MaxRenewals)
 	}
 	if n := r.count(logrus.ErrorLevel, "stops renewing"); n != 1 {
 		t.Errorf("giving up logged %d times, want once", n)
 	}
-	if got := r.d.Status().VIPs[0].Bird.Renewed; got != maxRenewals {
-		t.Errorf("status counts %d renewals, want %d", got, maxRenewals)
+	if got := r.d.Status().VIPs[0].Bird.Renewed; got != confirm.MaxRenewals {
+		t.Errorf("status counts %d renewals, want %d", got, confirm.MaxRenewals)
 	}
 	// A new change of the VIP may be a case renewing helps again.
 	r.health.set(apisix.Down, api)
@@ -279,17 +280,17 @@ func TestRenewalGivesUp(t *testing.T) {
 	r.health.set(apisix.Up, api)
 	r.tick(t)
 	r.confirm(t)
-	r.clock.advance(renewAfter)
+	r.clock.advance(confirm.RenewAfter)
 	r.confirm(t)
 	if m := r.takeRenewals(t); len(m) != 1 {
 		t.Errorf("after a new change: renewals %v, want %s", m, p)
 	}
 }
 
-// TestRenewalsArePaced: a large batch BIRD missed is renewed renewBatch
+// TestRenewalsArePaced: a large batch BIRD missed is renewed confirm.RenewBatch
 // addresses at a time, one confirmation after the other, not all at once.
 func TestRenewalsArePaced(t *testing.T) {
-	const n = 2*renewBatch + renewBatch/2
+	const n = 2*confirm.RenewBatch + confirm.RenewBatch/2
 	cfg := seed(config.Withdraw)
 	cfg.VIPs = nil
 	for i := range n {
@@ -304,7 +305,7 @@ func TestRenewalsArePaced(t *testing.T) {
 		b.missed[cfg.VIPs[i].Address] = false // BIRD missed every add
 	}
 	r.confirm(t)
-	r.clock.advance(renewAfter)
+	r.clock.advance(confirm.RenewAfter)
 	var batches []int
 	for range 5 {
 		r.confirm(t)
@@ -312,7 +313,7 @@ func TestRenewalsArePaced(t *testing.T) {
 			batches = append(batches, len(m))
 		}
 	}
-	if want := []int{renewBatch, renewBatch, renewBatch / 2}; !slices.Equal(batches, want) {
+	if want := []int{confirm.RenewBatch, confirm.RenewBatch, confirm.RenewBatch / 2}; !slices.Equal(batches, want) {
 		t.Errorf("renewal batches %v, want %v", batches, want)
 	}
 	if !r.confirm(t) {
@@ -402,7 +403,7 @@ func TestNoRenewalWithoutDirect(t *testing.T) {
 		if r.confirm(t) {
 			t.Fatal("BIRD has none of the VIPs: should disagree")
 		}
-		r.clock.advance(renewAfter)
+		r.clock.advance(confirm.RenewAfter)
 	}
 	select {
 	case m := <-r.d.renewals:
@@ -444,7 +445,7 @@ func TestConfirmLogsOneLinePerProblem(t *testing.T) {
 	r.health.set(apisix.Down, api)
 	r.tick(t)
 	r.confirm(t)
-	r.clock.advance(confirmGrace)
+	r.clock.advance(confirm.Grace)
 	r.confirm(t)
 	r.clock.advance(time.Second)
 	r.confirm(t)

@@ -29,6 +29,10 @@ type HealthSource interface {
 	Poll(ctx context.Context, keys []string) apisix.Snapshot
 }
 
+// idleCloser is a HealthSource that keeps connections between polls;
+// applyReload closes them when it replaces the source.
+type idleCloser interface{ CloseIdleConnections() }
+
 // Announcer reads and sets the VIP interface. Set is declarative: owned maps
 // every VIP rhi owns to whether it should be present; calling it again with
 // the same input changes nothing.
@@ -274,6 +278,9 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 	old := d.cfg
 	if d.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout || old.PollMode != cfg.PollMode) {
 		if h := d.newHS(cfg); h != nil {
+			if c, ok := d.health.(idleCloser); ok && h != d.health {
+				c.CloseIdleConnections() // it would keep them for 50 s
+			}
 			d.health = h
 		}
 	}
@@ -579,16 +586,16 @@ func (d *Daemon) waitWithdrawn() {
 		return
 	}
 	job := d.confirmJob()
-	for i := range job.in.VIPs {
-		job.in.VIPs[i].Expected = verify.Absent
+	for i := range job.In.VIPs {
+		job.In.VIPs[i].Expected = verify.Absent
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownConfirm)
 	defer cancel()
 	start := d.now()
 	var last verify.Report
 	for {
-		last = d.conf.check.Check(ctx, job.in)
-		if last.Err == nil && allAgree(last) {
+		last = d.conf.check.Check(ctx, job.In)
+		if last.VIPsAgree() { // a session down carries nothing: withdrawn all the same
 			d.log.WithField("after", d.now().Sub(start).Round(time.Millisecond)).Info("BIRD confirms every VIP withdrawn")
 			return
 		}
@@ -605,15 +612,6 @@ func (d *Daemon) waitWithdrawn() {
 		case <-time.After(confirmRetry):
 		}
 	}
-}
-
-func allAgree(r verify.Report) bool {
-	for _, v := range r.VIPs {
-		if !v.Agrees {
-			return false
-		}
-	}
-	return true
 }
 
 // requestConfirm asks the confirmer to check the current expected state.
@@ -648,7 +646,7 @@ func (d *Daemon) confirmJob() confirmJob {
 	for p := range d.orphans {
 		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.iface.Has(p)})
 	}
-	return confirmJob{in: in, changed: maps.Clone(d.since), ifaceUp: d.iface.Exists && d.iface.Up}
+	return confirmJob{In: in, Changed: maps.Clone(d.since), IfaceUp: d.iface.Exists && d.iface.Up}
 }
 
 // renew re-notifies BIRD about addresses it missed, if rhi still wants them

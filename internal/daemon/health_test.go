@@ -13,6 +13,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/confirm"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
@@ -119,13 +120,13 @@ func TestDryRunQuiet(t *testing.T) {
 		if dry {
 			want = map[string]verify.Expectation{"10.0.0.100/32": verify.Absent, "10.0.0.101/32": verify.Present, "10.0.0.102/32": verify.Absent}
 		}
-		for _, v := range job.in.VIPs {
+		for _, v := range job.In.VIPs {
 			if v.Expected != want[v.Prefix.String()] {
 				t.Errorf("dry run %v: %s expected %s, want %s", dry, v.Prefix, v.Expected, want[v.Prefix.String()])
 			}
 		}
 		for range 2 {
-			clk.advance(confirmGrace)
+			clk.advance(confirm.Grace)
 			d.conf.once(context.Background(), job)
 		}
 		n := 0

@@ -1,7 +1,8 @@
 // Package drain keeps the set of VIPs an operator has drained: withdrawn
 // whatever their health, until undrained. The set lives in a small text
 // file (drain_file) so that it survives restarts of rhi and of the host;
-// `rhi drain` writes it, the daemon reads it.
+// `rhi drain` writes it, the daemon reads it. What `rhi drain` and
+// `rhi undrain` do to the set is [Targets] and [Set.Apply].
 //
 // The format is one VIP per line (as in the config: "10.0.0.100" or
 // "10.0.0.100/32") or the word "all"; blank lines and "#" comments are

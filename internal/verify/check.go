@@ -107,23 +107,42 @@ const (
 
 // ExitCode returns the `rhi verify` exit code for the report.
 func (r Report) ExitCode() int {
-	if r.Err != nil {
+	switch {
+	case r.Err != nil:
 		return ExitUnchecked
-	}
-	if len(r.Problems) > 0 {
+	case !r.Consistent():
 		return ExitMismatch
+	}
+	return ExitConsistent
+}
+
+// Consistent reports whether BIRD agrees with everything: the check was
+// made, it found no problem of the whole set, every selected protocol is
+// Established and every VIP agrees (exit code ExitConsistent).
+func (r Report) Consistent() bool {
+	if len(r.Problems) > 0 {
+		return false
 	}
 	for _, p := range r.Protocols {
 		if p.Problem != "" {
-			return ExitMismatch
+			return false
 		}
+	}
+	return r.VIPsAgree()
+}
+
+// VIPsAgree reports whether the check was made and every VIP agrees,
+// whatever the sessions: withdrawn VIPs agree with a session that is down.
+func (r Report) VIPsAgree() bool {
+	if r.Err != nil {
+		return false
 	}
 	for _, v := range r.VIPs {
 		if !v.Agrees {
-			return ExitMismatch
+			return false
 		}
 	}
-	return ExitConsistent
+	return true
 }
 
 // Check asks BIRD about every VIP of in, over b, one command at a time:

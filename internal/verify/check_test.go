@@ -570,6 +570,9 @@ func TestCheck(t *testing.T) {
 			if code := got.ExitCode(); code != tc.wantExit {
 				t.Errorf("ExitCode() = %d, want %d", code, tc.wantExit)
 			}
+			if ok := got.Consistent(); ok != (tc.wantExit == ExitConsistent) {
+				t.Errorf("Consistent() = %v with exit code %d", ok, tc.wantExit)
+			}
 			if tc.wantCmds != nil {
 				if diff := cmp.Diff(tc.wantCmds, srv.Commands()); diff != "" {
 					t.Errorf("commands (-want +got):\n%s", diff)

@@ -1,8 +1,13 @@
 // Package verify asks BIRD whether it agrees with what rhi wants announced:
 // for each VIP, whether the address is on the interface, whether BIRD's
 // table holds it from a direct protocol, and whether each selected BGP
-// protocol exports it. The daemon runs it after changes and on a timer;
-// `rhi verify` runs it on demand and prints the Report.
+// protocol exports it. The daemon runs it after changes and on a timer
+// (package confirm); `rhi verify` runs it on demand and prints the Report.
+//
+// What `rhi verify` holds BIRD to is a Want: the running daemon's decisions
+// (ExpectFromDaemon) or, when the daemon does not answer, one fresh poll of
+// the control API (ExpectFromPoll), where a VIP one poll cannot settle is
+// not judged.
 //
 // Check only reads: it never changes the interface or BIRD, and what BIRD
 // says never changes what rhi wants.

@@ -151,10 +151,3 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(j)
 }
-
-// WriteJSON writes the report as indented JSON.
-func (r Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}

@@ -1,4 +1,4 @@
-package daemon
+package confirm
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package daemon
+package confirm
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ type vipLog struct {
 	disagree []*vipGroup // in the order their first VIP came
 	byKey    map[string]*vipGroup
 	agree    vipGroup
-	stuck    vipGroup // renewed maxRenewals times, and BIRD still disagrees
+	stuck    vipGroup // renewed MaxRenewals times, and BIRD still disagrees
 }
 
 // vipGroup is VIPs with the same news.
@@ -36,6 +36,19 @@ type vipGroup struct {
 func (g *vipGroup) add(p netip.Prefix, d time.Duration) {
 	g.vips = append(g.vips, p)
 	g.longest = max(g.longest, d)
+}
+
+// note files what Step said of the VIP of r.
+func (l *vipLog) note(r verify.VIPReport, a Action) {
+	switch a.Note {
+	case Disagrees:
+		l.disagrees(r, a.For)
+	case AgreesAgain:
+		l.agrees(r, a.For)
+	}
+	if a.Renewal == GiveUp {
+		l.renewalsFailed(r)
+	}
 }
 
 // disagrees notes a VIP that has disagreed with BIRD for d, past the grace.
@@ -82,7 +95,7 @@ func (l *vipLog) flush(log logrus.FieldLogger) {
 	if len(l.stuck.vips) > 0 {
 		l.stuck.entry(log).Errorf("BIRD still does not see these addresses as the interface holds them after %d renewals each: "+
 			"not a missed notification; check BIRD's direct protocol (its interface pattern and table); "+
-			"rhi stops renewing them until they change", maxRenewals)
+			"rhi stops renewing them until they change", MaxRenewals)
 	}
 }
 

@@ -1,0 +1,173 @@
+package apisix_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+)
+
+// hugeList is a list of n tiny entries, {"name":"/a/upstreams/uN","nodes":{}},
+// about 42 bytes each: 1.5 M of them make the 60 MiB list of issue 11,
+// under the 64 MiB limit.
+func hugeList(n int) []byte {
+	var b bytes.Buffer
+	b.Grow(n * 44)
+	b.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"name":"/a/upstreams/u`)
+		b.WriteString(strconv.Itoa(i))
+		b.WriteString(`","nodes":{}}`)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// memAPI answers from memory, without sockets: the list for /v1/healthcheck
+// and one healthy node for every resource, which it counts.
+type memAPI struct {
+	list    []byte
+	fetched *atomic.Int64
+}
+
+func (m memAPI) RoundTrip(r *http.Request) (*http.Response, error) {
+	body := []byte(`{"name":"/a` + r.URL.Path[len("/v1/healthcheck"):] + `","nodes":[{"ip":"10.0.0.1","port":80,"status":"healthy"}],"type":"http"}`)
+	if r.URL.Path == "/v1/healthcheck" {
+		body = m.list
+	} else if m.fetched != nil {
+		m.fetched.Add(1)
+	}
+	return &http.Response{
+		StatusCode:    http.StatusOK,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       r,
+	}, nil
+}
+
+// hugeKeys are 10 keys spread over hugeList(1.5 M).
+func hugeKeys() []string {
+	keys := make([]string, 10)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("/a/upstreams/u%d", i*150_000)
+	}
+	return keys
+}
+
+// A list over the entry cap is given up and the keys are fetched one by
+// one, in the same poll; at the cap it answers them.
+func TestListOverEntryCapFallsBack(t *testing.T) {
+	tests := []struct {
+		name    string
+		entries int // in the list
+		cap     int // MaxListEntries; 0: the default
+		want    apisix.Verdict
+	}{
+		{"at a cap", 1000, 1000, apisix.NoChecker},
+		{"over a cap", 1001, 1000, apisix.Up},
+		{"over the default cap", apisix.DefaultMaxListEntries + 1, 0, apisix.Up},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fetched atomic.Int64
+			c, err := apisix.NewClient("http://127.0.0.1:9090", apisix.Options{
+				Mode: apisix.ModeList, MaxListEntries: tt.cap,
+				HTTPClient: &http.Client{Transport: memAPI{hugeList(tt.entries), &fetched}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := []string{"/a/upstreams/u0", "/a/upstreams/u999"}
+			snap := c.Poll(context.Background(), keys)
+			for _, k := range keys {
+				if r := snap[k]; r.Verdict != tt.want {
+					t.Errorf("%s: %v (%v), want %v", k, r.Verdict, r.Err, tt.want)
+				}
+			}
+			if n, want := fetched.Load(), map[bool]int64{true: 2, false: 0}[tt.want == apisix.Up]; n != want {
+				t.Errorf("%d fetched one by one, want %d", n, want)
+			}
+		})
+	}
+}
+
+// The red-team case of issue 11: a 60 MiB list of 1.5 M tiny entries
+// with a 2 s timeout. It took seconds to decode, so every poll's keys came
+// out Failed and every VIP was withdrawn; now the list is given up (at its
+// entry cap, or at half the deadline, whichever comes first) and the keys
+// are read one by one in time.
+func TestListHugeWithinTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 60 MiB list")
+	}
+	var fetched atomic.Int64
+	c, err := apisix.NewClient("http://127.0.0.1:9090", apisix.Options{
+		Mode: apisix.ModeList, Timeout: 2 * time.Second,
+		HTTPClient: &http.Client{Transport: memAPI{hugeList(1_500_000), &fetched}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := hugeKeys()
+	snap := c.Poll(context.Background(), keys)
+	for _, k := range keys {
+		if r := snap[k]; r.Verdict != apisix.Up {
+			t.Errorf("%s: %v (%v), want up from its own request", k, r.Verdict, r.Err)
+		}
+	}
+	if n := fetched.Load(); n != int64(len(keys)) {
+		t.Errorf("%d keys fetched one by one, want %d", n, len(keys))
+	}
+}
+
+// BenchmarkListHuge is issue 11 row 6: a list poll for 10 keys against a
+// 60 MiB list of 1.5 M tiny entries, with a deadline long enough that the
+// poll never runs out of time. With the default entry cap the list is
+// given up after 200,000 entries and the keys fetched one by one; without
+// a cap every entry is decoded. Run with -benchtime=3x; peak memory is
+// best read as the test binary's maximum RSS (/usr/bin/time -v), minus the
+// ~130 MB the test's own list costs.
+func BenchmarkListHuge(b *testing.B) {
+	list := hugeList(1_500_000)
+	keys := hugeKeys()
+	for _, bc := range []struct {
+		name string
+		cap  int
+		want apisix.Verdict
+	}{{"default-cap", 0, apisix.Up}, {"no-cap", 2_000_000, apisix.NoChecker}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, err := apisix.NewClient("http://127.0.0.1:9090", apisix.Options{
+				Mode: apisix.ModeList, Timeout: time.Minute, MaxListEntries: bc.cap,
+				HTTPClient: &http.Client{Transport: memAPI{list: list}},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(list)))
+			b.ReportAllocs()
+			cpu := cpuTime(b)
+			for b.Loop() {
+				snap := c.Poll(context.Background(), keys)
+				for _, k := range keys {
+					if r := snap[k]; r.Verdict != bc.want {
+						b.Fatalf("%s: %v %v", k, r.Verdict, r.Err)
+					}
+				}
+			}
+			// CPU rather than wall time alone: on a shared machine the
+			// second depends on the neighbours.
+			b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+		})
+	}
+}

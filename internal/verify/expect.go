@@ -1,0 +1,242 @@
+package verify
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/decide"
+)
+
+// Where a Want comes from, in `rhi verify --json`.
+const (
+	FromDaemon = "daemon"
+	FromPoll   = "poll"
+)
+
+// Want is what rhi wants, per VIP, and where that was learnt: the
+// expectation `rhi verify` holds BIRD to.
+type Want struct {
+	Source    string // FromDaemon or FromPoll
+	Address   string // control_socket, or the control API's URL
+	Fallback  string // why the daemon was not the source; "" when it was
+	Interface string // the interface the VIPs live on
+	VIPs      []Wanted
+	Notes     []string // for people: what the expectation left out or assumed
+}
+
+// Wanted is one VIP's expected state. When Judged is false nobody could
+// say what it should be, and Input takes Present from the interface.
+type Wanted struct {
+	Prefix  netip.Prefix
+	Present bool
+	Judged  bool
+	Why     string // why it is not judged
+}
+
+// Running is what the running daemon says it manages (its /status), as
+// ExpectFromDaemon needs it.
+type Running struct {
+	Interface   string   // the interface it manages; "": the config's
+	Withdrawing []string // VIPs dropped by a reload, still on the interface
+	VIPs        []RunningVIP
+}
+
+// RunningVIP is one VIP of the running daemon and its decision.
+type RunningVIP struct {
+	Address string
+	Desired bool
+}
+
+// ExpectFromDaemon takes the daemon's decisions. The daemon's VIPs are the
+// ones checked, since they are what it announces; a config file that
+// differs (edited, not yet reloaded) is noted, not judged.
+//
+// VIPs a reload dropped that the daemon is still withdrawing are checked
+// as absent: the daemon owns them until they are gone, and BIRD must stop
+// exporting them.
+func ExpectFromDaemon(cfg *config.Config, run Running) (*Want, error) {
+	w := &Want{Source: FromDaemon, Address: cfg.ControlSocket, Interface: cmp.Or(run.Interface, cfg.Interface)}
+	running := map[netip.Prefix]bool{}
+	for _, v := range run.VIPs {
+		p, err := netip.ParsePrefix(v.Address)
+		if err != nil {
+			return nil, fmt.Errorf("status from %s: vip %q: %w", cfg.ControlSocket, v.Address, err)
+		}
+		running[p] = true
+		w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: v.Desired, Judged: true})
+	}
+	withdrawing := map[netip.Prefix]bool{}
+	for _, a := range run.Withdrawing {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			return nil, fmt.Errorf("status from %s: withdrawing vip %q: %w", cfg.ControlSocket, a, err)
+		}
+		if !running[p] {
+			withdrawing[p] = true
+			w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: false, Judged: true})
+		}
+	}
+	if len(run.Withdrawing) > 0 {
+		w.Notes = append(w.Notes, "dropped from the config by a reload and still being withdrawn (checked as withdrawn): "+strings.Join(run.Withdrawing, " "))
+	}
+	w.noteDrift(cfg, run.Interface, running, withdrawing)
+	return w, nil
+}
+
+// noteDrift notes where the config file and the running daemon differ.
+func (w *Want) noteDrift(cfg *config.Config, iface string, running, withdrawing map[netip.Prefix]bool) {
+	var onlyFile, onlyDaemon []string
+	inFile := map[netip.Prefix]bool{}
+	for _, v := range cfg.VIPs {
+		inFile[v.Address] = true
+		if !running[v.Address] && !withdrawing[v.Address] {
+			onlyFile = append(onlyFile, v.Address.String())
+		}
+	}
+	for _, v := range w.VIPs {
+		if !inFile[v.Prefix] && !withdrawing[v.Prefix] {
+			onlyDaemon = append(onlyDaemon, v.Prefix.String())
+		}
+	}
+	if len(onlyFile) > 0 {
+		w.Notes = append(w.Notes, "in the config file but not in the running daemon (reload it to apply), not checked: "+strings.Join(onlyFile, " "))
+	}
+	if len(onlyDaemon) > 0 {
+		w.Notes = append(w.Notes, "in the running daemon but no longer in the config file (checked): "+strings.Join(onlyDaemon, " "))
+	}
+	if iface != "" && iface != cfg.Interface {
+		w.Notes = append(w.Notes, fmt.Sprintf("the running daemon manages interface %q, the config file names %q (a restart applies it)", iface, cfg.Interface))
+	}
+}
+
+// Poller reads the health of upstreams, as the daemon does: an
+// *apisix.Client built from the config (its URL, timeout and poll mode).
+type Poller interface {
+	Poll(ctx context.Context, keys []string) apisix.Snapshot
+}
+
+// ExpectFromPoll polls the control API once through p and evaluates each
+// VIP's condition. Rise/fall and the failure policy need a history that
+// one poll does not have: a settled verdict is taken as it is, an
+// unsettled one is not judged. The error says that the API did not answer
+// at all.
+func ExpectFromPoll(ctx context.Context, cfg *config.Config, p Poller) (*Want, error) {
+	w := &Want{Source: FromPoll, Address: cfg.ControlURL, Interface: cfg.Interface}
+	var keys []string
+	for _, v := range cfg.VIPs {
+		keys = append(keys, v.Upstreams...)
+	}
+	var snap apisix.Snapshot
+	if len(keys) > 0 {
+		snap = p.Poll(ctx, keys)
+		if err := unanswered(snap, keys); err != nil {
+			return nil, fmt.Errorf("control API at %s did not answer: %w", cfg.ControlURL, err)
+		}
+	}
+	for i := range cfg.VIPs {
+		v := &cfg.VIPs[i]
+		wv := Wanted{Prefix: v.Address, Judged: true}
+		switch decide.Evaluate(v, snap, cfg.FailurePolicy.NoChecker) {
+		case decide.Available:
+			wv.Present = true
+		case decide.Unavailable:
+		default:
+			wv.Judged = false
+			wv.Why = "health unknown (" + unsettled(v, snap, cfg.FailurePolicy.NoChecker) + ")"
+		}
+		w.VIPs = append(w.VIPs, wv)
+	}
+	return w, nil
+}
+
+// unanswered returns the first key's error when no key got an answer from
+// APISIX (every one failed): then nothing at all is known.
+func unanswered(snap apisix.Snapshot, keys []string) error {
+	for _, k := range keys {
+		if snap[k].Verdict != apisix.Failed {
+			return nil
+		}
+	}
+	return snap[keys[0]].Err
+}
+
+// unsettled names the upstreams of v that the poll could not read.
+func unsettled(v *config.VIP, snap apisix.Snapshot, noChecker string) string {
+	var out []string
+	for _, k := range v.Upstreams {
+		r := snap[k]
+		if decide.Classify(r, noChecker) != decide.UpstreamFailed {
+			continue
+		}
+		name := k
+		if ref, err := apisix.ParseRef(k); err == nil {
+			name = ref.String() // "upstreams/api", as `rhi status` shows it
+		}
+		s := name + ": " + r.Verdict.String()
+		if r.Err != nil {
+			s += ": " + r.Err.Error()
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), "; ")
+}
+
+// Input is the check of w against an interface that holds held: a VIP not
+// judged is held to what the interface holds (what the daemon would keep),
+// and a host address on the interface that rhi neither wants nor is
+// withdrawing is checked as Unmanaged (BIRD must not export it; nothing
+// checks its health) and noted. protocols and timeout are config
+// bird.protocols and bird.timeout.
+func (w *Want) Input(held []netip.Prefix, protocols []string, timeout time.Duration) Input {
+	on := make(map[netip.Prefix]bool, len(held))
+	for _, p := range held {
+		on[p] = true
+	}
+	in := Input{Protocols: protocols, ExchangeTimeout: timeout}
+	known := make(map[netip.Prefix]bool, len(w.VIPs))
+	for i := range w.VIPs {
+		v := &w.VIPs[i]
+		known[v.Prefix] = true
+		if !v.Judged {
+			v.Present = on[v.Prefix]
+		}
+		in.VIPs = append(in.VIPs, VIP{Prefix: v.Prefix, Expected: expected(v.Present), OnInterface: on[v.Prefix]})
+	}
+	var names []string
+	for _, p := range held {
+		if !known[p] {
+			in.VIPs = append(in.VIPs, VIP{Prefix: p, Expected: Unmanaged, OnInterface: true})
+			names = append(names, p.String())
+		}
+	}
+	if len(names) > 0 {
+		w.Notes = append(w.Notes, "on the interface but not managed by rhi (checked: BIRD must not export them): "+strings.Join(names, " "))
+	}
+	return in
+}
+
+// NotJudged returns the VIPs whose health nobody could tell.
+func (w *Want) NotJudged() []Wanted {
+	var out []Wanted
+	for _, v := range w.VIPs {
+		if !v.Judged {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func expected(present bool) Expectation {
+	if present {
+		return Present
+	}
+	return Absent
+}
