@@ -203,16 +203,8 @@ func offerLatest[T any](ch chan T, v T) {
 // Run turns the loop until ctx is cancelled, then applies on_shutdown.
 // A cancelled ctx is a normal stop, not an error.
 func (d *Daemon) Run(ctx context.Context) error {
-	var confirmC <-chan time.Time
-	if d.conf != nil {
-		cctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { d.conf.run(cctx); close(done) }()
-		defer func() { cancel(); <-done }()
-		ct := d.newTicker(confirmEvery)
-		defer ct.Stop()
-		confirmC = ct.C()
-	}
+	confirmC, stopConfirm := d.startConfirmer(ctx)
+	defer stopConfirm()
 	defer d.watchDrain(ctx)()
 	d.tick(ctx)
 	if d.ready != nil {
@@ -246,6 +238,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.reapply(ctx)
 		}
 	}
+}
+
+// startConfirmer starts the confirmer's goroutine, if there is a
+// confirmer, and returns the channel of the slow timer that has it confirm
+// everything every confirmEvery (nil without one) and the function that
+// stops both.
+func (d *Daemon) startConfirmer(ctx context.Context) (<-chan time.Time, func()) {
+	if d.conf == nil {
+		return nil, func() {}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { d.conf.run(cctx); close(done) }()
+	ct := d.newTicker(confirmEvery)
+	return ct.C(), func() { ct.Stop(); cancel(); <-done }
 }
 
 // skipLate drops the tick that a Ticker keeps for a receiver that was busy
