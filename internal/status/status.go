@@ -1,8 +1,10 @@
 // Package status serves what the daemon knows over HTTP on status_listen
 // and on control_socket (for the CLI), each bounded and retried by Serve:
-// /metrics for Prometheus, /status as JSON, /healthz for probes. Every value
-// is read from the daemon's published view at request time, so label sets
-// follow the running config: a VIP dropped by a reload disappears.
+// /metrics for Prometheus, /status as JSON, /healthz for probes. It also
+// defines the /status JSON (Status, wire.go), which the daemon builds and
+// the CLI and the lab tests decode; it imports nothing of the daemon. Every
+// value is read from a Source at request time, so label sets follow the
+// running config: a VIP dropped by a reload disappears.
 package status
 
 import (
