@@ -4,21 +4,22 @@ package anycast
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
-var bins Binaries
+var bins site.Binaries
 
 func TestMain(m *testing.M) {
 	if err := lab.Available(); err != nil {
@@ -27,18 +28,13 @@ func TestMain(m *testing.M) {
 	}
 	ctx := context.Background()
 	lab.Sweep(ctx, lab.DefaultPrefix)
-	dir, err := os.MkdirTemp("", "rhi-anycast-bin-")
-	if err != nil {
-		panic(err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	if bins, err = Build(ctx, root, dir); err != nil {
+	var err error
+	if bins, err = site.Build(ctx, "rhi-anycast-bin-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
@@ -48,7 +44,7 @@ type world struct {
 	sites []*Site
 }
 
-func newWorld(t *testing.T, cfgs ...Config) *world {
+func newWorld(t *testing.T, cfgs ...site.Config) *world {
 	t.Helper()
 	l := lab.ForTest(t, lab.Options{DCs: len(cfgs)})
 	w := &world{lab: l}
@@ -93,18 +89,21 @@ func (w *world) peerSees(t *testing.T, want string, addrs ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var last []string
-	err := w.lab.WaitFor(ctx, func(ctx context.Context) (bool, error) {
+	err := lab.Eventually(ctx, 0, 0, func(ctx context.Context) error {
 		last = last[:0]
 		ok := true
 		for _, a := range addrs {
-			v, err := Peer(ctx, w.lab, prefix(a))
+			v, err := site.Peer(ctx, w.lab, prefix(a))
 			if err != nil {
-				return false, err
+				return err
 			}
 			last = append(last, a+": "+v.String())
 			ok = ok && v.String() == want
 		}
-		return ok, nil
+		if !ok {
+			return errors.New("another view")
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatalf("peer never saw %q for %v: %v\nlast: %s", want, addrs, err, strings.Join(last, "; "))
@@ -118,7 +117,7 @@ func (s *Site) holds(t *testing.T, want string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var last string
-	err := waitFor(ctx, func() error {
+	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		ps, err := s.Addrs(ctx)
 		if err != nil {
 			return err
@@ -148,7 +147,7 @@ func prefix(a string) netip.Prefix {
 
 func seedAddrs() []string {
 	var out []string
-	for _, v := range Seed {
+	for _, v := range site.Seed {
 		out = append(out, v.Address)
 	}
 	return out
@@ -158,18 +157,18 @@ func seedAddrs() []string {
 // announce the same VIPs; every backend of dc1 dies, so dc1 withdraws them
 // and the peer routes to dc2; the backends return and dc1 is back.
 func TestAnycastFailover(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed}, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed}, site.Config{VIPs: site.Seed})
 	dc1 := w.sites[0]
 	vips := seedAddrs()
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", vips...)
 
-	if err := dc1.SetAll("unhealthy", Keys(Seed)...); err != nil {
+	if err := dc1.SetAll("unhealthy", site.Keys(site.Seed)...); err != nil {
 		t.Fatal(err)
 	}
 	w.peerSees(t, "via dc2 (paths from dc2)", vips...)
 	dc1.holds(t, "")
 
-	if err := dc1.SetAll("healthy", Keys(Seed)...); err != nil {
+	if err := dc1.SetAll("healthy", site.Keys(site.Seed)...); err != nil {
 		t.Fatal(err)
 	}
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", vips...)
@@ -178,7 +177,7 @@ func TestAnycastFailover(t *testing.T) {
 
 // TestConditions checks all and any on the seed's VIPs, end to end.
 func TestConditions(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 
@@ -207,10 +206,10 @@ func TestConditions(t *testing.T) {
 // TestFailurePolicies runs withdraw on dc1 and announce on dc2 against each
 // kind of control-API fault, and checks what the peer sees.
 func TestFailurePolicies(t *testing.T) {
-	vips := []VIP{{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"}}}
+	vips := []site.VIP{{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"}}}
 	w := newWorld(t,
-		Config{VIPs: vips, Policy: "withdraw", Timeout: 300 * time.Millisecond},
-		Config{VIPs: vips, Policy: "announce", Timeout: 300 * time.Millisecond})
+		site.Config{VIPs: vips, Policy: "withdraw", Timeout: 300 * time.Millisecond},
+		site.Config{VIPs: vips, Policy: "announce", Timeout: 300 * time.Millisecond})
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", "10.0.0.100")
 	for _, fault := range []string{"refuse", "stall", "500", "503", "garbage", "html404", "truncated", "slow"} {
 		t.Run(fault, func(t *testing.T) {
@@ -221,7 +220,7 @@ func TestFailurePolicies(t *testing.T) {
 			}
 			w.peerSees(t, "via dc2 (paths from dc2)", "10.0.0.100")
 			// dc2 keeps announcing once its policy fires too.
-			if err := waitFor(context.Background(), func() error {
+			if err := lab.Eventually(context.Background(), 0, 0, func(context.Context) error {
 				st, err := w.sites[1].Status(context.Background())
 				if err == nil && st.VIPs[0].Reason != "policy_announce" {
 					err = fmt.Errorf("dc2 reason %q", st.VIPs[0].Reason)
@@ -244,8 +243,8 @@ func TestFailurePolicies(t *testing.T) {
 // TestNoCheckerAndNotFound: an upstream without a checker counts as
 // no_checker says; one that is gone is a failed poll, withdrawn by policy.
 func TestNoCheckerAndNotFound(t *testing.T) {
-	vips := []VIP{{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"}}}
-	w := newWorld(t, Config{VIPs: vips, NoChecker: "healthy"}, Config{VIPs: vips, NoChecker: "unhealthy"})
+	vips := []site.VIP{{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"}}}
+	w := newWorld(t, site.Config{VIPs: vips, NoChecker: "healthy"}, site.Config{VIPs: vips, NoChecker: "unhealthy"})
 	api := apisix.Ref{Type: "upstreams", ID: "api"}
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", "10.0.0.100")
 	for _, s := range w.sites {
@@ -270,11 +269,11 @@ func TestNoCheckerAndNotFound(t *testing.T) {
 
 // TestIPv6AndV2Format: an IPv6 VIP, with APISIX answering in the 2.x format.
 func TestIPv6AndV2Format(t *testing.T) {
-	vips := []VIP{
+	vips := []site.VIP{
 		{Address: "fd00:255::10", Upstreams: []string{"/apisix/upstreams/api"}},
 		{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"}},
 	}
-	w := newWorld(t, Config{VIPs: vips})
+	w := newWorld(t, site.Config{VIPs: vips})
 	s := w.sites[0]
 	w.peerSees(t, "via dc1 (paths from dc1)", "fd00:255::10", "10.0.0.100")
 	api := apisix.Ref{Type: "upstreams", ID: "api"}
@@ -291,7 +290,7 @@ func TestIPv6AndV2Format(t *testing.T) {
 // TestHandEditsOfTheInterface: a VIP deleted by hand is put back; an
 // address rhi does not own is left alone.
 func TestHandEditsOfTheInterface(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	ctx := context.Background()
 	s.holds(t, "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32")
@@ -302,7 +301,7 @@ func TestHandEditsOfTheInterface(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.holds(t, "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32 192.0.2.7/32")
-	if err := s.SetAll("unhealthy", Keys(Seed)...); err != nil {
+	if err := s.SetAll("unhealthy", site.Keys(site.Seed)...); err != nil {
 		t.Fatal(err)
 	}
 	s.holds(t, "192.0.2.7/32")
@@ -318,7 +317,7 @@ func TestHandEditsOfTheInterface(t *testing.T) {
 // TestRestartDoesNotFlap restarts rhi (on_shutdown: keep) while watching
 // the peer: the routes must never leave it.
 func TestRestartDoesNotFlap(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	vips := seedAddrs()
 	w.peerSees(t, "via dc1 (paths from dc1)", vips...)
@@ -329,7 +328,7 @@ func TestRestartDoesNotFlap(t *testing.T) {
 		defer close(watching)
 		for ctx.Err() == nil {
 			for _, a := range vips {
-				v, err := Peer(ctx, w.lab, prefix(a))
+				v, err := site.Peer(ctx, w.lab, prefix(a))
 				if err == nil && len(v.From) == 0 {
 					select {
 					case lost <- a:
@@ -349,7 +348,7 @@ func TestRestartDoesNotFlap(t *testing.T) {
 		}
 	}
 	// Keep watching over a few polls of the new rhi.
-	if err := waitFor(context.Background(), func() error {
+	if err := lab.Eventually(context.Background(), 0, 0, func(context.Context) error {
 		st, err := s.Status(context.Background())
 		if err == nil && st.ControlAPI.Polls < 5 {
 			err = fmt.Errorf("%d polls", st.ControlAPI.Polls)

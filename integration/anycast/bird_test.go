@@ -5,40 +5,29 @@ package anycast
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // bulk is n VIPs that all depend on one upstream, so that one change of
 // that upstream flips all of them in one tick.
-func bulk(n int) []VIP {
-	vips := make([]VIP, n)
+func bulk(n int) []site.VIP {
+	vips := make([]site.VIP, n)
 	for i := range vips {
-		vips[i] = VIP{Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), Upstreams: []string{"/apisix/upstreams/bulk"}}
+		vips[i] = site.VIP{Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), Upstreams: []string{"/apisix/upstreams/bulk"}}
 	}
 	return vips
 }
 
-var routeCount = regexp.MustCompile(`(\d+) of (\d+) routes for (\d+) networks`)
-
 // peerRoutes is how many networks the peer router holds in master4.
 func peerRoutes(ctx context.Context, l *lab.Lab) (int, error) {
-	out, err := l.Peer.Birdc(ctx, "show route count table master4")
-	if err != nil {
-		return 0, err
-	}
-	m := routeCount.FindStringSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("unexpected reply %q", out)
-	}
-	return strconv.Atoi(m[3])
+	return l.Peer.RouteCount(ctx, "master4")
 }
 
 // settle waits until rhi on s reports that BIRD agrees about all n VIPs,
@@ -49,7 +38,7 @@ func settle(t *testing.T, w *world, s *Site, n int, want bool, peer int) status.
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var st status.Status
-	err := waitFor(ctx, func() error {
+	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		var err error
 		if st, err = s.Status(ctx); err != nil {
 			return err
@@ -122,7 +111,7 @@ func flip1000(t *testing.T, w *world) (renewals int) {
 // netlink buffer, short device scan), 1,000 VIPs flipping at once are
 // confirmed through BIRD every time.
 func TestBirdConfirms1000Flips(t *testing.T) {
-	w := newWorld(t, Config{VIPs: bulk(1000), PollInterval: 500 * time.Millisecond})
+	w := newWorld(t, site.Config{VIPs: bulk(1000), PollInterval: 500 * time.Millisecond})
 	flip1000(t, w)
 }
 
@@ -139,7 +128,7 @@ func TestBirdMissedNetlinkIsRepaired(t *testing.T) {
 	}
 	l := lab.ForTest(t, lab.Options{DCs: 1, BaseConfig: weak})
 	w := &world{lab: l}
-	s, err := NewSite(context.Background(), l.DCs[0], bins, Config{VIPs: bulk(1000), PollInterval: 500 * time.Millisecond})
+	s, err := NewSite(context.Background(), l.DCs[0], bins, site.Config{VIPs: bulk(1000), PollInterval: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

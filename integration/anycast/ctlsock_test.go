@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
@@ -57,7 +59,7 @@ func (s *Site) ctlStatusWhen(t *testing.T, what string, ok func(status.Status) e
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var st status.Status
-	err := waitFor(ctx, func() error {
+	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		var err error
 		if st, err = s.ctlStatus(ctx); err != nil {
 			return err
@@ -87,7 +89,7 @@ func flood(t *testing.T, ns, addr string, n int) []net.Conn {
 	t.Helper()
 	conns := make([]net.Conn, 0, n)
 	for range n {
-		c, err := dialIn(ns, addr)
+		c, err := site.DialIn(ns, addr)
 		if err != nil {
 			closeAll(conns)
 			t.Fatalf("connection %d of the flood: %v", len(conns)+1, err)
@@ -136,7 +138,7 @@ func stillOpen(conns []net.Conn) int {
 // most: polls go on, the VIPs stay, the control socket answers.
 func TestStatusListenFlood(t *testing.T) {
 	const nofile, n = 1024, 1100
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{wrap: []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", nofile, nofile), "--"}})
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{wrap: []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", nofile, nofile), "--"}})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	pid := s.RHI().Pid()
 	base := openFDs(t, pid)
@@ -185,7 +187,7 @@ func TestStatusListenFlood(t *testing.T) {
 	closeAll(conns)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := waitFor(ctx, func() error {
+	if err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		code, body, err := s.Get(ctx, "/metrics")
 		if err == nil && (code != 200 || !strings.Contains(body, "rhi_build_info")) {
 			err = fmt.Errorf("HTTP %d", code)
@@ -244,7 +246,7 @@ func (s *Site) vipsOfConfig(t *testing.T) []string {
 // daemon did, and the VIPs really leave.
 func TestStatusListenSquatter(t *testing.T) {
 	var stop func()
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{before: func(t *testing.T, w *world, s *Site) { stop = impostor(t, s) }})
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{before: func(t *testing.T, w *world, s *Site) { stop = impostor(t, s) }})
 	s.ctlStatusWhen(t, "the real rhi ready", func(st status.Status) error {
 		if !st.Ready {
 			return errors.New("not ready")
@@ -266,7 +268,7 @@ func TestStatusListenSquatter(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("rhi drain --all: exit %d, %v\n%s", code, err, out)
 	}
-	if strings.Contains(out, "IMPOSTOR") || strings.Count(out, "withdrawn  BIRD agrees") != len(Seed) {
+	if strings.Contains(out, "IMPOSTOR") || strings.Count(out, "withdrawn  BIRD agrees") != len(site.Seed) {
 		t.Errorf("rhi drain --all said:\n%s", out)
 	}
 	// What it said is true: off the interface, gone at the peer.
@@ -277,7 +279,7 @@ func TestStatusListenSquatter(t *testing.T) {
 	stop()
 	wctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
-	if err := waitFor(wctx, func() error {
+	if err := lab.Eventually(wctx, 0, 0, func(context.Context) error {
 		code, body, err := s.Get(wctx, "/metrics")
 		if err == nil && (code != 200 || !strings.Contains(body, "rhi_build_info")) {
 			err = fmt.Errorf("HTTP %d", code)
@@ -297,7 +299,7 @@ func TestStatusListenSquatter(t *testing.T) {
 // and off the peer; 30 undrains at once bring them all back.
 func TestConcurrentDrainsLab(t *testing.T) {
 	vips := bulk(30)
-	w, s := newFaultSite(t, Config{VIPs: vips}, faultSite{})
+	w, s := newFaultSite(t, site.Config{VIPs: vips}, faultSite{})
 	var addrs []string
 	for _, v := range vips {
 		addrs = append(addrs, v.Address)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/bird/birdtest"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -58,7 +59,7 @@ func (f birdFault) run(t *testing.T, w *world, s *Site) {
 
 	ended := time.Now()
 	f.end(t)
-	s.birdAgrees(t, len(Seed), ended)
+	s.birdAgrees(t, len(site.Seed), ended)
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.logOnce(t, "rhi-error.log", logged, cannotConfirm)
 	s.logOnce(t, "rhi-main.log", back+1, "BIRD reachable again")
@@ -69,7 +70,7 @@ func (f birdFault) run(t *testing.T, w *world, s *Site) {
 // from the start; rhi runs without BIRD until the socket appears.
 func TestFaultBirdSocketMissing(t *testing.T) {
 	var link string
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{
 		edit: func(t *testing.T, s *Site, text string) string {
 			link = filepath.Join(s.DC.Dir, "bird-link.ctl")
 			return birdAt(link, time.Second)(t, s, text)
@@ -89,10 +90,10 @@ func TestFaultBirdSocketMissing(t *testing.T) {
 // that let root ignore file permissions, so that a socket with mode 000
 // refuses it as it refuses an unprivileged rhi.
 func TestFaultBirdPermissionDenied(t *testing.T) {
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{
 		wrap: []string{"setpriv", "--bounding-set", "-dac_override,-dac_read_search"},
 	})
-	s.birdAgrees(t, len(Seed), time.Time{})
+	s.birdAgrees(t, len(site.Seed), time.Time{})
 	fi, err := os.Stat(s.DC.BirdSocket)
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +118,8 @@ func TestFaultBirdPermissionDenied(t *testing.T) {
 // TestFaultBirdKilledAndRestarted kills BIRD outright and starts it again
 // as the lab does; its sessions come back and rhi confirms again.
 func TestFaultBirdKilledAndRestarted(t *testing.T) {
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
-	s.birdAgrees(t, len(Seed), time.Time{})
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
+	s.birdAgrees(t, len(site.Seed), time.Time{})
 	d := s.DC
 	birdFault{
 		want:  "connection refused",
@@ -140,12 +141,12 @@ func TestFaultBirdKilledAndRestarted(t *testing.T) {
 // every confirmation times out, while the poll loop keeps turning and
 // applying flips; SIGCONT ends it.
 func TestFaultBirdStalled(t *testing.T) {
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{
 		edit: func(t *testing.T, s *Site, text string) string {
 			return birdAt(s.DC.BirdSocket, 300*time.Millisecond)(t, s, text)
 		},
 	})
-	s.birdAgrees(t, len(Seed), time.Time{})
+	s.birdAgrees(t, len(site.Seed), time.Time{})
 	d := s.DC
 	t.Cleanup(func() { syscall.Kill(birdPid(t, d), syscall.SIGCONT) })
 	birdFault{
@@ -174,14 +175,14 @@ func TestFaultBirdStalled(t *testing.T) {
 // rhi's socket (a symlink, so the real BIRD can come back behind it).
 func TestFaultBirdGarbage(t *testing.T) {
 	var link string
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{
 		edit: func(t *testing.T, s *Site, text string) string {
 			link = filepath.Join(s.DC.Dir, "bird-link.ctl")
 			pointSocket(t, link, s.DC.BirdSocket)
 			return birdAt(link, 500*time.Millisecond)(t, s, text)
 		},
 	})
-	s.birdAgrees(t, len(Seed), time.Time{})
+	s.birdAgrees(t, len(site.Seed), time.Time{})
 	cases := []struct {
 		name  string
 		reply string // to "show protocols all"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -29,7 +30,7 @@ type faultSite struct {
 
 // newFaultSite builds a one-ADC lab with a site for cfg shaped by o, and
 // starts rhi.
-func newFaultSite(t *testing.T, cfg Config, o faultSite) (*world, *Site) {
+func newFaultSite(t *testing.T, cfg site.Config, o faultSite) (*world, *Site) {
 	t.Helper()
 	l := lab.ForTest(t, lab.Options{DCs: 1})
 	w := &world{lab: l}
@@ -151,7 +152,7 @@ func (s *Site) statusWithin(t *testing.T, deadline time.Duration, what string, o
 	defer cancel()
 	var st status.Status
 	var last error // what ok said last: the last Status may be cut by the deadline
-	err := waitFor(ctx, func() error {
+	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		var err error
 		if st, err = s.Status(ctx); err != nil {
 			return err
@@ -297,7 +298,7 @@ func watchPeer(t *testing.T, w *world, addrs ...string) (stop func() []string) {
 		defer close(done)
 		for ctx.Err() == nil {
 			for _, a := range addrs {
-				v, err := Peer(ctx, w.lab, prefix(a))
+				v, err := site.Peer(ctx, w.lab, prefix(a))
 				if err == nil && len(v.From) == 0 {
 					lost[a] = true
 				}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -18,8 +19,8 @@ const cannotSet = "cannot set VIPs on the interface; retrying every tick"
 // creates it again: rhi reports the missing interface, keeps deciding, and
 // puts the VIPs back once the interface returns.
 func TestFaultIfaceDeletedAndRecreated(t *testing.T) {
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
-	s.birdAgrees(t, len(Seed), time.Time{})
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
+	s.birdAgrees(t, len(site.Seed), time.Time{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 
 	s.ip(t, "link", "del", s.DC.Iface)
@@ -64,7 +65,7 @@ func TestFaultIfaceDeletedAndRecreated(t *testing.T) {
 		return nil
 	})
 	s.metricsHave(t, `rhi_interface_up{iface="rhi0"} 1`)
-	s.birdAgrees(t, len(Seed), back)
+	s.birdAgrees(t, len(site.Seed), back)
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.logOnce(t, "rhi-main.log", 1, "interface errors cleared")
 	s.logOnce(t, "rhi-error.log", 1, cannotSet)
@@ -77,14 +78,14 @@ func TestFaultIfaceDeletedAndRecreated(t *testing.T) {
 // from the down link without trying to repair that, and BIRD announces the
 // VIPs again once the link is up.
 func TestFaultIfaceDownAndUp(t *testing.T) {
-	vips := []VIP{
+	vips := []site.VIP{
 		{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"}},
 		{Address: "fd00:255::10", Upstreams: []string{"/apisix/upstreams/api"}},
 		{Address: "10.0.0.101", Upstreams: []string{"/apisix/upstreams/auth"}},
 	}
 	addrs := []string{"10.0.0.100", "fd00:255::10", "10.0.0.101"}
 	all := "10.0.0.100/32 10.0.0.101/32 fd00:255::10/128"
-	w, s := newFaultSite(t, Config{VIPs: vips}, faultSite{})
+	w, s := newFaultSite(t, site.Config{VIPs: vips}, faultSite{})
 	s.birdAgrees(t, len(vips), time.Time{})
 	w.peerSees(t, "via dc1 (paths from dc1)", addrs...)
 
@@ -145,12 +146,12 @@ func TestFaultIfaceDownAndUp(t *testing.T) {
 // TestFaultIfaceHandEdits: an owned VIP changed by hand either way is put
 // back as rhi wants it on the next tick, and the repair is logged.
 func TestFaultIfaceHandEdits(t *testing.T) {
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
 	if err := s.SetAll("unhealthy", "/apisix/upstreams/api"); err != nil {
 		t.Fatal(err)
 	}
 	s.holds(t, "10.0.0.101/32 10.0.0.102/32")
-	s.birdAgrees(t, len(Seed), time.Time{})
+	s.birdAgrees(t, len(site.Seed), time.Time{})
 	cases := []struct {
 		name string
 		edit []string // ip arguments
@@ -178,13 +179,13 @@ func TestFaultIfaceHandEdits(t *testing.T) {
 // interface and announced: rhi takes them as they are, with no error, no
 // add and no moment in which the peer loses them.
 func TestFaultIfaceAddressAlreadyThere(t *testing.T) {
-	vips := []VIP{
+	vips := []site.VIP{
 		{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"}},
 		{Address: "fd00:255::10", Upstreams: []string{"/apisix/upstreams/api"}},
 	}
 	both := []string{"10.0.0.100", "fd00:255::10"}
 	var lost func() []string
-	_, s := newFaultSite(t, Config{VIPs: vips}, faultSite{
+	_, s := newFaultSite(t, site.Config{VIPs: vips}, faultSite{
 		before: func(t *testing.T, w *world, s *Site) {
 			s.ip(t, "addr", "add", "10.0.0.100/32", "dev", "rhi0")
 			s.ip(t, "addr", "add", "fd00:255::10/128", "dev", "rhi0", "nodad")
@@ -223,11 +224,11 @@ func TestFaultIfaceAddressAlreadyThere(t *testing.T) {
 // kernel holds an IPv6 address once); rhi says so, once, and manages the
 // other VIPs.
 func TestFaultIfaceAddressTakenAsAnotherPrefix(t *testing.T) {
-	vips := []VIP{
+	vips := []site.VIP{
 		{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"}},
 		{Address: "fd00:255::11", Upstreams: []string{"/apisix/upstreams/api"}},
 	}
-	_, s := newFaultSite(t, Config{VIPs: vips}, faultSite{
+	_, s := newFaultSite(t, site.Config{VIPs: vips}, faultSite{
 		before: func(t *testing.T, _ *world, s *Site) {
 			s.ip(t, "addr", "add", "fd00:255::11/64", "dev", "rhi0", "nodad")
 		},
@@ -259,7 +260,7 @@ func TestFaultIfaceAddressTakenAsAnotherPrefix(t *testing.T) {
 // with EPERM, which rhi must report clearly (interface, operation,
 // permission) and once, while it keeps running.
 func TestFaultIfaceNoNetAdmin(t *testing.T) {
-	_, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{
+	_, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{
 		wrap: []string{"setpriv", "--bounding-set", "-net_admin"},
 	})
 	want := `vip "10.0.0.100/32": add on "rhi0": operation not permitted`
@@ -301,8 +302,8 @@ func TestFaultIfaceChangesAreConfirmed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
-			s.birdAgrees(t, len(Seed), time.Time{})
+			w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
+			s.birdAgrees(t, len(site.Seed), time.Time{})
 			edited := time.Now()
 			for _, args := range c.edit {
 				s.ip(t, args...)
@@ -313,7 +314,7 @@ func TestFaultIfaceChangesAreConfirmed(t *testing.T) {
 				if !st.Bird.LastCheck.After(edited) {
 					return errorf("no check since the change (last %s)", st.Bird.LastCheck.Format(time.RFC3339Nano))
 				}
-				if st.Bird.Error != "" || st.Bird.Agree != len(Seed) {
+				if st.Bird.Error != "" || st.Bird.Agree != len(site.Seed) {
 					return errorf("bird %+v", st.Bird)
 				}
 				return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -40,14 +41,14 @@ func (s *Site) metricValue(t *testing.T, series string) (v float64, found bool) 
 // and the failed writes are counted.
 func TestHealthzNoNetAdmin(t *testing.T) {
 	const maxFailed = 3
-	_, s := newFaultSite(t, Config{VIPs: Seed, MaxFailedPolls: maxFailed}, faultSite{
+	_, s := newFaultSite(t, site.Config{VIPs: site.Seed, MaxFailedPolls: maxFailed}, faultSite{
 		wrap: []string{"setpriv", "--bounding-set", "-net_admin"},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var reason string
 	var ticks uint64
-	err := waitFor(ctx, func() error {
+	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		// /status first: /healthz, asked after, has seen at least as
 		// many ticks, every one of which failed to write.
 		st, err := s.Status(ctx)
@@ -62,7 +63,7 @@ func TestHealthzNoNetAdmin(t *testing.T) {
 			return errorf("%d ticks", st.ControlAPI.Polls)
 		}
 		if code != 503 || !strings.Contains(body, `interface rhi0 could not be written`) || !strings.Contains(body, "operation not permitted") {
-			return errStop{errorf("after %d ticks that all failed to write: /healthz %d %q", st.ControlAPI.Polls, code, body)}
+			return lab.Stop(errorf("after %d ticks that all failed to write: /healthz %d %q", st.ControlAPI.Polls, code, body))
 		}
 		reason, ticks = strings.TrimSpace(body), st.ControlAPI.Polls
 		return nil
@@ -92,8 +93,8 @@ func TestHealthzNoNetAdmin(t *testing.T) {
 // rhi_bgp_established series rather than repeat what BIRD said before;
 // rhi_bird_up says why, and /healthz stays 200 (BIRD is not rhi's health).
 func TestBirdStoppedNoBGPSeries(t *testing.T) {
-	_, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
-	s.birdAgrees(t, len(Seed), time.Time{})
+	_, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
+	s.birdAgrees(t, len(site.Seed), time.Time{})
 	st, err := s.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestBirdStoppedNoBGPSeries(t *testing.T) {
 func TestDryRunQuietAboutItself(t *testing.T) {
 	l := lab.ForTest(t, lab.Options{DCs: 1})
 	ctx := context.Background()
-	s, err := NewSite(ctx, l.DCs[0], bins, Config{VIPs: Seed})
+	s, err := NewSite(ctx, l.DCs[0], bins, site.Config{VIPs: site.Seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +153,8 @@ func TestDryRunQuietAboutItself(t *testing.T) {
 		}
 		return nil
 	})
-	if !st.DryRun || st.Bird.Agree != len(Seed) || st.Bird.Disagree != 0 {
-		t.Errorf("dry run: dry_run %v, BIRD agrees on %d, disagrees on %d; want true, %d, 0", st.DryRun, st.Bird.Agree, st.Bird.Disagree, len(Seed))
+	if !st.DryRun || st.Bird.Agree != len(site.Seed) || st.Bird.Disagree != 0 {
+		t.Errorf("dry run: dry_run %v, BIRD agrees on %d, disagrees on %d; want true, %d, 0", st.DryRun, st.Bird.Agree, st.Bird.Disagree, len(site.Seed))
 	}
 	for _, v := range st.VIPs {
 		if !v.Desired || v.OnInterface {

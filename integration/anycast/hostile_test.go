@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -19,7 +20,7 @@ import (
 // once, `rhi drain` fails at once saying why, and SIGTERM stops rhi. A
 // symbolic link there is not followed; a regular file again is applied.
 func TestHostileDrainFile(t *testing.T) {
-	cfg := Config{VIPs: Seed}
+	cfg := site.Config{VIPs: site.Seed}
 	var drain string
 	_, s := newFaultSite(t, cfg, faultSite{before: func(t *testing.T, _ *world, s *Site) {
 		drain = filepath.Join(s.DC.Dir, "drain")

@@ -5,6 +5,8 @@ package anycast
 import (
 	"context"
 	"fmt"
+	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,12 +24,15 @@ func (w *world) nagiosExits(t *testing.T, s *Site, code int) string {
 	defer cancel()
 	var out string
 	var got int
-	err := w.lab.WaitFor(ctx, func(ctx context.Context) (bool, error) {
+	err := lab.Eventually(ctx, 0, 0, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		var err error
 		out, got, err = s.RHICommand(cctx, "verify", "--nagios")
-		return err == nil && got == code, err
+		if err == nil && got != code {
+			err = fmt.Errorf("exit %d", got)
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatalf("%s: rhi verify --nagios never exited %d: %v\nlast: exit %d: %s", s.DC.Name, code, err, got, out)
@@ -42,12 +47,12 @@ func (w *world) nagiosExits(t *testing.T, s *Site, code int) string {
 // TestVerifyNagios: one plugin line with perfdata; OK while BIRD carries
 // every VIP, CRITICAL while the session that carries them is down, OK again.
 func TestVerifyNagios(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	ctx := context.Background()
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 
-	n := len(Seed)
+	n := len(site.Seed)
 	ok := regexp.MustCompile(fmt.Sprintf(`^RHI OK - %d VIPs agree, (\d) of (\d) sessions Established \| vips=%d agree=%d disagree=0 sessions_up=(\d)\n$`, n, n, n))
 	out := w.nagiosExits(t, s, 0)
 	m := ok.FindStringSubmatch(out)
@@ -73,7 +78,7 @@ func TestVerifyNagios(t *testing.T) {
 // priority; an error (a rejected reload) reaches stderr as <3> while both
 // log files still get it.
 func TestJournalStderr(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	ctx := context.Background()
 	if err := s.StopRHI(); err != nil {
@@ -90,7 +95,7 @@ func TestJournalStderr(t *testing.T) {
 		t.Helper()
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if err := waitFor(wctx, func() error {
+		if err := lab.Eventually(wctx, 0, 0, func(context.Context) error {
 			b, err := os.ReadFile(p.Stderr)
 			if err == nil && !re.Match(b) {
 				err = errorf("stderr lacks %s", re)

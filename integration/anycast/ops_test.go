@@ -5,6 +5,8 @@ package anycast
 import (
 	"context"
 	"fmt"
+	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,13 +21,13 @@ func (s *Site) metricsHave(t *testing.T, lines ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var missing string
-	err := waitFor(ctx, func() error {
+	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		code, body, err := s.Get(ctx, "/metrics")
 		if err != nil {
 			return err
 		}
 		if code != 200 {
-			return errStop{errorf("/metrics: HTTP %d", code)}
+			return lab.Stop(errorf("/metrics: HTTP %d", code))
 		}
 		for _, l := range lines {
 			if !strings.Contains(body, l+"\n") {
@@ -48,7 +50,7 @@ func (s *Site) logHas(t *testing.T, file, substr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	path := filepath.Join(s.DC.Dir, file)
-	if err := waitFor(ctx, func() error {
+	if err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		b, err := os.ReadFile(path)
 		if err == nil && !strings.Contains(string(b), substr) {
 			err = errorf("%s lacks %q", file, substr)
@@ -60,15 +62,15 @@ func (s *Site) logHas(t *testing.T, file, substr string) {
 }
 
 func TestReloadGoodBadAndDroppedVIP(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.metricsHave(t, `rhi_config_reloads_total{result="success"} 1`, `rhi_vip_desired{vip="10.0.0.102/32"} 1`)
 
 	// Good: drop 10.0.0.102, change 10.0.0.100's condition.
-	next := Config{VIPs: []VIP{
+	next := site.Config{VIPs: []site.VIP{
 		{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api", "/apisix/upstreams/auth"}, Condition: "any"},
-		Seed[1],
+		site.Seed[1],
 	}}
 	if err := s.WriteConfig(next); err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func TestReloadGoodBadAndDroppedVIP(t *testing.T) {
 }
 
 func TestDrainUndrainAndRestart(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed}, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed}, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	ctx := context.Background()
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", seedAddrs()...)
@@ -163,7 +165,7 @@ func TestDrainUndrainAndRestart(t *testing.T) {
 func TestOnShutdown(t *testing.T) {
 	for _, mode := range []string{"keep", "withdraw"} {
 		t.Run(mode, func(t *testing.T) {
-			w := newWorld(t, Config{VIPs: Seed, OnShutdown: mode})
+			w := newWorld(t, site.Config{VIPs: site.Seed, OnShutdown: mode})
 			s := w.sites[0]
 			w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 			if err := s.StopRHI(); err != nil {
@@ -183,7 +185,7 @@ func TestOnShutdown(t *testing.T) {
 }
 
 func TestDryRunTouchesNothing(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	ctx := context.Background()
 	s.holds(t, "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32")
@@ -202,7 +204,7 @@ func TestDryRunTouchesNothing(t *testing.T) {
 	}
 	s.logHas(t, "rhi-error.log", "dry run: not changing the interface")
 	// Several polls later, nothing changed.
-	if err := waitFor(ctx, func() error {
+	if err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		st, err := s.Status(ctx)
 		if err == nil && st.ControlAPI.Polls < 10 {
 			err = errorf("%d polls", st.ControlAPI.Polls)
@@ -217,7 +219,7 @@ func TestDryRunTouchesNothing(t *testing.T) {
 }
 
 func TestLogReopenAfterRename(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	main := filepath.Join(s.DC.Dir, "rhi-main.log")
 	s.logHas(t, "rhi-main.log", "rhi starting")

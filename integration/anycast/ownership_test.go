@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/owned"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
@@ -36,7 +37,7 @@ func (s *Site) recorded(t *testing.T) string {
 // reloaded). The record says rhi put it there, so the first tick withdraws
 // it, the peer loses it, and `rhi verify` is consistent again.
 func TestOwnershipRestartWithdrawsDroppedVIP(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	if got := s.recorded(t); got != "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32" {
@@ -47,7 +48,7 @@ func TestOwnershipRestartWithdrawsDroppedVIP(t *testing.T) {
 	if err := s.StopRHI(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.WriteConfig(Config{VIPs: Seed[:2]}); err != nil {
+	if err := s.WriteConfig(site.Config{VIPs: site.Seed[:2]}); err != nil {
 		t.Fatal(err)
 	}
 	s.holds(t, "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32") // on_shutdown: keep
@@ -89,7 +90,7 @@ func TestOwnershipRestartWithdrawsDroppedVIP(t *testing.T) {
 func TestOwnershipNoRecordKeepsConfiguredAddress(t *testing.T) {
 	var lost func() []string
 	var monitor string
-	_, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{
+	_, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{
 		before: func(t *testing.T, w *world, s *Site) {
 			if _, err := os.Stat(filepath.Join(s.DC.Dir, "owned")); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("a record before the first start: %v", err)
@@ -137,7 +138,7 @@ func TestOwnershipNoRecordKeepsConfiguredAddress(t *testing.T) {
 // it, metrics and /status show it. With unmanaged_addresses: withdraw it
 // leaves the interface on the next tick, and so does one added later.
 func TestUnmanagedAddressReportedThenWithdrawn(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.ip(t, "addr", "add", "10.0.0.77/32", "dev", s.DC.Iface)
@@ -170,7 +171,7 @@ func TestUnmanagedAddressReportedThenWithdrawn(t *testing.T) {
 	s.logOnce(t, "rhi-main.log", 1, "level=warning", "announced without a health check", "10.0.0.77/32")
 	s.holds(t, "10.0.0.77/32 10.0.0.100/32 10.0.0.101/32 10.0.0.102/32") // report: left alone
 
-	if err := s.WriteConfig(Config{VIPs: Seed, Unmanaged: "withdraw"}); err != nil {
+	if err := s.WriteConfig(site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Reload(); err != nil {

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // verifyDeadline bounds each wait for `rhi verify` to reach an exit code:
@@ -86,14 +89,14 @@ func (w *world) verifyExits(t *testing.T, s *Site, code int, args ...string) ver
 	defer cancel()
 	var last verifyRun
 	runs := 0
-	err := w.lab.WaitFor(ctx, func(ctx context.Context) (bool, error) {
+	err := lab.Eventually(ctx, 0, 0, func(ctx context.Context) error {
 		r, err := runVerify(ctx, s, args...)
 		last = r
 		runs++
-		if err != nil {
-			return false, err
+		if err == nil && r.code != code {
+			err = fmt.Errorf("exit %d", r.code)
 		}
-		return r.code == code, nil
+		return err
 	})
 	if err != nil {
 		t.Fatalf("%s: rhi verify %s never exited %d: %v\nlast run: %s", s.DC.Name, strings.Join(args, " "), code, err, last)
@@ -123,13 +126,13 @@ func wantVIPs(t *testing.T, r verifyRun, source, want string, n int) {
 // session (exit 1); when it returns, exit 0 again. A socket that does not
 // exist cannot be checked (exit 2).
 func TestVerifyPeerSession(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed})
 	s := w.sites[0]
 	ctx := context.Background()
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 
 	r := w.verifyExits(t, s, 0)
-	wantVIPs(t, r, "daemon", "present", len(Seed))
+	wantVIPs(t, r, "daemon", "present", len(site.Seed))
 
 	peerSession := s.DC.PeerProtos[0] // the router's IPv4 session to dc1
 	if _, err := w.lab.Peer.Birdc(ctx, "disable "+peerSession); err != nil {
@@ -155,14 +158,14 @@ func TestVerifyPeerSession(t *testing.T) {
 		}
 	}
 	// The daemon says so once for all of them, after its grace period.
-	s.logLines(t, "rhi-error.log", 1, "BIRD disagrees with the interface", "no Established BGP session carries it", fmt.Sprintf("vips=%d", len(Seed)))
+	s.logLines(t, "rhi-error.log", 1, "BIRD disagrees with the interface", "no Established BGP session carries it", fmt.Sprintf("vips=%d", len(site.Seed)))
 
 	if _, err := w.lab.Peer.Birdc(ctx, "enable "+peerSession); err != nil {
 		t.Fatal(err)
 	}
 	r = w.verifyExits(t, s, 0)
-	wantVIPs(t, r, "daemon", "present", len(Seed))
-	s.logLines(t, "rhi-error.log", 1, "BIRD agrees now", fmt.Sprintf("vips=%d", len(Seed)))
+	wantVIPs(t, r, "daemon", "present", len(site.Seed))
+	s.logLines(t, "rhi-error.log", 1, "BIRD agrees now", fmt.Sprintf("vips=%d", len(site.Seed)))
 
 	r, err := runVerify(ctx, s, "--bird-socket", "/nonexistent/bird.ctl")
 	if err != nil {
@@ -179,26 +182,26 @@ func TestVerifyPeerSession(t *testing.T) {
 // that recover while nobody puts the VIPs back are a mismatch until rhi
 // runs again.
 func TestVerifyWithdrawn(t *testing.T) {
-	w := newWorld(t, Config{VIPs: Seed}, Config{VIPs: Seed})
+	w := newWorld(t, site.Config{VIPs: site.Seed}, site.Config{VIPs: site.Seed})
 	dc1, dc2 := w.sites[0], w.sites[1]
 	vips := seedAddrs()
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", vips...)
-	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(Seed))
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(site.Seed))
 
-	if err := dc1.SetAll("unhealthy", Keys(Seed)...); err != nil {
+	if err := dc1.SetAll("unhealthy", site.Keys(site.Seed)...); err != nil {
 		t.Fatal(err)
 	}
 	dc1.holds(t, "")
 	w.peerSees(t, "via dc2 (paths from dc2)", vips...)
-	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "absent", len(Seed))
-	wantVIPs(t, w.verifyExits(t, dc2, 0), "daemon", "present", len(Seed))
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "absent", len(site.Seed))
+	wantVIPs(t, w.verifyExits(t, dc2, 0), "daemon", "present", len(site.Seed))
 
 	if err := dc1.StopRHI(); err != nil {
 		t.Fatal(err)
 	}
-	wantVIPs(t, w.verifyExits(t, dc1, 0), "poll", "absent", len(Seed))
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "poll", "absent", len(site.Seed))
 
-	if err := dc1.SetAll("healthy", Keys(Seed)...); err != nil {
+	if err := dc1.SetAll("healthy", site.Keys(site.Seed)...); err != nil {
 		t.Fatal(err)
 	}
 	r := w.verifyExits(t, dc1, 1)
@@ -215,7 +218,7 @@ func TestVerifyWithdrawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", vips...)
-	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(Seed))
+	wantVIPs(t, w.verifyExits(t, dc1, 0), "daemon", "present", len(site.Seed))
 }
 
 // summary picks the report's one-line summary out of the JSON.
@@ -234,12 +237,19 @@ func summary(stdout string) string {
 const renewWait = 4 * time.Second
 
 // logLines waits until the site's log file holds a line with every one of
-// substrs, then checks that it holds exactly want of them.
+// substrs, then checks that it holds exactly want of them once the BIRD
+// check that wrote the line is over: one line for all the VIPs of a check,
+// not one per VIP.
+//
+// The end of that check is an event, not a pause: rhi writes a check's log
+// lines (synchronously) while it records the check, and /status reads the
+// confirmation under the same lock, so a /status answered after the line
+// was seen comes after every line of that check.
 func (s *Site) logLines(t *testing.T, file string, want int, substrs ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), verifyDeadline)
 	defer cancel()
-	err := waitFor(ctx, func() error {
+	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		if s.logCount(t, file, substrs...) == 0 {
 			return fmt.Errorf("no line with %q in %s", substrs, file)
 		}
@@ -248,7 +258,13 @@ func (s *Site) logLines(t *testing.T, file string, want int, substrs ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // a second line would come with the same check
+	st, err := s.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Bird.LastCheck.IsZero() {
+		t.Fatalf("%s: a line with %q in %s, but /status shows no BIRD check", s.DC.Name, substrs, file)
+	}
 	if n := s.logCount(t, file, substrs...); n != want {
 		t.Errorf("%d lines with %q in %s, want %d", n, substrs, file, want)
 	}
@@ -267,7 +283,7 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	l := lab.ForTest(t, lab.Options{DCs: 1, ADCConfig: conf})
 	w := &world{lab: l}
 	ctx := context.Background()
-	s, err := NewSite(ctx, l.DCs[0], bins, Config{VIPs: Seed})
+	s, err := NewSite(ctx, l.DCs[0], bins, site.Config{VIPs: site.Seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,13 +294,23 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	t.Cleanup(func() { s.StopRHI() })
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 
-	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(Seed))
-	noRenewals := func() {
+	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(site.Seed))
+	// noRenewals: the daemon's own confirmation has seen what verify saw
+	// (seen accepts its status) and, while BIRD disagrees, has gone on
+	// checking for longer than a disagreement takes to be renewed (an
+	// agreeing daemon does not renew, and checks again only on a change);
+	// yet it renewed nothing. Bounded on those checks, not on a pause.
+	noRenewals := func(what string, seen func(status.Status) error) {
 		t.Helper()
-		time.Sleep(2 * renewWait)
-		st, err := s.Status(ctx)
-		if err != nil {
-			t.Fatal(err)
+		first := s.statusWithin(t, time.Minute, what, seen)
+		st := first
+		if first.Bird.Disagree > 0 || len(first.Bird.Problems) > 0 {
+			st = s.statusWithin(t, time.Minute, "checked BIRD for longer than a renewal takes", func(st status.Status) error {
+				if d := st.Bird.LastCheck.Sub(first.Bird.LastCheck); d < renewWait {
+					return errorf("last check %s after the first that saw it, want %s", d, renewWait)
+				}
+				return nil
+			})
 		}
 		for _, v := range st.VIPs {
 			if v.Bird != nil && v.Bird.Renewed > 0 {
@@ -295,7 +321,12 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 			t.Errorf("%d renewals logged", n)
 		}
 	}
-	noRenewals()
+	noRenewals("confirmed every VIP in table vip4", func(st status.Status) error {
+		if st.Bird.Error != "" || st.Bird.Agree != len(site.Seed) || st.Bird.Disagree != 0 {
+			return errorf("BIRD agrees on %d, disagrees on %d, error %q", st.Bird.Agree, st.Bird.Disagree, st.Bird.Error)
+		}
+		return nil
+	})
 
 	if _, err := s.DC.Birdc(ctx, "disable rhi_direct"); err != nil {
 		t.Fatal(err)
@@ -305,10 +336,15 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	if len(r.doc.Check.Problems) == 0 || r.doc.Check.Problems[0] != problem {
 		t.Errorf("problems %q, want %q first\n%s", r.doc.Check.Problems, problem, r)
 	}
-	noRenewals()
+	noRenewals("seen that BIRD cannot announce", func(st status.Status) error {
+		if !slices.Contains(st.Bird.Problems, problem) {
+			return errorf("BIRD's problems %q, want %q", st.Bird.Problems, problem)
+		}
+		return nil
+	})
 
 	if _, err := s.DC.Birdc(ctx, "enable rhi_direct"); err != nil {
 		t.Fatal(err)
 	}
-	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(Seed))
+	wantVIPs(t, w.verifyExits(t, s, 0), "daemon", "present", len(site.Seed))
 }

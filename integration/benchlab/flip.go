@@ -9,9 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/rhi-daemon/rhi/integration/anycast"
-	"github.com/rhi-daemon/rhi/integration/benchlab/probe"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
@@ -50,21 +49,21 @@ type flipResult struct {
 // one; its figures would not say what they claim.
 var errMispredicted = errors.New("the poll that acted was not the predicted one")
 
-func runFlips(ctx context.Context, bins anycast.Binaries, p flipPlan, rng *rand.Rand, r *report) (err error) {
+func runFlips(ctx context.Context, bins site.Binaries, p flipPlan, rng *rand.Rand, r *report) (err error) {
 	l, err := newLab(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeLab(l, &err)
-	vips := make([]anycast.VIP, p.n)
+	vips := make([]site.VIP, p.n)
 	for i := range vips {
-		vips[i] = anycast.VIP{Address: probe.VIPAddr(i), Upstreams: []string{bulkKey}}
+		vips[i] = site.VIP{Address: site.VIPAddr(i), Upstreams: []string{bulkKey}}
 	}
-	s, err := startSite(ctx, l, bins, anycast.Config{PollInterval: p.poll, VIPs: vips})
+	s, err := startSite(ctx, l, bins, site.Config{PollInterval: p.poll, VIPs: vips})
 	if err != nil {
 		return err
 	}
-	defer s.rhi.Stop()
+	defer s.StopRHI()
 	g, err := findGrid(ctx, s)
 	if err != nil {
 		return err
@@ -90,7 +89,7 @@ func runFlips(ctx context.Context, bins anycast.Binaries, p flipPlan, rng *rand.
 				res.withdraw = append(res.withdraw, sm)
 			}
 			fmt.Fprintf(os.Stderr, "   trial %2d %-8s wait %6s ms  iface %6s ms  peer %6s ms  total %6s ms\n",
-				i+1, direction(up), probe.Ms(sm.wait), probe.Ms(sm.iface), probe.Ms(sm.peer), probe.Ms(sm.total))
+				i+1, direction(up), site.Ms(sm.wait), site.Ms(sm.iface), site.Ms(sm.peer), site.Ms(sm.total))
 		}
 	}
 	r.flips = append(r.flips, res)
@@ -114,7 +113,7 @@ func direction(up bool) string {
 
 // trial changes the bulk upstream at a random point between two polls and
 // times the change through rhi's poll, rhi0 and the peer router.
-func trial(ctx context.Context, l *lab.Lab, s *site, g *grid, n int, up bool, rng *rand.Rand) (sample, error) {
+func trial(ctx context.Context, l *lab.Lab, s *site.Site, g *grid, n int, up bool, rng *rand.Rand) (sample, error) {
 	if err := g.refresh(ctx, s); err != nil {
 		return sample{}, err
 	}
@@ -186,7 +185,7 @@ func waitPeer(ctx context.Context, l *lab.Lab, n int, up bool) (time.Time, error
 		every = 5 * time.Millisecond
 	}
 	var seen time.Time
-	err := waitUntil(ctx, 60*time.Second, every, func(ctx context.Context) error {
+	err := lab.Eventually(ctx, 60*time.Second, every, func(ctx context.Context) error {
 		ok, err := peerHas(ctx, l, n, up)
 		if err != nil {
 			return err
@@ -204,7 +203,7 @@ func waitPeer(ctx context.Context, l *lab.Lab, n int, up bool) (time.Time, error
 // For one VIP it asks for that prefix; for more, the table's route count.
 func peerHas(ctx context.Context, l *lab.Lab, n int, up bool) (bool, error) {
 	if n == 1 {
-		v, err := anycast.Peer(ctx, l, netip.MustParsePrefix(probe.VIPAddr(0)+"/32"))
+		v, err := site.Peer(ctx, l, netip.MustParsePrefix(site.VIPAddr(0)+"/32"))
 		return (len(v.From) > 0) == up, err
 	}
 	got, err := peerCount(ctx, l)
@@ -221,19 +220,15 @@ func peerHas(ctx context.Context, l *lab.Lab, n int, up bool) (bool, error) {
 // peerCount is how many networks the peer router holds in master4, where
 // only the ADCs' VIPs arrive.
 func peerCount(ctx context.Context, l *lab.Lab) (int, error) {
-	out, err := l.Peer.Birdc(ctx, "show route count table master4")
-	if err != nil {
-		return 0, err
-	}
-	return probe.RouteCount(out)
+	return l.Peer.RouteCount(ctx, "master4")
 }
 
 // ifaceTime waits until rhi reports every VIP desired and on rhi0 as up
 // says, and returns when rhi0 last changed (VIPs[].since is set after the
 // interface change, so it is when the change was done).
-func ifaceTime(ctx context.Context, s *site, up bool) (time.Time, error) {
+func ifaceTime(ctx context.Context, s *site.Site, up bool) (time.Time, error) {
 	var at time.Time
-	err := waitUntil(ctx, 60*time.Second, 20*time.Millisecond, func(ctx context.Context) error {
+	err := lab.Eventually(ctx, 60*time.Second, 20*time.Millisecond, func(ctx context.Context) error {
 		var err error
 		at, err = ifaceState(ctx, s, up)
 		return err
@@ -243,8 +238,8 @@ func ifaceTime(ctx context.Context, s *site, up bool) (time.Time, error) {
 
 // ifaceState checks once that rhi reports every VIP desired and on rhi0 as
 // up says, and returns the latest VIPs[].since.
-func ifaceState(ctx context.Context, s *site, up bool) (time.Time, error) {
-	st, err := probe.Status(ctx, s.Site)
+func ifaceState(ctx context.Context, s *site.Site, up bool) (time.Time, error) {
+	st, err := s.Status(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -263,15 +258,15 @@ func ifaceState(ctx context.Context, s *site, up bool) (time.Time, error) {
 // startSite starts the fake control API with every upstream of cfg healthy
 // (two nodes each) and rhi with cfg, and waits until every VIP is on rhi0
 // and at the peer router.
-func startSite(ctx context.Context, l *lab.Lab, bins anycast.Binaries, cfg anycast.Config) (*site, error) {
+func startSite(ctx context.Context, l *lab.Lab, bins site.Binaries, cfg site.Config) (*site.Site, error) {
 	// The upstreams are created over the control socket rather than on the
 	// fake API's command line, which cannot hold 10,000 of them (an
 	// argument is limited to 128 KiB).
-	s, err := anycast.NewSite(ctx, l.DCs[0], bins, anycast.Config{})
+	s, err := site.New(ctx, l.DCs[0], bins, site.Config{})
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range anycast.Keys(cfg.VIPs) {
+	for _, k := range site.Keys(cfg.VIPs) {
 		ref, err := apisix.ParseRef(k)
 		if err != nil {
 			return nil, err
@@ -284,32 +279,25 @@ func startSite(ctx context.Context, l *lab.Lab, bins anycast.Binaries, cfg anyca
 		return nil, err
 	}
 	// ctx bounds rhi's life, not only its start.
-	p, err := probe.StartRHI(ctx, s, bins.RHI, "rhi-bench", 3*time.Minute)
-	if err != nil {
+	s.StartWait = 3 * time.Minute
+	if err := s.StartRHI(ctx); err != nil {
 		return nil, err
 	}
-	st := &site{Site: s, rhi: p}
-	if err := settle(ctx, l, st, len(cfg.VIPs), true, 3*time.Minute); err != nil {
-		p.Stop()
+	if err := settle(ctx, l, s, len(cfg.VIPs), true, 3*time.Minute); err != nil {
+		s.StopRHI()
 		return nil, err
 	}
-	return st, nil
-}
-
-// site is a lab site whose rhi this program started (see probe.StartRHI).
-type site struct {
-	*anycast.Site
-	rhi *lab.Proc
+	return s, nil
 }
 
 // settle waits until the peer holds all n routes (up) or none and rhi
 // reports every VIP accordingly.
-func settle(ctx context.Context, l *lab.Lab, s *site, n int, up bool, limit time.Duration) error {
+func settle(ctx context.Context, l *lab.Lab, s *site.Site, n int, up bool, limit time.Duration) error {
 	every := 50 * time.Millisecond
 	if n > 1000 {
 		every = time.Second // /status is megabytes at 10,000 VIPs
 	}
-	return waitUntil(ctx, limit, every, func(ctx context.Context) error {
+	return lab.Eventually(ctx, limit, every, func(ctx context.Context) error {
 		ok, err := peerHas(ctx, l, n, up)
 		if err != nil {
 			return err

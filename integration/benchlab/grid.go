@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rhi-daemon/rhi/integration/benchlab/probe"
+	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 // gridSlack is how far from the grid a poll may start and still count as
@@ -46,8 +47,8 @@ func (g grid) off(t time.Time) time.Duration {
 
 // findGrid watches rhi's status until two consecutive polls started one
 // interval apart, and anchors the grid on the second.
-func findGrid(ctx context.Context, s *site) (grid, error) {
-	st, err := probe.Status(ctx, s.Site)
+func findGrid(ctx context.Context, s *site.Site) (grid, error) {
+	st, err := s.Status(ctx)
 	if err != nil {
 		return grid{}, err
 	}
@@ -57,8 +58,8 @@ func findGrid(ctx context.Context, s *site) (grid, error) {
 	}
 	g := grid{interval: interval}
 	prevPolls, prevStart := st.ControlAPI.Polls, st.ControlAPI.LastPoll
-	err = waitUntil(ctx, 30*time.Second, interval/5, func(ctx context.Context) error {
-		st, err := probe.Status(ctx, s.Site)
+	err = lab.Eventually(ctx, 30*time.Second, interval/5, func(ctx context.Context) error {
+		st, err := s.Status(ctx)
 		if err != nil {
 			return err
 		}
@@ -79,9 +80,9 @@ func findGrid(ctx context.Context, s *site) (grid, error) {
 // relative to the grid: a tick never fires early, only late, so the
 // earliest start seen is the best estimate of the grid. It waits while the
 // last poll is off the grid (started late after a long one).
-func (g *grid) refresh(ctx context.Context, s *site) error {
-	return waitUntil(ctx, 30*time.Second, g.interval/2, func(ctx context.Context) error {
-		st, err := probe.Status(ctx, s.Site)
+func (g *grid) refresh(ctx context.Context, s *site.Site) error {
+	return lab.Eventually(ctx, 30*time.Second, g.interval/2, func(ctx context.Context) error {
+		st, err := s.Status(ctx)
 		if err != nil {
 			return err
 		}

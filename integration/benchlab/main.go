@@ -24,15 +24,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/rhi-daemon/rhi/integration/anycast"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 // labPrefix names the benchmark's namespaces, apart from the tests' and the
@@ -75,21 +73,14 @@ func run() int {
 	defer stop()
 	lab.Sweep(ctx, labPrefix)
 
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	binDir, err := os.MkdirTemp("", "rhi-benchlab-bin-")
+	bins, err := site.Build(ctx, "rhi-benchlab-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchlab:", err)
 		return 1
 	}
-	defer os.RemoveAll(binDir)
-	bins, err := anycast.Build(ctx, root, binDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchlab:", err)
-		return 1
-	}
+	defer bins.Remove()
 
-	r := &report{machine: machine(), seed: o.seed}
+	r := &report{machine: site.Machine(), seed: o.seed}
 	rng := rand.New(rand.NewPCG(o.seed, 0x7268692d62656e63))
 	var failed error
 	for _, sc := range selected {
@@ -110,12 +101,12 @@ func run() int {
 // scenario is one measurement in its own lab.
 type scenario struct {
 	name string
-	run  func(ctx context.Context, bins anycast.Binaries, o options, rng *rand.Rand, r *report) error
+	run  func(ctx context.Context, bins site.Binaries, o options, rng *rand.Rand, r *report) error
 }
 
 func scenarios() []scenario {
-	flip := func(n int, poll time.Duration, idle bool) func(context.Context, anycast.Binaries, options, *rand.Rand, *report) error {
-		return func(ctx context.Context, bins anycast.Binaries, o options, rng *rand.Rand, r *report) error {
+	flip := func(n int, poll time.Duration, idle bool) func(context.Context, site.Binaries, options, *rand.Rand, *report) error {
+		return func(ctx context.Context, bins site.Binaries, o options, rng *rand.Rand, r *report) error {
 			trials := o.trials1
 			if n > 1 {
 				trials = o.trials1000
@@ -123,8 +114,8 @@ func scenarios() []scenario {
 			return runFlips(ctx, bins, flipPlan{n: n, poll: poll, trials: trials, idle: idle, idleFor: o.idle}, rng, r)
 		}
 	}
-	scale := func(n int, mode string) func(context.Context, anycast.Binaries, options, *rand.Rand, *report) error {
-		return func(ctx context.Context, bins anycast.Binaries, o options, _ *rand.Rand, r *report) error {
+	scale := func(n int, mode string) func(context.Context, site.Binaries, options, *rand.Rand, *report) error {
+		return func(ctx context.Context, bins site.Binaries, o options, _ *rand.Rand, r *report) error {
 			return runScale(ctx, bins, n, mode, o.window, r)
 		}
 	}
@@ -169,51 +160,11 @@ func pick(only string) ([]scenario, error) {
 	return out, nil
 }
 
-// machine describes where the figures were taken.
-func machine() string {
-	kernel := "unknown kernel"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = "kernel " + strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("%d cores (%s), %s, %s, %s", runtime.NumCPU(), cpuModel(), kernel, runtime.Version(), time.Now().UTC().Format("2006-01-02"))
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown cpu"
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown cpu"
-}
-
 // newLab builds a one-ADC lab for a scenario.
 func newLab(ctx context.Context) (*lab.Lab, error) {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	return lab.New(ctx, lab.Options{DCs: 1, Prefix: labPrefix, Wait: 60 * time.Second})
-}
-
-// waitUntil calls f every interval until it returns nil, ctx ends or limit
-// passes; the error names f's last complaint.
-func waitUntil(ctx context.Context, limit, interval time.Duration, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
-		case <-time.After(interval):
-		}
-	}
 }
 
 // closeLab closes l and joins its error to err.

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rhi-daemon/rhi/integration/benchlab/probe"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 // report gathers every scenario's figures for the final table.
@@ -37,7 +37,7 @@ func (r *report) print(w io.Writer) {
 					wait, iface, peer, total = append(wait, s.wait), append(iface, s.iface), append(peer, s.peer), append(total, s.total)
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", f.n, f.poll, d.name, len(d.samples),
-					probe.Summarize(wait), probe.Summarize(iface), probe.Summarize(peer), probe.Summarize(total), f.discarded)
+					site.Summarize(wait), site.Summarize(iface), site.Summarize(peer), site.Summarize(total), f.discarded)
 			}
 		}
 		tw.Flush()
@@ -47,10 +47,10 @@ func (r *report) print(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "VIPs\tupstreams\tpoll\twindow\tCPU (% of a core)\tRSS\tthreads")
 		for _, i := range r.idles {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\n", i.vips, i.upstreams, i.poll, i.window.Round(time.Second), pct(i.cpu), probe.MiB(i.rss), i.threads)
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\n", i.vips, i.upstreams, i.poll, i.window.Round(time.Second), pct(i.cpu), site.MiB(i.rss), i.threads)
 		}
 		for _, s := range r.scales {
-			fmt.Fprintf(tw, "%d\t%d (%s)\t%s\t%s\t%s\t%s\t-\n", s.upstreams, s.upstreams, s.mode, s.poll, s.window.Round(time.Second), pct(s.rhiShare), probe.MiB(s.rss))
+			fmt.Fprintf(tw, "%d\t%d (%s)\t%s\t%s\t%s\t%s\t-\n", s.upstreams, s.upstreams, s.mode, s.poll, s.window.Round(time.Second), pct(s.rhiShare), site.MiB(s.rss))
 		}
 		tw.Flush()
 	}

@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/rhi-daemon/rhi/integration/anycast"
-	"github.com/rhi-daemon/rhi/integration/benchlab/probe"
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
+	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 // idleResult is rhi at rest: VIPs announced, health unchanged.
@@ -22,25 +22,25 @@ type idleResult struct {
 
 // measureIdle reads rhi's CPU over window, with nothing changing, and its
 // RSS at the end.
-func measureIdle(ctx context.Context, s *site, vips, upstreams int, poll, window time.Duration) (idleResult, error) {
+func measureIdle(ctx context.Context, s *site.Site, vips, upstreams int, poll, window time.Duration) (idleResult, error) {
 	// Let the last change's confirmation through BIRD finish first.
 	if err := sleepUntil(ctx, time.Now().Add(3*poll+time.Second)); err != nil {
 		return idleResult{}, err
 	}
 	fmt.Fprintf(os.Stderr, "   idle for %s with %d VIPs at a %s poll\n", window, vips, poll)
-	pid := s.rhi.Pid()
-	a, err := probe.ReadProc(pid)
+	pid := s.RHI().Pid()
+	a, err := site.ReadProc(pid)
 	if err != nil {
 		return idleResult{}, err
 	}
 	if err := sleepUntil(ctx, time.Now().Add(window)); err != nil {
 		return idleResult{}, err
 	}
-	b, err := probe.ReadProc(pid)
+	b, err := site.ReadProc(pid)
 	if err != nil {
 		return idleResult{}, err
 	}
-	return idleResult{vips: vips, upstreams: upstreams, poll: poll, window: b.At.Sub(a.At), cpu: probe.CPUShare(a, b), rss: b.RSS, threads: b.Threads}, nil
+	return idleResult{vips: vips, upstreams: upstreams, poll: poll, window: b.At.Sub(a.At), cpu: site.CPUShare(a, b), rss: b.RSS, threads: b.Threads}, nil
 }
 
 // scaleResult is a window of polls of many distinct upstreams.
@@ -62,33 +62,33 @@ type scaleResult struct {
 
 // runScale polls n distinct upstreams (one VIP each) at a 1 s interval for
 // window and reads the cost from rhi's metrics and /proc.
-func runScale(ctx context.Context, bins anycast.Binaries, n int, mode string, window time.Duration, r *report) (err error) {
+func runScale(ctx context.Context, bins site.Binaries, n int, mode string, window time.Duration, r *report) (err error) {
 	l, err := newLab(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeLab(l, &err)
-	vips := make([]anycast.VIP, n)
+	vips := make([]site.VIP, n)
 	for i := range vips {
-		vips[i] = anycast.VIP{Address: probe.VIPAddr(i), Upstreams: []string{fmt.Sprintf("/apisix/upstreams/u%d", i)}}
+		vips[i] = site.VIP{Address: site.VIPAddr(i), Upstreams: []string{fmt.Sprintf("/apisix/upstreams/u%d", i)}}
 	}
 	// SPEC's default timeout (5 s), so that a slow poll is measured rather
 	// than cut at the lab's 1 s.
-	cfg := anycast.Config{PollInterval: time.Second, Timeout: 5 * time.Second, VIPs: vips, PollMode: mode}
+	cfg := site.Config{PollInterval: time.Second, Timeout: 5 * time.Second, VIPs: vips, PollMode: mode}
 	fmt.Fprintf(os.Stderr, "   starting rhi with %d VIPs over %d upstreams (%s)\n", n, n, mode)
 	s, err := startSite(ctx, l, bins, cfg)
 	if err != nil {
 		return err
 	}
-	defer s.rhi.Stop()
-	apiPid, err := probe.FindPid(probe.APISocket(s.Site))
+	defer s.StopRHI()
+	apiPid, err := site.FindPid(s.APISocket())
 	if err != nil {
 		return err
 	}
 	if err := sleepUntil(ctx, time.Now().Add(3*time.Second)); err != nil {
 		return err
 	}
-	st0, err := probe.Status(ctx, s.Site)
+	st0, err := s.Status(ctx)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func runScale(ctx context.Context, bins anycast.Binaries, n int, mode string, wi
 	if err != nil {
 		return err
 	}
-	st1, err := probe.Status(ctx, s.Site)
+	st1, err := s.Status(ctx)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func runScale(ctx context.Context, bins anycast.Binaries, n int, mode string, wi
 		wall:       (b.pollSeconds - a.pollSeconds) / polls,
 		requests:   float64(b.requests-a.requests) / polls,
 		rhiCPU:     (b.rhi.CPU - a.rhi.CPU).Seconds() / polls,
-		rhiShare:   probe.CPUShare(a.rhi, b.rhi),
+		rhiShare:   site.CPUShare(a.rhi, b.rhi),
 		apiCPU:     (b.api.CPU - a.api.CPU).Seconds() / polls,
 		rss:        b.rhi.RSS,
 	})
@@ -131,7 +131,7 @@ func runScale(ctx context.Context, bins anycast.Binaries, n int, mode string, wi
 
 // reading is the counters at one moment between two polls.
 type reading struct {
-	rhi, api    probe.Proc
+	rhi, api    site.Proc
 	requests    int
 	polls       float64
 	pollSeconds float64
@@ -142,11 +142,11 @@ type reading struct {
 // each other more closely), so that counts of requests and polls agree.
 // Rendering /metrics costs rhi CPU that belongs to no poll, so it is read
 // outside the window: first at its start (metricsFirst), last at its end.
-func between(ctx context.Context, s *site, apiPid int, metricsFirst bool) (reading, error) {
+func between(ctx context.Context, s *site.Site, apiPid int, metricsFirst bool) (reading, error) {
 	var rd reading
-	api := fakeapi.NewClient(probe.APISocket(s.Site))
+	api := fakeapi.NewClient(s.APISocket())
 	last, still := -1, 0
-	err := waitUntil(ctx, 30*time.Second, 10*time.Millisecond, func(ctx context.Context) error {
+	err := lab.Eventually(ctx, 30*time.Second, 10*time.Millisecond, func(ctx context.Context) error {
 		n, err := api.Requests()
 		if err != nil {
 			return err
@@ -170,10 +170,10 @@ func between(ctx context.Context, s *site, apiPid int, metricsFirst bool) (readi
 			return rd, err
 		}
 	}
-	if rd.rhi, err = probe.ReadProc(s.rhi.Pid()); err != nil {
+	if rd.rhi, err = site.ReadProc(s.RHI().Pid()); err != nil {
 		return rd, err
 	}
-	if rd.api, err = probe.ReadProc(apiPid); err != nil {
+	if rd.api, err = site.ReadProc(apiPid); err != nil {
 		return rd, err
 	}
 	if !metricsFirst {
@@ -183,14 +183,14 @@ func between(ctx context.Context, s *site, apiPid int, metricsFirst bool) (readi
 }
 
 // readPolls reads the count and total wall time of rhi's polls.
-func readPolls(ctx context.Context, s *site, rd *reading) error {
-	text, err := probe.Metrics(ctx, s.Site)
+func readPolls(ctx context.Context, s *site.Site, rd *reading) error {
+	text, err := s.Metrics(ctx)
 	if err != nil {
 		return err
 	}
-	if rd.polls, err = probe.Metric(text, "rhi_poll_duration_seconds_count"); err != nil {
+	if rd.polls, err = site.Metric(text, "rhi_poll_duration_seconds_count"); err != nil {
 		return err
 	}
-	rd.pollSeconds, err = probe.Metric(text, "rhi_poll_duration_seconds_sum")
+	rd.pollSeconds, err = site.Metric(text, "rhi_poll_duration_seconds_sum")
 	return err
 }

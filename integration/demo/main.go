@@ -12,14 +12,12 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/rhi-daemon/rhi/integration/anycast"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 func main() {
@@ -45,18 +43,12 @@ func run(poll time.Duration) error {
 	defer stop()
 	lab.Sweep(ctx, lab.DefaultPrefix)
 
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	binDir, err := os.MkdirTemp("", "rhi-demo-bin-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(binDir)
 	caption("Building rhi and a stand-in for APISIX's control API")
-	bins, err := anycast.Build(ctx, root, binDir)
+	bins, err := site.Build(ctx, "rhi-demo-bin-")
 	if err != nil {
 		return err
 	}
+	defer bins.Remove()
 
 	caption("Building the lab: two data centres (dc1, dc2) and one router, each in its own network namespace")
 	l, err := lab.New(ctx, lab.Options{DCs: 2})
@@ -73,10 +65,10 @@ func run(poll time.Duration) error {
 	say("Both data centres announce the same three service addresses (VIPs) to the router: that is anycast.")
 	say("The router prefers dc1 when both announce a VIP; if dc1 stops announcing, it uses dc2.")
 
-	cfg := anycast.Config{VIPs: anycast.Seed, PollInterval: poll}
-	var sites []*anycast.Site
+	cfg := site.Config{VIPs: site.Seed, PollInterval: poll}
+	var sites []*site.Site
 	for _, dc := range l.DCs {
-		s, err := anycast.NewSite(ctx, dc, bins, cfg)
+		s, err := site.New(ctx, dc, bins, cfg)
 		if err != nil {
 			return err
 		}
@@ -90,8 +82,8 @@ func run(poll time.Duration) error {
 			s.StopRHI()
 		}
 	}()
-	vips := make([]netip.Prefix, len(anycast.Seed))
-	for i, v := range anycast.Seed {
+	vips := make([]netip.Prefix, len(site.Seed))
+	for i, v := range site.Seed {
 		vips[i] = netip.MustParsePrefix(v.Address + "/32")
 	}
 	if _, err := waitAll(ctx, l, vips, "dc1", 2); err != nil {
@@ -105,7 +97,7 @@ func run(poll time.Duration) error {
 	dc1 := sites[0]
 	caption("Every backend in dc1 dies (APISIX's health checks now mark all of dc1's nodes unhealthy)")
 	changed := time.Now()
-	if err := dc1.SetAll("unhealthy", anycast.Keys(anycast.Seed)...); err != nil {
+	if err := dc1.SetAll("unhealthy", site.Keys(site.Seed)...); err != nil {
 		return err
 	}
 	seen, err := waitAll(ctx, l, vips, "dc2", 1)
@@ -124,7 +116,7 @@ func run(poll time.Duration) error {
 
 	caption("dc1's backends come back")
 	changed = time.Now()
-	if err := dc1.SetAll("healthy", anycast.Keys(anycast.Seed)...); err != nil {
+	if err := dc1.SetAll("healthy", site.Keys(site.Seed)...); err != nil {
 		return err
 	}
 	seen, err = waitAll(ctx, l, vips, "dc1", 2)
@@ -153,20 +145,23 @@ func waitAll(ctx context.Context, l *lab.Lab, vips []netip.Prefix, best string, 
 	seen := map[netip.Prefix]time.Time{}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err := l.WaitFor(ctx, func(ctx context.Context) (bool, error) {
+	err := lab.Eventually(ctx, 0, 0, func(ctx context.Context) error {
 		for _, p := range vips {
 			if _, ok := seen[p]; ok {
 				continue
 			}
-			v, err := anycast.Peer(ctx, l, p)
+			v, err := site.Peer(ctx, l, p)
 			if err != nil {
-				return false, err
+				return err
 			}
 			if v.Best == best && len(v.From) == n {
 				seen[p] = time.Now()
 			}
 		}
-		return len(seen) == len(vips), nil
+		if len(seen) < len(vips) {
+			return fmt.Errorf("%d of %d VIPs via %s with %d paths", len(seen), len(vips), best, n)
+		}
+		return nil
 	})
 	return seen, err
 }
@@ -174,7 +169,7 @@ func waitAll(ctx context.Context, l *lab.Lab, vips []netip.Prefix, best string, 
 func table(ctx context.Context, l *lab.Lab, vips []netip.Prefix) error {
 	say("  %-16s %-18s %s", "VIP", "traffic goes to", "also announced by")
 	for _, p := range vips {
-		v, err := anycast.Peer(ctx, l, p)
+		v, err := site.Peer(ctx, l, p)
 		if err != nil {
 			return err
 		}
@@ -200,7 +195,7 @@ func table(ctx context.Context, l *lab.Lab, vips []netip.Prefix) error {
 // timings prints, per VIP, how long after the API changed the router saw
 // it, and how much of that came after rhi's decision (the rest is waiting
 // for rhi's next poll).
-func timings(ctx context.Context, s *anycast.Site, vips []netip.Prefix, changed time.Time, seen map[netip.Prefix]time.Time, what string) error {
+func timings(ctx context.Context, s *site.Site, vips []netip.Prefix, changed time.Time, seen map[netip.Prefix]time.Time, what string) error {
 	st, err := s.Status(ctx)
 	if err != nil {
 		return err

@@ -17,6 +17,12 @@
 // announces, then dc2, and so on. The BIRD configuration is the shipped one
 // (deploy/bird) plus a generated host file with short lab timers.
 //
+// The lab asks BIRD through package bird's client ([Router.Query],
+// [Router.Protocols], [Router.RouteCount]), except for the peer's table,
+// which it reads with its own parser as the tests' oracle ([Route]), and
+// changes BIRD's state (disable, enable) with birdc ([Router.Birdc]). Every
+// wait for another process goes through [Eventually].
+//
 // Names are unique per lab: namespaces are <prefix><pid>-<random>-<host> and
 // the lab's files live in <dir>/<prefix><pid>-<random>. The owner's pid in the
 // name lets [Sweep] remove what a crashed run left behind without touching a

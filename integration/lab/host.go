@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/rhi-daemon/rhi/bird"
 )
 
 // Router is one lab host running BIRD in its own network namespace: the peer
@@ -65,40 +70,92 @@ func (r *Router) Run(ctx context.Context, name string, args ...string) (string, 
 	return out, nil
 }
 
-// Birdc sends one command to the host's BIRD and returns the reply as birdc
-// prints it, without reply codes. BIRD's error replies are *BirdError.
-func (r *Router) Birdc(ctx context.Context, command string) (string, error) {
-	lines, err := birdExchange(ctx, r.BirdSocket, command)
+// birdTimeout bounds one exchange with BIRD, and one run of birdc.
+const birdTimeout = 5 * time.Second
+
+// Query sends one read-only command to the host's BIRD through package
+// bird's client, on a connection restricted to reading, and returns the
+// reply. A reply with an error code is a *bird.Error (errors.As). ctx's
+// deadline applies, shortened to 5 s.
+func (r *Router) Query(ctx context.Context, command string) (bird.Reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, birdTimeout)
+	defer cancel()
+	c, err := bird.Dial(ctx, r.BirdSocket)
 	if err != nil {
-		return "", err
+		return bird.Reply{}, fmt.Errorf("%s: %w", r.Name, err)
 	}
-	return strings.Join(lines, "\n"), nil
+	defer c.Close()
+	reply, err := c.Exec(ctx, command)
+	if err != nil {
+		return reply, fmt.Errorf("%s: %q: %w", r.Name, command, err)
+	}
+	return reply, nil
 }
 
-// Protocols returns BIRD's `show protocols`.
-func (r *Router) Protocols(ctx context.Context) ([]Protocol, error) {
-	lines, err := birdExchange(ctx, r.BirdSocket, "show protocols")
+// Birdc runs BIRD's own client, birdc, with one command, as an operator
+// would, and returns its output without the greeting. It is for the
+// commands that change BIRD's state (disable, enable, configure), which
+// package bird's read-only connection refuses; questions go through
+// [Router.Query]. BIRD's errors make birdc fail, and the error holds its
+// output. ctx's deadline applies, shortened to 5 s.
+func (r *Router) Birdc(ctx context.Context, command string) (string, error) {
+	if command == "" || strings.ContainsAny(command, "\r\n") {
+		return "", fmt.Errorf("%s: birdc %q: want one non-empty line", r.Name, command)
+	}
+	ctx, cancel := context.WithTimeout(ctx, birdTimeout)
+	defer cancel()
+	out, err := combined(exec.CommandContext(ctx, "birdc", "-s", r.BirdSocket, command))
+	_, out, _ = strings.Cut(out, "\n") // "BIRD 2.0.12 ready."
+	out = strings.TrimRight(out, "\n")
+	if err != nil {
+		return out, fmt.Errorf("%s: birdc %q: %w: %s", r.Name, command, err, out)
+	}
+	return out, nil
+}
+
+// Protocols returns BIRD's `show protocols`, read by package bird.
+func (r *Router) Protocols(ctx context.Context) ([]bird.Protocol, error) {
+	reply, err := r.Query(ctx, "show protocols")
 	if err != nil {
 		return nil, err
 	}
-	return parseProtocols(lines)
+	ps, err := bird.ParseProtocols(reply)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.Name, err)
+	}
+	return ps, nil
 }
 
 // Routes returns every path BIRD holds for exactly prefix, best path marked,
 // with From naming the lab host each BGP path came from. A prefix BIRD does
-// not know gives no routes and no error.
+// not know gives no routes and no error. It reads `show route <prefix>`
+// with the lab's own parser (see [Route]).
 func (r *Router) Routes(ctx context.Context, prefix netip.Prefix) ([]Route, error) {
-	lines, err := birdExchange(ctx, r.BirdSocket, "show route "+prefix.String())
-	var be *BirdError
-	if errors.As(err, &be) && be.Code == 8001 { // "Network not found"
+	return r.routes(ctx, "show route "+prefix.String())
+}
+
+// TableRoutes returns every path of BIRD's table (e.g. "master4"), as
+// [Router.Routes] does for one prefix.
+func (r *Router) TableRoutes(ctx context.Context, table string) ([]Route, error) {
+	return r.routes(ctx, "show route table "+table)
+}
+
+func (r *Router) routes(ctx context.Context, command string) ([]Route, error) {
+	reply, err := r.Query(ctx, command)
+	var be *bird.Error
+	if errors.As(err, &be) && be.Code == bird.CodeNetworkNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	routes, err := parseRoutes(lines)
+	texts := make([]string, 0, len(reply.Lines))
+	for _, l := range reply.Lines {
+		texts = append(texts, l.Text)
+	}
+	routes, err := parseRoutes(texts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", r.Name, err)
 	}
 	for i := range routes {
 		for _, s := range r.sessions {
@@ -108,6 +165,24 @@ func (r *Router) Routes(ctx context.Context, prefix netip.Prefix) ([]Route, erro
 		}
 	}
 	return routes, nil
+}
+
+// routeCount is a line of `show route count`.
+var routeCount = regexp.MustCompile(`^(\d+) of (\d+) routes for (\d+) networks in table (\S+)$`)
+
+// RouteCount returns how many networks BIRD's table holds, from `show route
+// count table <table>`: cheaper than listing a table of thousands of routes.
+func (r *Router) RouteCount(ctx context.Context, table string) (int, error) {
+	reply, err := r.Query(ctx, "show route count table "+table)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range reply.Lines {
+		if m := routeCount.FindStringSubmatch(l.Text); m != nil && m[4] == table {
+			return strconv.Atoi(m[3])
+		}
+	}
+	return 0, fmt.Errorf("%s: show route count table %s: no count for the table in %+v", r.Name, table, reply.Lines)
 }
 
 // Best returns the best path among routes, if any.
@@ -120,12 +195,12 @@ func Best(routes []Route) (Route, bool) {
 	return Route{}, false
 }
 
-// established reports whether every BGP session of the host is Established,
-// and if not, names the first one that is not.
-func (r *Router) established(ctx context.Context) (bool, error) {
+// established says which BGP session of the host is not Established, or
+// nil when all are.
+func (r *Router) established(ctx context.Context) error {
 	ps, err := r.Protocols(ctx)
 	if err != nil {
-		return false, err
+		return err
 	}
 	seen := 0
 	for _, p := range ps {
@@ -133,12 +208,12 @@ func (r *Router) established(ctx context.Context) (bool, error) {
 			continue
 		}
 		if !p.Established() {
-			return false, fmt.Errorf("%s: protocol %q is %s %s", r.Name, p.Name, p.State, p.Info)
+			return fmt.Errorf("%s: protocol %q is %s %s", r.Name, p.Name, p.State, p.Info)
 		}
 		seen++
 	}
 	if seen != len(r.sessions) {
-		return false, fmt.Errorf("%s: %d BGP protocols, want %d", r.Name, seen, len(r.sessions))
+		return fmt.Errorf("%s: %d BGP protocols, want %d", r.Name, seen, len(r.sessions))
 	}
-	return true, nil
+	return nil
 }

@@ -20,11 +20,8 @@ import (
 // DefaultPrefix starts the names of the labs' namespaces and directories.
 const DefaultPrefix = "rhi-"
 
-const (
-	defaultWait = 30 * time.Second // WaitFor's deadline when the caller gives none
-	pollEvery   = 20 * time.Millisecond
-	closeTime   = 30 * time.Second // all of Close's external work
-)
+// closeTime bounds all of Close's external work.
+const closeTime = 30 * time.Second
 
 // Options shape a lab. The zero value is a two-ADC lab.
 type Options struct {
@@ -38,8 +35,8 @@ type Options struct {
 	Dir string
 	// Log receives the lab's progress. Default: discarded.
 	Log logrus.FieldLogger
-	// Wait is WaitFor's deadline when the caller's context has none, and the
-	// deadline of bring-up likewise. Default 30 s.
+	// Wait is the deadline of bring-up when the caller's context has none.
+	// Default DefaultWait.
 	Wait time.Duration
 	// ADCConfig, if set, replaces the shipped deploy/bird/adc.conf on every
 	// ADC host.
@@ -58,7 +55,6 @@ type Lab struct {
 	DCs  []*DC
 
 	log  logrus.FieldLogger
-	wait time.Duration
 	adc  string // the ADCs' shared BIRD file; "" = the shipped one
 	base string // the ADCs' device and kernel protocols; "" = the shipped ones
 
@@ -71,13 +67,13 @@ type Lab struct {
 	closeErr  error
 }
 
-// Available reports why the lab cannot run here, or nil: it needs root, ip
-// and bird.
+// Available reports why the lab cannot run here, or nil: it needs root, ip,
+// bird and birdc.
 func Available() error {
 	if os.Geteuid() != 0 {
 		return errors.New("the netns lab needs root")
 	}
-	for _, tool := range []string{"ip", "bird"} {
+	for _, tool := range []string{"ip", "bird", "birdc"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("the netns lab needs %q: %w", tool, err)
 		}
@@ -115,7 +111,7 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		opts.Log = discard
 	}
 	if opts.Wait <= 0 {
-		opts.Wait = defaultWait
+		opts.Wait = DefaultWait
 	}
 
 	var random [4]byte
@@ -127,7 +123,6 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		Name: name,
 		Dir:  filepath.Join(opts.Dir, name),
 		log:  opts.Log.WithField("lab", name),
-		wait: opts.Wait,
 		adc:  opts.ADCConfig,
 		base: opts.BaseConfig,
 	}
@@ -165,7 +160,7 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		}
 	}
 	for _, r := range l.routers() {
-		if err := l.WaitFor(ctx, r.established); err != nil {
+		if err := Eventually(ctx, 0, 0, r.established); err != nil {
 			return nil, fmt.Errorf("bgp sessions of %q: %w", r.Name, err)
 		}
 	}
@@ -255,38 +250,6 @@ func (l *Lab) startTracked(p *Proc) error {
 	}
 	l.procs = append(l.procs, p)
 	return nil
-}
-
-// WaitFor calls cond every 20 ms until it returns true. It gives up when ctx
-// is done, or after the lab's Wait (default 30 s) if ctx has no deadline, and
-// then reports cond's last error. cond's errors are not final: the state it
-// looks at may be in flux.
-func (l *Lab) WaitFor(ctx context.Context, cond func(context.Context) (bool, error)) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.wait)
-		defer cancel()
-	}
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	var last error
-	for {
-		ok, err := cond(ctx)
-		if ok && err == nil {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("condition not met: %w (last check: %w)", ctx.Err(), last)
-			}
-			return fmt.Errorf("condition not met: %w", ctx.Err())
-		case <-tick.C:
-		}
-	}
 }
 
 // Close stops every process started in the lab, deletes its namespaces and

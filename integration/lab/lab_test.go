@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rhi-daemon/rhi/bird"
 )
 
 func TestMain(m *testing.M) {
@@ -53,10 +54,12 @@ func paths(ctx context.Context, r *Router, prefix netip.Prefix) ([]string, error
 func waitPaths(t *testing.T, l *Lab, prefix netip.Prefix, want []string) {
 	t.Helper()
 	var got []string
-	err := l.WaitFor(t.Context(), func(ctx context.Context) (bool, error) {
+	err := Eventually(t.Context(), 0, 0, func(ctx context.Context) error {
 		var err error
-		got, err = paths(ctx, l.Peer, prefix)
-		return cmp.Equal(want, got), err
+		if got, err = paths(ctx, l.Peer, prefix); err == nil && !cmp.Equal(want, got) {
+			err = errors.New("other paths")
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatalf("peer's paths for %s: %v\n(-want +got):\n%s", prefix, err, cmp.Diff(want, got))
@@ -159,9 +162,12 @@ func TestOnlyHostRoutesLeave(t *testing.T) {
 		add(f.host.String())
 	}
 	for _, f := range families {
-		err := l.WaitFor(t.Context(), func(ctx context.Context) (bool, error) {
+		err := Eventually(t.Context(), 0, 0, func(ctx context.Context) error {
 			rs, err := dc1.Routes(ctx, f.subnet)
-			return len(rs) > 0 && rs[0].Protocol == "rhi_direct", err
+			if err == nil && (len(rs) == 0 || rs[0].Protocol != "rhi_direct") {
+				err = fmt.Errorf("routes %+v", rs)
+			}
+			return err
 		})
 		if err != nil {
 			t.Fatalf("%s not in dc1's table from rhi_direct: %v", f.subnet, err)
@@ -172,13 +178,15 @@ func TestOnlyHostRoutesLeave(t *testing.T) {
 		if got, err := paths(t.Context(), l.Peer, f.subnet); err != nil || len(got) > 0 {
 			t.Errorf("peer's paths for %s: %v, %v; want none", f.subnet, got, err)
 		}
-		out, err := dc1.Birdc(t.Context(), "show route export "+f.proto+" "+f.subnet.String())
-		var be *BirdError
-		if err != nil && (!errors.As(err, &be) || be.Code != 8001) {
+		reply, err := dc1.Query(t.Context(), "show route export "+f.proto+" "+f.subnet.String())
+		var be *bird.Error
+		if err != nil && (!errors.As(err, &be) || be.Code != bird.CodeNetworkNotFound) {
 			t.Fatal(err)
 		}
-		if strings.Contains(out, f.subnet.String()) {
-			t.Errorf("dc1 exports %s to %s:\n%s", f.subnet, f.proto, out)
+		for _, l := range reply.Lines {
+			if strings.Contains(l.Text, f.subnet.String()) {
+				t.Errorf("dc1 exports %s to %s: %q", f.subnet, f.proto, l.Text)
+			}
 		}
 	}
 }
@@ -192,10 +200,13 @@ func TestPeerKernelRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got string
-	err := l.WaitFor(t.Context(), func(ctx context.Context) (bool, error) {
+	err := Eventually(t.Context(), 0, 0, func(ctx context.Context) error {
 		out, err := l.Peer.Run(ctx, "ip", "-4", "-o", "route", "show", "10.255.0.20/32")
 		got = strings.TrimSpace(out)
-		return strings.HasPrefix(got, "10.255.0.20 via 10.99.1.2 dev dc1 proto bird"), err
+		if err == nil && !strings.HasPrefix(got, "10.255.0.20 via 10.99.1.2 dev dc1 proto bird") {
+			err = errors.New("no route via dc1 yet")
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatalf("peer's kernel route: %v (last: %q)", err, got)
@@ -277,9 +288,12 @@ func TestProc(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Stop only once the trap is set, or SIGTERM would kill sh at once.
-		err = l.WaitFor(t.Context(), func(context.Context) (bool, error) {
+		err = Eventually(t.Context(), 0, 0, func(context.Context) error {
 			data, err := os.ReadFile(p.Stdout)
-			return strings.Contains(string(data), "ready"), err
+			if err == nil && !strings.Contains(string(data), "ready") {
+				err = errors.New("not ready")
+			}
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -435,7 +449,7 @@ func TestSweep(t *testing.T) {
 	if got := labNamespaces(t, live.Name); len(got) != 2 {
 		t.Errorf("live lab's namespaces after Sweep = %v, want its 2", got)
 	}
-	if ok, err := live.Peer.established(t.Context()); !ok {
+	if err := live.Peer.established(t.Context()); err != nil {
 		t.Errorf("live lab after Sweep: %v", err)
 	}
 }

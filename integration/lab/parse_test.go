@@ -1,12 +1,7 @@
 package lab
 
 import (
-	"bufio"
-	"errors"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,127 +11,17 @@ import (
 // equateIP compares netip values by ==, as they are meant to be.
 var equateIP = cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})
 
-// reply reads a captured reply the way birdExchange reads the socket.
+// reply reads a captured reply through package bird's client, as
+// [Router.Routes] does, and returns its lines' text.
 func reply(t *testing.T, name string) ([]string, error) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
+	srv := fakeBird(t, map[string]string{"show route": name})
+	r, err := (&Router{Name: "test", BirdSocket: srv.Path}).Query(t.Context(), "show route")
+	var texts []string
+	for _, l := range r.Lines {
+		texts = append(texts, l.Text)
 	}
-	return readReply(bufio.NewReader(strings.NewReader(string(data))))
-}
-
-func TestReadReply(t *testing.T) {
-	tests := []struct {
-		name     string
-		input    string
-		want     []string
-		wantCode int // BIRD error code expected, 0 for none
-		wantErr  bool
-	}{
-		{name: "greeting", input: "0001 BIRD 2.0.12 ready.\n", want: []string{"BIRD 2.0.12 ready."}},
-		{name: "continued lines", input: "1007-Table master4:\n 10.0.0.1/32 x\n \tdev rhi0\n0000 \n", want: []string{"Table master4:", "10.0.0.1/32 x", "\tdev rhi0"}},
-		{name: "runtime error", input: "8001 Network not found\n", wantCode: 8001},
-		{name: "syntax error", input: "9001 syntax error, unexpected CF_SYM_UNDEFINED\n", wantCode: 9001},
-		{name: "cut off", input: "1007-Table master4:\n", wantErr: true},
-		{name: "no code", input: "hello\n", wantErr: true},
-		{name: "code not numeric", input: "10x7-Table\n", wantErr: true},
-		{name: "empty", input: "", wantErr: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := readReply(bufio.NewReader(strings.NewReader(tc.input)))
-			var be *BirdError
-			switch {
-			case tc.wantCode != 0:
-				if !errors.As(err, &be) || be.Code != tc.wantCode {
-					t.Fatalf("readReply() error = %v, want BIRD error %d", err, tc.wantCode)
-				}
-			case tc.wantErr:
-				if err == nil || errors.As(err, &be) {
-					t.Fatalf("readReply() = %q, %v; want a malformed-reply error", got, err)
-				}
-			case err != nil:
-				t.Fatalf("readReply() error = %v", err)
-			default:
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("readReply() (-want +got):\n%s", diff)
-				}
-			}
-		})
-	}
-}
-
-func TestParseProtocols(t *testing.T) {
-	tests := []struct {
-		file string
-		want []Protocol
-	}{
-		{"bird2.0.12-show-protocols.up-vip.txt", []Protocol{
-			{Name: "device1", Proto: "Device", Table: "---", State: "up"},
-			{Name: "rhi_direct", Proto: "Direct", Table: "---", State: "up"},
-			{Name: "peer_b", Proto: "BGP", Table: "---", State: "up", Info: "Established"},
-			{Name: "peer_b6", Proto: "BGP", Table: "---", State: "up", Info: "Established"},
-			{Name: "lab_static", Proto: "Static", Table: "master4", State: "up"},
-		}},
-		{"bird2.0.12-show-protocols.peerdown-vip.txt", []Protocol{
-			{Name: "device1", Proto: "Device", Table: "---", State: "up"},
-			{Name: "rhi_direct", Proto: "Direct", Table: "---", State: "up"},
-			{Name: "peer_b", Proto: "BGP", Table: "---", State: "start", Info: "Active Socket: Connection refused"},
-			{Name: "peer_b6", Proto: "BGP", Table: "---", State: "start", Info: "Active Socket: Connection refused"},
-			{Name: "lab_static", Proto: "Static", Table: "master4", State: "up"},
-		}},
-		{"bird2.0.12-show-protocols.isolong.up-vip.txt", []Protocol{
-			{Name: "device1", Proto: "Device", Table: "---", State: "up"},
-			{Name: "rhi_direct", Proto: "Direct", Table: "---", State: "up"},
-			{Name: "peer_b", Proto: "BGP", Table: "---", State: "up", Info: "Established"},
-			{Name: "peer_b6", Proto: "BGP", Table: "---", State: "up", Info: "Established"},
-			{Name: "lab_static", Proto: "Static", Table: "master4", State: "up"},
-		}},
-		{"lab-dc1-show-protocols.txt", []Protocol{
-			{Name: "device1", Proto: "Device", Table: "---", State: "up"},
-			{Name: "rhi_kernel", Proto: "Kernel", Table: "master4", State: "up"},
-			{Name: "rhi_direct", Proto: "Direct", Table: "---", State: "up"},
-			{Name: "peer_4", Proto: "BGP", Table: "---", State: "up", Info: "Established"},
-			{Name: "peer_6", Proto: "BGP", Table: "---", State: "up", Info: "Established"},
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.file, func(t *testing.T) {
-			lines, err := reply(t, tc.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := parseProtocols(lines)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("parseProtocols() (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestProtocolEstablished(t *testing.T) {
-	tests := []struct {
-		name string
-		p    Protocol
-		want bool
-	}{
-		{"established", Protocol{Proto: "BGP", State: "up", Info: "Established"}, true},
-		{"connecting", Protocol{Proto: "BGP", State: "start", Info: "Connect"}, false},
-		{"refused", Protocol{Proto: "BGP", State: "start", Info: "Active Socket: Connection refused"}, false},
-		{"disabled", Protocol{Proto: "BGP", State: "down"}, false},
-		{"not bgp", Protocol{Proto: "Direct", State: "up"}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.p.Established(); got != tc.want {
-				t.Errorf("Established() = %v, want %v", got, tc.want)
-			}
-		})
-	}
+	return texts, err
 }
 
 func TestParseRoutes(t *testing.T) {

@@ -19,15 +19,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/rhi-daemon/rhi/integration/anycast"
-	"github.com/rhi-daemon/rhi/integration/benchlab/probe"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
@@ -89,25 +87,19 @@ func run() int {
 // world is the soak's lab and what the soak told the fake API.
 type world struct {
 	lab    *lab.Lab
-	site   *anycast.Site
+	site   *site.Site
 	rhi    *lab.Proc
-	vips   []anycast.VIP
+	vips   []site.VIP
 	health map[string]string // upstream key → the status of all its nodes
 }
 
 func soak(ctx context.Context, o options) (ok bool, err error) {
 	rng := rand.New(rand.NewPCG(o.seed, 0x736f616b))
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	binDir, err := os.MkdirTemp("", "rhi-soak-bin-")
+	bins, err := site.Build(ctx, "rhi-soak-bin-")
 	if err != nil {
 		return false, err
 	}
-	defer os.RemoveAll(binDir)
-	bins, err := anycast.Build(ctx, root, binDir)
-	if err != nil {
-		return false, err
-	}
+	defer bins.Remove()
 	lctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	l, err := lab.New(lctx, lab.Options{DCs: 1, Prefix: labPrefix, Wait: 60 * time.Second})
 	cancel()
@@ -121,18 +113,20 @@ func soak(ctx context.Context, o options) (ok bool, err error) {
 	}()
 
 	w := &world{lab: l, vips: plan(rng, o.vips, o.upstreams), health: map[string]string{}}
-	for _, k := range anycast.Keys(w.vips) {
+	for _, k := range site.Keys(w.vips) {
 		w.health[k] = "healthy" // as NewSite creates them
 	}
-	cfg := anycast.Config{PollInterval: o.poll, VIPs: w.vips}
-	if w.site, err = anycast.NewSite(ctx, l.DCs[0], bins, cfg); err != nil {
+	cfg := site.Config{PollInterval: o.poll, VIPs: w.vips}
+	if w.site, err = site.New(ctx, l.DCs[0], bins, cfg); err != nil {
 		return false, err
 	}
 	// ctx bounds rhi's life, not only its start.
-	if w.rhi, err = probe.StartRHI(ctx, w.site, bins.RHI, "rhi-soak", 2*time.Minute); err != nil {
+	w.site.StartWait = 2 * time.Minute
+	if err := w.site.StartRHI(ctx); err != nil {
 		return false, err
 	}
-	defer w.rhi.Stop()
+	w.rhi = w.site.RHI()
+	defer w.site.StopRHI()
 	say("soak: %d VIPs over %d upstreams, poll %s, flap chance %.2f per upstream per poll, %s, seed %d",
 		o.vips, len(w.health), o.poll, o.flap, o.duration, o.seed)
 	if bad, err := w.converge(ctx, o.poll, time.Minute); err != nil || len(bad) > 0 {
@@ -142,7 +136,7 @@ func soak(ctx context.Context, o options) (ok bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	st0, err := probe.Status(ctx, w.site)
+	st0, err := w.site.Status(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -162,7 +156,7 @@ func soak(ctx context.Context, o options) (ok bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	st1, err := probe.Status(ctx, w.site)
+	st1, err := w.site.Status(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -174,15 +168,15 @@ func soak(ctx context.Context, o options) (ok bool, err error) {
 	if fi, err := os.Stat(filepath.Join(w.site.DC.Dir, "rhi-main.log")); err == nil {
 		logSize = fi.Size()
 	}
-	say("\nsoak report: %s", machine())
+	say("\nsoak report: %s", site.Machine())
 	say("  %s of flapping, %d upstream status changes, %d VIP transitions applied by rhi", stopped.Sub(before.proc.At).Round(time.Second), changes, flips)
-	say("  polls %d, failed polls %d; main log %s", st1.ControlAPI.Polls-st0.ControlAPI.Polls, st1.ControlAPI.FailedPolls-st0.ControlAPI.FailedPolls, probe.MiB(logSize))
+	say("  polls %d, failed polls %d; main log %s", st1.ControlAPI.Polls-st0.ControlAPI.Polls, st1.ControlAPI.FailedPolls-st0.ControlAPI.FailedPolls, site.MiB(logSize))
 	say("  %-10s %10s %10s %8s %8s %10s", "", "RSS", "peak RSS", "threads", "fds", "goroutines")
 	for _, r := range []struct {
 		name string
 		s    sample
 	}{{"before", before}, {"after", after}} {
-		say("  %-10s %10s %10s %8d %8d %10.0f", r.name, probe.MiB(r.s.proc.RSS), probe.MiB(r.s.proc.HWM), r.s.proc.Threads, r.s.proc.FDs, r.s.goroutines)
+		say("  %-10s %10s %10s %8d %8d %10.0f", r.name, site.MiB(r.s.proc.RSS), site.MiB(r.s.proc.HWM), r.s.proc.Threads, r.s.proc.FDs, r.s.goroutines)
 	}
 	if len(bad) > 0 {
 		say("FAIL: %d VIPs not in the state their last health says, two polls after the flapping stopped:", len(bad))
@@ -199,8 +193,8 @@ func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 
 // plan gives each of n VIPs one to three distinct upstreams among m, with
 // condition all or any at random.
-func plan(rng *rand.Rand, n, m int) []anycast.VIP {
-	vips := make([]anycast.VIP, n)
+func plan(rng *rand.Rand, n, m int) []site.VIP {
+	vips := make([]site.VIP, n)
 	for i := range vips {
 		var ups []string
 		for _, u := range rng.Perm(m)[:1+rng.IntN(3)] {
@@ -210,13 +204,13 @@ func plan(rng *rand.Rand, n, m int) []anycast.VIP {
 		if rng.IntN(2) == 0 {
 			cond = "any"
 		}
-		vips[i] = anycast.VIP{Address: probe.VIPAddr(i), Upstreams: ups, Condition: cond}
+		vips[i] = site.VIP{Address: site.VIPAddr(i), Upstreams: ups, Condition: cond}
 	}
 	return vips
 }
 
 // want is whether v should be announced given the last health the soak set.
-func (w *world) want(v anycast.VIP) bool {
+func (w *world) want(v site.VIP) bool {
 	up := 0
 	for _, k := range v.Upstreams {
 		if healthy(w.health[k]) {
@@ -232,7 +226,7 @@ func (w *world) want(v anycast.VIP) bool {
 // flap changes upstreams at random once per poll interval until the
 // duration is over, and reports how many status changes it made.
 func (w *world) flap(ctx context.Context, rng *rand.Rand, o options) (int, error) {
-	keys := anycast.Keys(w.vips)
+	keys := site.Keys(w.vips)
 	t := time.NewTicker(o.poll)
 	defer t.Stop()
 	report := time.NewTicker(30 * time.Second)
@@ -252,7 +246,7 @@ func (w *world) flap(ctx context.Context, rng *rand.Rand, o options) (int, error
 				return changes, err
 			}
 			say("  %5s: %6d changes, RSS %s, threads %d, fds %d, goroutines %.0f",
-				time.Since(start).Round(time.Second), changes, probe.MiB(s.proc.RSS), s.proc.Threads, s.proc.FDs, s.goroutines)
+				time.Since(start).Round(time.Second), changes, site.MiB(s.proc.RSS), s.proc.Threads, s.proc.FDs, s.goroutines)
 		case <-t.C:
 			for _, k := range keys {
 				if rng.Float64() >= o.flap {
@@ -281,8 +275,8 @@ func (w *world) flap(ctx context.Context, rng *rand.Rand, o options) (int, error
 func (w *world) converge(ctx context.Context, poll, grace time.Duration) ([]string, error) {
 	since := time.Now()
 	var first uint64
-	err := waitFor(ctx, 10*poll+30*time.Second, poll/4, func(ctx context.Context) error {
-		st, err := probe.Status(ctx, w.site)
+	err := lab.Eventually(ctx, 10*poll+30*time.Second, poll/4, func(ctx context.Context) error {
+		st, err := w.site.Status(ctx)
 		if err != nil {
 			return err
 		}
@@ -299,7 +293,7 @@ func (w *world) converge(ctx context.Context, poll, grace time.Duration) ([]stri
 	if err != nil {
 		return nil, err
 	}
-	st, err := probe.Status(ctx, w.site)
+	st, err := w.site.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -321,23 +315,23 @@ func (w *world) converge(ctx context.Context, poll, grace time.Duration) ([]stri
 		}
 	}
 	var peerBad []string
-	err = waitFor(ctx, grace, 100*time.Millisecond, func(ctx context.Context) error {
-		out, err := w.lab.Peer.Birdc(ctx, "show route table master4")
+	err = lab.Eventually(ctx, grace, 100*time.Millisecond, func(ctx context.Context) error {
+		routes, err := w.lab.Peer.TableRoutes(ctx, "master4")
 		if err != nil {
 			return err
 		}
-		got, err := probe.RoutePrefixes(out)
-		if err != nil {
-			return err
+		got := map[netip.Prefix]bool{} // a network with several paths is listed once
+		for _, r := range routes {
+			got[r.Prefix] = true
 		}
 		peerBad = peerBad[:0]
-		for _, p := range got {
+		for p := range got {
 			if !wantPeer[p] {
 				peerBad = append(peerBad, fmt.Sprintf("peer router holds %s, which should be withdrawn", p))
 			}
 		}
 		for p := range wantPeer {
-			if !slices.Contains(got, p) {
+			if !got[p] {
 				peerBad = append(peerBad, fmt.Sprintf("peer router lacks %s, which should be announced", p))
 			}
 		}
@@ -353,7 +347,7 @@ func (w *world) converge(ctx context.Context, poll, grace time.Duration) ([]stri
 	return append(bad, peerBad...), nil
 }
 
-func (w *world) healthOf(v anycast.VIP) string {
+func (w *world) healthOf(v site.VIP) string {
 	var s []string
 	for _, k := range v.Upstreams {
 		s = append(s, w.health[k])
@@ -363,48 +357,20 @@ func (w *world) healthOf(v anycast.VIP) string {
 
 // sample is rhi's resources at one moment.
 type sample struct {
-	proc       probe.Proc
+	proc       site.Proc
 	goroutines float64
 }
 
 func (w *world) sample(ctx context.Context) (sample, error) {
 	var s sample
 	var err error
-	if s.proc, err = probe.ReadProc(w.rhi.Pid()); err != nil {
+	if s.proc, err = site.ReadProc(w.rhi.Pid()); err != nil {
 		return s, err
 	}
-	text, err := probe.Metrics(ctx, w.site)
+	text, err := w.site.Metrics(ctx)
 	if err != nil {
 		return s, err
 	}
-	s.goroutines, err = probe.Metric(text, "go_goroutines")
+	s.goroutines, err = site.Metric(text, "go_goroutines")
 	return s, err
-}
-
-// waitFor calls f every interval until it returns nil, ctx ends or limit
-// passes; the error names f's last complaint.
-func waitFor(ctx context.Context, limit, interval time.Duration, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
-		case <-t.C:
-		}
-	}
-}
-
-func machine() string {
-	kernel := "unknown kernel"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = "kernel " + strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("%d cores, %s, %s", runtime.NumCPU(), kernel, runtime.Version())
 }

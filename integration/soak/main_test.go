@@ -5,22 +5,22 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rhi-daemon/rhi/integration/anycast"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 func TestWant(t *testing.T) {
 	w := &world{health: map[string]string{"/u/a": "healthy", "/u/b": "mostly_healthy", "/u/c": "unhealthy", "/u/d": "mostly_unhealthy"}}
 	tests := []struct {
 		name string
-		vip  anycast.VIP
+		vip  site.VIP
 		want bool
 	}{
-		{"all up", anycast.VIP{Upstreams: []string{"/u/a", "/u/b"}, Condition: "all"}, true},
-		{"all, one down", anycast.VIP{Upstreams: []string{"/u/a", "/u/c"}, Condition: "all"}, false},
-		{"mostly unhealthy is down", anycast.VIP{Upstreams: []string{"/u/d"}, Condition: "all"}, false},
-		{"any, one up", anycast.VIP{Upstreams: []string{"/u/c", "/u/b"}, Condition: "any"}, true},
-		{"any, none up", anycast.VIP{Upstreams: []string{"/u/c", "/u/d"}, Condition: "any"}, false},
-		{"empty condition is all", anycast.VIP{Upstreams: []string{"/u/a", "/u/d"}}, false},
+		{"all up", site.VIP{Upstreams: []string{"/u/a", "/u/b"}, Condition: "all"}, true},
+		{"all, one down", site.VIP{Upstreams: []string{"/u/a", "/u/c"}, Condition: "all"}, false},
+		{"mostly unhealthy is down", site.VIP{Upstreams: []string{"/u/d"}, Condition: "all"}, false},
+		{"any, one up", site.VIP{Upstreams: []string{"/u/c", "/u/b"}, Condition: "any"}, true},
+		{"any, none up", site.VIP{Upstreams: []string{"/u/c", "/u/d"}, Condition: "any"}, false},
+		{"empty condition is all", site.VIP{Upstreams: []string{"/u/a", "/u/d"}}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestPlan(t *testing.T) {
 	if conds["all"] == 0 || conds["any"] == 0 || len(conds) != 2 {
 		t.Errorf("conditions %v, want both all and any", conds)
 	}
-	if keys := anycast.Keys(vips); len(keys) != 10 {
+	if keys := site.Keys(vips); len(keys) != 10 {
 		t.Errorf("%d distinct upstreams over 500 VIPs, want all 10", len(keys))
 	}
 }

@@ -1,9 +1,7 @@
-package probe
+package site
 
 import (
 	"fmt"
-	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,40 +26,9 @@ func Metric(text, name string) (float64, error) {
 	return 0, fmt.Errorf("metric %q: not in the exposition", name)
 }
 
-var routeCount = regexp.MustCompile(`(\d+) of (\d+) routes for (\d+) networks`)
-
-// RouteCount reads the number of networks from BIRD's
-// `show route count` reply, e.g. "1000 of 1000 routes for 1000 networks in
-// table master4".
-func RouteCount(reply string) (int, error) {
-	m := routeCount.FindStringSubmatch(reply)
-	if m == nil {
-		return 0, fmt.Errorf("show route count: unexpected reply %q", reply)
-	}
-	return strconv.Atoi(m[3])
-}
-
-// RoutePrefixes lists the networks in BIRD's `show route` reply (the
-// birdc text without reply codes), sorted. A network with several paths is
-// listed once.
-func RoutePrefixes(reply string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for line := range strings.SplitSeq(reply, "\n") {
-		// A network starts a line; its other paths are indented by spaces
-		// and next hops by a tab.
-		if line == "" || line[0] == ' ' || line[0] == '\t' || strings.HasPrefix(line, "Table ") {
-			continue
-		}
-		f := strings.Fields(line)
-		p, err := netip.ParsePrefix(f[0])
-		if err != nil {
-			return nil, fmt.Errorf("show route: network in %q: %w", line, err)
-		}
-		out = append(out, p)
-	}
-	slices.SortFunc(out, netip.Prefix.Compare)
-	return slices.Compact(out), nil
-}
+// VIPAddr is the i-th benchmark VIP, 10.1.0.1 onwards (250 per /24, so up
+// to 62,500 addresses), away from the lab's links and the seed's 10.0.0.x.
+func VIPAddr(i int) string { return fmt.Sprintf("10.1.%d.%d", i/250, i%250+1) }
 
 // Summary is the median and the worst of repeated timings.
 type Summary struct {

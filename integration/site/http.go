@@ -1,4 +1,4 @@
-package anycast
+package site
 
 import (
 	"bufio"
@@ -12,9 +12,10 @@ import (
 	"github.com/rhi-daemon/rhi/internal/inns"
 )
 
-// dialIn connects to addr from inside the network namespace ns. The socket
-// keeps the namespace it was made in, so only the dial needs the switch.
-func dialIn(ns, addr string) (net.Conn, error) {
+// DialIn connects to addr over TCP from inside the network namespace ns.
+// The socket keeps the namespace it was made in, so only the dial needs the
+// switch.
+func DialIn(ns, addr string) (net.Conn, error) {
 	var c net.Conn
 	err := inns.DoNamed(ns, func() error {
 		var err error
@@ -31,7 +32,7 @@ func dialIn(ns, addr string) (net.Conn, error) {
 // Get fetches path from rhi's status listener on the site (/metrics,
 // /status, /healthz) and returns the status code and body.
 func (s *Site) Get(ctx context.Context, path string) (int, string, error) {
-	c, err := dialIn(s.DC.NS, s.StatusAddr)
+	c, err := DialIn(s.DC.NS, s.StatusAddr)
 	if err != nil {
 		return 0, "", err
 	}

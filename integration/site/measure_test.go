@@ -1,7 +1,6 @@
-package probe
+package site
 
 import (
-	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -126,44 +125,6 @@ process_cpu_seconds_total 1.5e-01
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestRouteCount(t *testing.T) {
-	n, err := RouteCount("1000 of 1000 routes for 1000 networks in table master4")
-	if err != nil || n != 1000 {
-		t.Errorf("got %d, %v; want 1000", n, err)
-	}
-	n, err = RouteCount("2 of 4 routes for 2 networks in table master4\n")
-	if err != nil || n != 2 {
-		t.Errorf("got %d, %v; want 2", n, err)
-	}
-	if _, err := RouteCount("Network not found"); err == nil {
-		t.Error("garbage: no error")
-	}
-}
-
-func TestRoutePrefixes(t *testing.T) {
-	const reply = "Table master4:\n" +
-		"10.1.0.2/32          unicast [dc1_4 14:07:47.016] * (100) [AS65001i]\n" +
-		"\tvia 10.99.1.2 on dc1\n" +
-		"                     unicast [dc2_4 14:07:48.120] (100) [AS65002i]\n" +
-		"\tvia 10.99.2.2 on dc2\n" +
-		"10.1.0.1/32          unicast [dc1_4 14:07:47.016] * (100) [AS65001i]\n" +
-		"\tvia 10.99.1.2 on dc1\n"
-	got, err := RoutePrefixes(reply)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []netip.Prefix{netip.MustParsePrefix("10.1.0.1/32"), netip.MustParsePrefix("10.1.0.2/32")}
-	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
-		t.Errorf("prefixes (-want +got):\n%s", diff)
-	}
-	if got, err := RoutePrefixes(""); err != nil || len(got) != 0 {
-		t.Errorf("empty table: %v, %v", got, err)
-	}
-	if _, err := RoutePrefixes("garbage here\n"); err == nil {
-		t.Error("garbage: no error")
 	}
 }
 
