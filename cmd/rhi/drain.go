@@ -17,8 +17,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -175,7 +175,7 @@ func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Pref
 	for _, p := range targets {
 		want[p.String()] = true
 	}
-	var last daemon.Status
+	var last status.Status
 	var lastErr error
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -206,7 +206,7 @@ func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Pref
 }
 
 // drainPending lists what is still to happen, one entry per VIP.
-func drainPending(st daemon.Status, want map[string]bool, on bool, since time.Time) []string {
+func drainPending(st status.Status, want map[string]bool, on bool, since time.Time) []string {
 	var out []string
 	known := map[string]bool{}
 	for _, v := range st.VIPs {
@@ -248,7 +248,7 @@ func drainPending(st daemon.Status, want map[string]bool, on bool, since time.Ti
 	return out
 }
 
-func reportDrain(w io.Writer, st daemon.Status, want map[string]bool, since time.Time) {
+func reportDrain(w io.Writer, st status.Status, want map[string]bool, since time.Time) {
 	for _, v := range st.VIPs {
 		if !want[v.Address] {
 			continue

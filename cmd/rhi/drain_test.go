@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -82,7 +82,7 @@ func TestDrainRecords(t *testing.T) {
 
 // fakeDaemon serves /status on a control socket from a function of the
 // request count, and returns the socket's path.
-func fakeDaemon(t *testing.T, status func(n int) daemon.Status) string {
+func fakeDaemon(t *testing.T, status func(n int) status.Status) string {
 	t.Helper()
 	var n atomic.Int32
 	return serveControl(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -96,19 +96,19 @@ func TestDrainWaitsForDaemonAndBird(t *testing.T) {
 	// "present", so no confirmation of the drain. BIRD confirms on the
 	// fourth.
 	var asked atomic.Int32
-	addr := fakeDaemon(t, func(n int) daemon.Status {
+	addr := fakeDaemon(t, func(n int) status.Status {
 		asked.Store(int32(n))
-		v := daemon.VIPStatus{Address: "10.0.0.101/32", OnInterface: true, Desired: true}
+		v := status.VIPStatus{Address: "10.0.0.101/32", OnInterface: true, Desired: true}
 		if n >= 2 {
 			v.Drained, v.OnInterface, v.Desired = true, false, false
 		}
 		switch {
 		case n == 3:
-			v.Bird = &daemon.VIPConfirm{Expected: verify.Present, Agrees: true, CheckedAt: time.Now()}
+			v.Bird = &status.VIPConfirm{Expected: verify.Present, Agrees: true, CheckedAt: time.Now()}
 		case n >= 4:
-			v.Bird = &daemon.VIPConfirm{Expected: verify.Absent, Agrees: true, CheckedAt: time.Now()}
+			v.Bird = &status.VIPConfirm{Expected: verify.Absent, Agrees: true, CheckedAt: time.Now()}
 		}
-		return daemon.Status{Ready: true, Bird: daemon.BirdStatus{Enabled: true}, VIPs: []daemon.VIPStatus{v}}
+		return status.Status{Ready: true, Bird: status.BirdStatus{Enabled: true}, VIPs: []status.VIPStatus{v}}
 	})
 	cfg, _ := drainConfig(t, addr)
 	var out, errb bytes.Buffer
@@ -126,8 +126,8 @@ func TestDrainWaitsForDaemonAndBird(t *testing.T) {
 // TestDrainVIPUnknownToDaemon: a VIP of the file that the running daemon
 // does not have (the file changed, no reload yet) is never applied; say so.
 func TestDrainVIPUnknownToDaemon(t *testing.T) {
-	addr := fakeDaemon(t, func(int) daemon.Status {
-		return daemon.Status{Ready: true, VIPs: []daemon.VIPStatus{{Address: "10.0.0.100/32", Drained: true}}}
+	addr := fakeDaemon(t, func(int) status.Status {
+		return status.Status{Ready: true, VIPs: []status.VIPStatus{{Address: "10.0.0.100/32", Drained: true}}}
 	})
 	cfg, _ := drainConfig(t, addr)
 	var out, errb bytes.Buffer
@@ -140,9 +140,9 @@ func TestDrainVIPUnknownToDaemon(t *testing.T) {
 }
 
 func TestDrainNotConfirmed(t *testing.T) {
-	addr := fakeDaemon(t, func(int) daemon.Status {
-		return daemon.Status{Ready: true, Bird: daemon.BirdStatus{Enabled: true, Error: "dial unix: no such file"},
-			VIPs: []daemon.VIPStatus{{Address: "10.0.0.101/32", Drained: true}}}
+	addr := fakeDaemon(t, func(int) status.Status {
+		return status.Status{Ready: true, Bird: status.BirdStatus{Enabled: true, Error: "dial unix: no such file"},
+			VIPs: []status.VIPStatus{{Address: "10.0.0.101/32", Drained: true}}}
 	})
 	cfg, _ := drainConfig(t, addr)
 	var out, errb bytes.Buffer
@@ -181,9 +181,9 @@ func TestDrainDaemonDown(t *testing.T) {
 // TestDrainDaemonGoesAway: a daemon that answered once and then stops
 // answering leaves the drain recorded but not confirmed.
 func TestDrainDaemonGoesAway(t *testing.T) {
-	socket := fakeDaemon(t, func(n int) daemon.Status {
+	socket := fakeDaemon(t, func(n int) status.Status {
 		if n == 1 {
-			return daemon.Status{Ready: true}
+			return status.Status{Ready: true}
 		}
 		panic(http.ErrAbortHandler) // the connection is cut
 	})

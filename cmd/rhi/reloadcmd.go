@@ -15,8 +15,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/safefile"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // reloadPoll is how often `rhi reload` asks /status for the outcome.
@@ -144,7 +144,7 @@ func (r reloadCLI) pid(ctx context.Context) (int, error) {
 // wait asks /status at every tick until an attempt after generation gen
 // has ended, and returns the reloads then; an error when ctx ends first,
 // with the last thing seen.
-func (r reloadCLI) wait(ctx context.Context, gen uint64) (daemon.ReloadStatus, error) {
+func (r reloadCLI) wait(ctx context.Context, gen uint64) (status.ReloadStatus, error) {
 	seen := fmt.Sprintf("generation still %d", gen)
 	for {
 		select {
@@ -153,7 +153,7 @@ func (r reloadCLI) wait(ctx context.Context, gen uint64) (daemon.ReloadStatus, e
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				why = "timed out"
 			}
-			return daemon.ReloadStatus{}, fmt.Errorf("%s (%s)", why, seen)
+			return status.ReloadStatus{}, fmt.Errorf("%s (%s)", why, seen)
 		case <-r.ticks:
 		}
 		_, st, err := fetchStatus(ctx, r.client.Path)

@@ -21,7 +21,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 var reloadT0 = time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
@@ -70,7 +70,7 @@ type reloadSite struct {
 	asked    atomic.Int32        // /status requests
 	notes    chan string         // what systemd was told
 	hups     []int               // the pids signalled
-	onAnswer func(daemon.Status) // called after each /status answer
+	onAnswer func(status.Status) // called after each /status answer
 }
 
 func newReloadSite(t *testing.T, file string) *reloadSite {
@@ -81,7 +81,7 @@ func newReloadSite(t *testing.T, file string) *reloadSite {
 	}
 	s := &reloadSite{path: file, started: started, d: &gatedReloader{open: true},
 		state: &reloadState{now: func() time.Time { return reloadT0 }}, notes: make(chan string, 16)}
-	src := withReload{statusFunc(func() daemon.Status { return daemon.Status{Ready: true} }), s.state}
+	src := withReload{statusFunc(func() status.Status { return status.Status{Ready: true} }), s.state}
 	s.socket = serveControl(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.asked.Add(1)
 		st := src.Status()
@@ -192,7 +192,7 @@ func TestReloadCmdWaitsForTheLoop(t *testing.T) {
 	s := newReloadSite(t, writeConfig(t, "rhi0", ""))
 	s.d.open = false
 	var inProgress atomic.Bool
-	s.onAnswer = func(st daemon.Status) {
+	s.onAnswer = func(st status.Status) {
 		if st.Reload.InProgress {
 			inProgress.Store(true)
 			s.d.apply() // the loop takes it after an answer that said "in progress"
@@ -271,7 +271,7 @@ func TestReloadSocket(t *testing.T) {
 
 func TestReloadState(t *testing.T) {
 	r := &reloadState{now: func() time.Time { return reloadT0 }}
-	if st := r.get(); st != (daemon.ReloadStatus{}) {
+	if st := r.get(); st != (status.ReloadStatus{}) {
 		t.Fatalf("before any reload: %+v", st)
 	}
 	g1 := r.begin()
@@ -385,7 +385,7 @@ func TestStatusTableShowsARejectedReload(t *testing.T) {
 	if strings.Contains(plain.String(), "reload") {
 		t.Errorf("a status without a rejected reload mentions one:\n%s", plain.String())
 	}
-	s.Reload = daemon.ReloadStatus{Generation: 3, AppliedGeneration: 2, LastAt: statusNow.Add(-time.Minute),
+	s.Reload = status.ReloadStatus{Generation: 3, AppliedGeneration: 2, LastAt: statusNow.Add(-time.Minute),
 		LastError: "rhi.yaml:3: interface: bad\nrhi.yaml:9: vips: bad"}
 	var out bytes.Buffer
 	writeStatus(&out, s, statusNow)

@@ -10,7 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/config"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // How a reload's outcome is known, and where it is recorded: the file is
@@ -25,7 +25,7 @@ import (
 // reloadState is the reloads' record for /status; safe for concurrent use.
 type reloadState struct {
 	mu  sync.Mutex
-	st  daemon.ReloadStatus
+	st  status.ReloadStatus
 	now func() time.Time
 }
 
@@ -55,7 +55,7 @@ func (r *reloadState) finish(gen uint64, err error) {
 	r.st.AppliedGeneration = gen
 }
 
-func (r *reloadState) get() daemon.ReloadStatus {
+func (r *reloadState) get() status.ReloadStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.st
@@ -64,11 +64,11 @@ func (r *reloadState) get() daemon.ReloadStatus {
 // withReload is the daemon's status with the reloads' record in it: the
 // Source that /status and /healthz read.
 type withReload struct {
-	d interface{ Status() daemon.Status }
+	d interface{ Status() status.Status }
 	r *reloadState
 }
 
-func (w withReload) Status() daemon.Status {
+func (w withReload) Status() status.Status {
 	s := w.d.Status()
 	s.Reload = w.r.get()
 	return s

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 func TestClean(t *testing.T) {
@@ -49,7 +49,7 @@ func unsafeBytes(s string) string {
 
 // hostileStatus is what an impostor or a hostile upstream name could put in
 // the status: terminal sequences, multi-line errors, bidi overrides.
-func hostileStatus() daemon.Status {
+func hostileStatus() status.Status {
 	s := statusSample()
 	s.Interface.Error = "netlink: \x1b]0;owned\x07 failed"
 	s.ControlAPI.URL = "http://127.0.0.1:9090/\x1b[2J"
@@ -113,7 +113,7 @@ func TestStatusPrintsNoControlCharacters(t *testing.T) {
 	if u := unsafeBytes(out.String()); u != "" {
 		t.Errorf("rhi status --json printed %q raw", u)
 	}
-	var got, want daemon.Status
+	var got, want status.Status
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("--json output does not decode: %v", err)
 	}
@@ -125,7 +125,7 @@ func TestStatusPrintsNoControlCharacters(t *testing.T) {
 	}
 }
 
-func countEmpty(us []daemon.UpstreamStatus) int {
+func countEmpty(us []status.UpstreamStatus) int {
 	n := 0
 	for _, u := range us {
 		if u.Error == "" {
@@ -135,7 +135,7 @@ func countEmpty(us []daemon.UpstreamStatus) int {
 	return n
 }
 
-func disagrees(v daemon.VIPStatus) int {
+func disagrees(v status.VIPStatus) int {
 	if v.Bird != nil && !v.Bird.Agrees && !v.Bird.Stale {
 		return 1
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -57,8 +56,8 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 // other end (see internal/ctlsock). Errors say what went wrong, not where:
 // the caller names the socket. Every string of the status returned,
 // and the JSON text, are cleaned of control characters: they are printed.
-func fetchStatus(ctx context.Context, socket string) ([]byte, daemon.Status, error) {
-	var st daemon.Status
+func fetchStatus(ctx context.Context, socket string) ([]byte, status.Status, error) {
+	var st status.Status
 	req, err := http.NewRequestWithContext(ctx, "GET", "http://rhi/status", nil)
 	if err != nil {
 		return nil, st, err
@@ -92,7 +91,7 @@ func urlCause(err error) error {
 }
 
 // writeStatus prints the status as a table a person reads at a glance.
-func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
+func writeStatus(w io.Writer, s status.Status, now time.Time) {
 	if s.DryRun {
 		fmt.Fprintln(w, "mode       DRY RUN: rhi changes nothing on the interface; BIRD is checked against the interface as it is")
 	}
@@ -173,7 +172,7 @@ func writeStatus(w io.Writer, s daemon.Status, now time.Time) {
 
 // writeReload says, on one line, that the last reload was rejected, and
 // why; nothing when it was not.
-func writeReload(w io.Writer, r daemon.ReloadStatus, now time.Time) {
+func writeReload(w io.Writer, r status.ReloadStatus, now time.Time) {
 	if r.LastError == "" {
 		return
 	}
@@ -182,7 +181,7 @@ func writeReload(w io.Writer, r daemon.ReloadStatus, now time.Time) {
 }
 
 // birdLine sums up BIRD's side: reachable, and which sessions are up.
-func birdLine(b daemon.BirdStatus, now time.Time) string {
+func birdLine(b status.BirdStatus, now time.Time) string {
 	switch {
 	case !b.Enabled:
 		return "confirmation off"
@@ -210,7 +209,7 @@ func birdLine(b daemon.BirdStatus, now time.Time) string {
 // birdCell is one VIP's BIRD column: "ok", "ok 25ms" (time to agree after
 // the last change), "NO" when BIRD disagrees, "?" when BIRD could not be
 // asked since.
-func birdCell(c *daemon.VIPConfirm) string {
+func birdCell(c *status.VIPConfirm) string {
 	switch {
 	case c == nil:
 		return "-"

@@ -10,34 +10,34 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 var statusNow = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-func statusSample() daemon.Status {
+func statusSample() status.Status {
 	ago := func(d time.Duration) time.Time { return statusNow.Add(-d) }
-	return daemon.Status{
+	return status.Status{
 		Ready:     true,
 		LastTick:  ago(1100 * time.Millisecond),
-		Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Foreign: []string{"192.0.2.7/32"}},
-		ControlAPI: daemon.APIStatus{URL: "http://127.0.0.1:9090", LastPoll: ago(1200 * time.Millisecond),
+		Interface: status.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Foreign: []string{"192.0.2.7/32"}},
+		ControlAPI: status.APIStatus{URL: "http://127.0.0.1:9090", LastPoll: ago(1200 * time.Millisecond),
 			PollDuration: 12 * time.Millisecond, Upstreams: 5, Unreadable: 1, ConsecutiveFailedPolls: 2,
 			PollInterval: time.Second, Timeout: 2 * time.Second, MaxFailedPolls: 3, LastSettled: ago(1188 * time.Millisecond)},
-		Bird: daemon.BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: ago(3 * time.Second), Agree: 2, Disagree: 1,
+		Bird: status.BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: ago(3 * time.Second), Agree: 2, Disagree: 1,
 			Protocols: []verify.ProtocolState{{Name: "peer_4", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
-		VIPs: []daemon.VIPStatus{
+		VIPs: []status.VIPStatus{
 			{Address: "10.0.0.100/32", Condition: "all", Verdict: decide.Available, Reason: decide.ReasonHealthy, Desired: true, OnInterface: true,
-				Since: ago(5 * time.Minute), Bird: &daemon.VIPConfirm{Agrees: true, Latency: 31 * time.Millisecond},
-				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}}},
+				Since: ago(5 * time.Minute), Bird: &status.VIPConfirm{Agrees: true, Latency: 31 * time.Millisecond},
+				Upstreams: []status.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}}},
 			{Address: "10.0.0.101/32", Condition: "all", Verdict: decide.Unknown, Reason: decide.ReasonUnknown, Desired: true, OnInterface: true,
-				Since: ago(2 * time.Hour), FailedPolls: 2, Bird: &daemon.VIPConfirm{Agrees: false, Problem: "not exported to peer_4"},
-				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/upstreams/auth", Verdict: "failed", Error: "GET /v1/healthcheck/upstreams/auth: HTTP 502"}, {Key: "/upstreams/admin", Verdict: "up"}}},
+				Since: ago(2 * time.Hour), FailedPolls: 2, Bird: &status.VIPConfirm{Agrees: false, Problem: "not exported to peer_4"},
+				Upstreams: []status.UpstreamStatus{{Key: "/apisix/upstreams/auth", Verdict: "failed", Error: "GET /v1/healthcheck/upstreams/auth: HTTP 502"}, {Key: "/upstreams/admin", Verdict: "up"}}},
 			{Address: "fd00::10/128", Condition: "any", Verdict: decide.Available, Reason: decide.ReasonHealthy, Drained: true,
-				Since: ago(40 * time.Second), Bird: &daemon.VIPConfirm{Agrees: true},
-				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/routes/web", Verdict: "no_checker"}}},
+				Since: ago(40 * time.Second), Bird: &status.VIPConfirm{Agrees: true},
+				Upstreams: []status.UpstreamStatus{{Key: "/apisix/routes/web", Verdict: "no_checker"}}},
 		},
 	}
 }
@@ -45,19 +45,19 @@ func statusSample() daemon.Status {
 func TestStatusTableGolden(t *testing.T) {
 	tests := []struct {
 		name string
-		st   daemon.Status
+		st   status.Status
 	}{
 		{"status-sample", statusSample()},
-		{"status-starting", daemon.Status{}},
-		{"status-starting-dry-run", daemon.Status{DryRun: true}},
-		{"status-dry-run-unhealthy", func() daemon.Status {
+		{"status-starting", status.Status{}},
+		{"status-starting-dry-run", status.Status{DryRun: true}},
+		{"status-dry-run-unhealthy", func() status.Status {
 			s := statusSample()
 			s.DryRun = true
 			s.Interface.FailedWrites = 3
 			s.Interface.Error = `vip "10.0.0.100/32": add: operation not permitted`
 			return s
 		}()},
-		{"status-bird-away", func() daemon.Status {
+		{"status-bird-away", func() status.Status {
 			s := statusSample()
 			s.Bird.Error = `bird: dial "/run/bird/bird.ctl": connect: no such file or directory` // what verify.Socket reports
 			s.Bird.LastOK = statusNow.Add(-2 * time.Minute)

@@ -8,7 +8,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -27,7 +26,7 @@ func notifyStopping() { sd.SdNotify(false, sd.SdNotifyStopping) }
 // watchdog pings systemd's watchdog at half its interval, but only while the
 // loop is really turning (status.Healthy): a stuck loop stops the pings and
 // systemd restarts rhi. It returns at once when no watchdog is configured.
-func watchdog(ctx context.Context, d interface{ Status() daemon.Status }, now func() time.Time, log logrus.FieldLogger) {
+func watchdog(ctx context.Context, d interface{ Status() status.Status }, now func() time.Time, log logrus.FieldLogger) {
 	interval, err := sd.SdWatchdogEnabled(false)
 	if err != nil {
 		log.WithError(err).Warn("systemd watchdog settings unreadable; not pinging")

@@ -11,7 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // fakeSystemd listens where NOTIFY_SOCKET points, as systemd does.
@@ -51,19 +51,19 @@ func TestNotifyReadyAndStopping(t *testing.T) {
 	}
 }
 
-type statusFunc func() daemon.Status
+type statusFunc func() status.Status
 
-func (f statusFunc) Status() daemon.Status { return f() }
+func (f statusFunc) Status() status.Status { return f() }
 
 func TestWatchdogPingsThroughSystemd(t *testing.T) {
 	c := fakeSystemd(t)
 	t.Setenv("WATCHDOG_USEC", "20000") // 20 ms: pings every 10 ms
 	log, _ := logtest.NewNullLogger()
 	now := time.Now()
-	healthy := daemon.Status{Ready: true, ControlAPI: daemon.APIStatus{LastPoll: now, PollInterval: time.Second, Timeout: time.Second}}
+	healthy := status.Status{Ready: true, ControlAPI: status.APIStatus{LastPoll: now, PollInterval: time.Second, Timeout: time.Second}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go watchdog(ctx, statusFunc(func() daemon.Status { return healthy }), func() time.Time { return now }, log)
+	go watchdog(ctx, statusFunc(func() status.Status { return healthy }), func() time.Time { return now }, log)
 	if got := recv(t, c); got != "WATCHDOG=1" {
 		t.Errorf("got %q, want WATCHDOG=1", got)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/config"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -78,7 +78,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 
 // verifySchemaVersion is the version of the --json output; 1 was the
 // unversioned output before it, 2 the first to say so (the version of the
-// /status JSON that came with it: daemon.SchemaVersion).
+// /status JSON that came with it: status.SchemaVersion).
 const verifySchemaVersion = 2
 
 // verifyJSON is the --json output. The report of internal/verify is kept
@@ -348,7 +348,7 @@ func expect(ctx context.Context, cfg *config.Config) (*verify.Want, error) {
 }
 
 // running is what the daemon's status says it manages.
-func running(st daemon.Status) verify.Running {
+func running(st status.Status) verify.Running {
 	r := verify.Running{Interface: st.Interface.Name, Withdrawing: st.Interface.Withdrawing}
 	for _, v := range st.VIPs {
 		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired})

@@ -21,8 +21,8 @@ import (
 	"github.com/rhi-daemon/rhi/bird"
 	"github.com/rhi-daemon/rhi/bird/birdtest"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -67,7 +67,7 @@ type verifyEnv struct {
 	stall     bool     // BIRD never answers "show protocols all"
 	protocols []string // bird.protocols; nil: every BGP protocol
 
-	daemon   *daemon.Status // nil: nothing listens on control_socket
+	daemon   *status.Status // nil: nothing listens on control_socket
 	noStatus bool           // control_socket is empty
 
 	// api maps each upstream the control API knows to its nodes' status;
@@ -223,10 +223,10 @@ func verifyGolden(t *testing.T, name, got string) {
 	}
 }
 
-func vDaemonWants(present ...bool) *daemon.Status {
-	st := &daemon.Status{Ready: true, Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true}}
+func vDaemonWants(present ...bool) *status.Status {
+	st := &status.Status{Ready: true, Interface: status.InterfaceStatus{Name: "rhi0", Exists: true, Up: true}}
 	for i, p := range []netip.Prefix{vVIP4, vVIP6}[:len(present)] {
-		st.VIPs = append(st.VIPs, daemon.VIPStatus{Address: p.String(), Desired: present[i], OnInterface: present[i]})
+		st.VIPs = append(st.VIPs, status.VIPStatus{Address: p.String(), Desired: present[i], OnInterface: present[i]})
 	}
 	return st
 }
@@ -281,9 +281,9 @@ func TestVerifyGolden(t *testing.T) {
 			// A reload dropped the IPv6 VIP; the daemon is still
 			// withdrawing it and BIRD still exports it: checked, mismatch.
 			name: "daemon-withdrawing-a-dropped-vip",
-			env: verifyEnv{bird: "up-vip", iface: vBoth, daemon: &daemon.Status{
-				Ready: true, Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Withdrawing: []string{vVIP6.String()}},
-				VIPs: []daemon.VIPStatus{{Address: vVIP4.String(), Desired: true, OnInterface: true}},
+			env: verifyEnv{bird: "up-vip", iface: vBoth, daemon: &status.Status{
+				Ready: true, Interface: status.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Withdrawing: []string{vVIP6.String()}},
+				VIPs: []status.VIPStatus{{Address: vVIP4.String(), Desired: true, OnInterface: true}},
 			}},
 			code: 1,
 		},
@@ -291,22 +291,22 @@ func TestVerifyGolden(t *testing.T) {
 			// The daemon runs with the IPv4 VIP only; the IPv6 address
 			// on the interface is nobody's, and BIRD exports it.
 			name: "daemon-unmanaged-address-exported",
-			env: verifyEnv{bird: "up-vip", iface: vBoth, daemon: &daemon.Status{
-				Ready: true, Interface: daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Unmanaged: []string{vVIP6.String()}},
-				VIPs: []daemon.VIPStatus{{Address: vVIP4.String(), Desired: true, OnInterface: true}},
+			env: verifyEnv{bird: "up-vip", iface: vBoth, daemon: &status.Status{
+				Ready: true, Interface: status.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, Unmanaged: []string{vVIP6.String()}},
+				VIPs: []status.VIPStatus{{Address: vVIP4.String(), Desired: true, OnInterface: true}},
 			}},
 			code: 1,
 		},
 		{
 			name: "daemon-starting-poll-used",
-			env:  verifyEnv{bird: "up-vip", daemon: &daemon.Status{}, api: vHealthy(vAPI4, vAPI6), iface: vBoth},
+			env:  verifyEnv{bird: "up-vip", daemon: &status.Status{}, api: vHealthy(vAPI4, vAPI6), iface: vBoth},
 			code: 0,
 		},
 		{
 			name: "config-file-differs-from-daemon",
-			env: verifyEnv{bird: "up-vip", iface: []netip.Prefix{vVIP4}, ifaceName: "rhi1", daemon: &daemon.Status{
-				Ready: true, Interface: daemon.InterfaceStatus{Name: "rhi1", Exists: true, Up: true},
-				VIPs: []daemon.VIPStatus{{Address: vVIP4.String(), Desired: true}},
+			env: verifyEnv{bird: "up-vip", iface: []netip.Prefix{vVIP4}, ifaceName: "rhi1", daemon: &status.Status{
+				Ready: true, Interface: status.InterfaceStatus{Name: "rhi1", Exists: true, Up: true},
+				VIPs: []status.VIPStatus{{Address: vVIP4.String(), Desired: true}},
 			}},
 			code: 0,
 		},
@@ -419,7 +419,7 @@ func TestVerifyOtherFailures(t *testing.T) {
 		{"BIRD stalls: bounded by bird.timeout", verifyEnv{bird: "up-vip", stall: true, daemon: vDaemonWants(true, true), iface: vBoth}, nil, 2, "", "deadline exceeded"},
 		{"interface cannot be read", verifyEnv{bird: "up-vip", daemon: vDaemonWants(true, true), ifaceErr: errors.New("netlink: permission denied")}, nil, 2, "", `read interface "rhi0": netlink: permission denied`},
 		{"interface down: said, and BIRD's view judged", verifyEnv{bird: "up-novip", daemon: vDaemonWants(true, true), iface: vBoth, ifaceDown: true}, nil, 1, `note: interface "rhi0" is down: BIRD announces nothing from it`, ""},
-		{"status JSON is not a daemon's", verifyEnv{bird: "up-vip", daemon: &daemon.Status{Ready: true, VIPs: []daemon.VIPStatus{{Address: "bogus"}}}}, nil, 2, "", `vip "bogus"`},
+		{"status JSON is not a daemon's", verifyEnv{bird: "up-vip", daemon: &status.Status{Ready: true, VIPs: []status.VIPStatus{{Address: "bogus"}}}}, nil, 2, "", `vip "bogus"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

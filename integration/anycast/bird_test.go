@@ -12,7 +12,7 @@ import (
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // bulk is n VIPs that all depend on one upstream, so that one change of
@@ -33,11 +33,11 @@ func peerRoutes(ctx context.Context, l *lab.Lab) (int, error) {
 // settle waits until rhi on s reports that BIRD agrees about all n VIPs,
 // each desired as want, and the peer holds peer networks; it returns the
 // last status.
-func settle(t *testing.T, w *world, s *Site, n int, want bool, peer int) daemon.Status {
+func settle(t *testing.T, w *world, s *Site, n int, want bool, peer int) status.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var st daemon.Status
+	var st status.Status
 	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		var err error
 		if st, err = s.Status(ctx); err != nil {
@@ -64,7 +64,7 @@ func settle(t *testing.T, w *world, s *Site, n int, want bool, peer int) daemon.
 	return st
 }
 
-func maxLatency(st daemon.Status) (time.Duration, int) {
+func maxLatency(st status.Status) (time.Duration, int) {
 	var max time.Duration
 	renewed := 0
 	for _, v := range st.VIPs {

@@ -20,10 +20,10 @@ import (
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/inns"
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -32,8 +32,8 @@ func (s *Site) controlSocket() string { return filepath.Join(s.DC.Dir, "rhi.sock
 
 // ctlStatus asks rhi for its status on the control socket, as the CLI does:
 // an impostor on status_listen is not asked.
-func (s *Site) ctlStatus(ctx context.Context) (daemon.Status, error) {
-	var st daemon.Status
+func (s *Site) ctlStatus(ctx context.Context) (status.Status, error) {
+	var st status.Status
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", "http://rhi/status", nil)
@@ -54,11 +54,11 @@ func (s *Site) ctlStatus(ctx context.Context) (daemon.Status, error) {
 
 // ctlStatusWhen waits (30 s at most) until the status on the control socket
 // satisfies ok.
-func (s *Site) ctlStatusWhen(t *testing.T, what string, ok func(daemon.Status) error) daemon.Status {
+func (s *Site) ctlStatusWhen(t *testing.T, what string, ok func(status.Status) error) status.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var st daemon.Status
+	var st status.Status
 	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		var err error
 		if st, err = s.ctlStatus(ctx); err != nil {
@@ -142,7 +142,7 @@ func TestStatusListenFlood(t *testing.T) {
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	pid := s.RHI().Pid()
 	base := openFDs(t, pid)
-	before := s.ctlStatusWhen(t, "ready", func(st daemon.Status) error {
+	before := s.ctlStatusWhen(t, "ready", func(st status.Status) error {
 		if !st.Ready {
 			return errors.New("not ready")
 		}
@@ -163,7 +163,7 @@ func TestStatusListenFlood(t *testing.T) {
 	}
 
 	// Polls go on with the flood held: ten more, none failed.
-	after := s.ctlStatusWhen(t, "ten polls during the flood", func(st daemon.Status) error {
+	after := s.ctlStatusWhen(t, "ten polls during the flood", func(st status.Status) error {
 		if st.ControlAPI.Polls < before.ControlAPI.Polls+10 {
 			return fmt.Errorf("%d polls", st.ControlAPI.Polls)
 		}
@@ -203,11 +203,11 @@ func TestStatusListenFlood(t *testing.T) {
 // terminal sequence in each reason. It returns a func that stops it.
 func impostor(t *testing.T, s *Site) (stop func()) {
 	t.Helper()
-	lie := daemon.Status{Ready: true, Bird: daemon.BirdStatus{Enabled: true}}
+	lie := status.Status{Ready: true, Bird: status.BirdStatus{Enabled: true}}
 	for _, v := range s.vipsOfConfig(t) {
-		lie.VIPs = append(lie.VIPs, daemon.VIPStatus{
+		lie.VIPs = append(lie.VIPs, status.VIPStatus{
 			Address: v, Drained: true, Verdict: decide.Available, Reason: decide.Reason("IMPOSTOR\x1b[2J"),
-			Bird: &daemon.VIPConfirm{Agrees: true, Expected: verify.Absent, CheckedAt: time.Now().Add(time.Hour)},
+			Bird: &status.VIPConfirm{Agrees: true, Expected: verify.Absent, CheckedAt: time.Now().Add(time.Hour)},
 		})
 	}
 	body, err := json.Marshal(lie)
@@ -247,7 +247,7 @@ func (s *Site) vipsOfConfig(t *testing.T) []string {
 func TestStatusListenSquatter(t *testing.T) {
 	var stop func()
 	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{before: func(t *testing.T, w *world, s *Site) { stop = impostor(t, s) }})
-	s.ctlStatusWhen(t, "the real rhi ready", func(st daemon.Status) error {
+	s.ctlStatusWhen(t, "the real rhi ready", func(st status.Status) error {
 		if !st.Ready {
 			return errors.New("not ready")
 		}

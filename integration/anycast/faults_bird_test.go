@@ -13,14 +13,14 @@ import (
 
 	"github.com/rhi-daemon/rhi/bird/birdtest"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // birdFault is one fault of BIRD's control socket as rhi meets it.
 type birdFault struct {
 	want   string                               // rhi's BIRD error holds it while the fault lasts
 	start  func(t *testing.T)                   // nil: the fault was there when rhi started
-	during func(t *testing.T, st daemon.Status) // more checks while it lasts; st is the first faulty status
+	during func(t *testing.T, st status.Status) // more checks while it lasts; st is the first faulty status
 	end    func(t *testing.T)
 }
 
@@ -124,7 +124,7 @@ func TestFaultBirdKilledAndRestarted(t *testing.T) {
 	birdFault{
 		want:  "connection refused",
 		start: func(t *testing.T) { signalBird(t, d, syscall.SIGKILL) },
-		during: func(t *testing.T, _ daemon.Status) {
+		during: func(t *testing.T, _ status.Status) {
 			w.peerSees(t, "no route", seedAddrs()...)
 		},
 		end: func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestFaultBirdStalled(t *testing.T) {
 	birdFault{
 		want:  "deadline exceeded",
 		start: func(t *testing.T) { signalBird(t, d, syscall.SIGSTOP) },
-		during: func(t *testing.T, st daemon.Status) {
+		during: func(t *testing.T, st status.Status) {
 			// The stall must not hold up polls or changes.
 			st = s.pollsAfter(t, st, 10)
 			if err := s.SetAll("unhealthy", "/apisix/upstreams/admin"); err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // faultSite shapes the one site of a fault test.
@@ -140,17 +140,17 @@ func signalBird(t *testing.T, d *lab.DC, sig syscall.Signal) {
 }
 
 // statusWhen waits until ok accepts rhi's status, and returns that status.
-func (s *Site) statusWhen(t *testing.T, what string, ok func(daemon.Status) error) daemon.Status {
+func (s *Site) statusWhen(t *testing.T, what string, ok func(status.Status) error) status.Status {
 	t.Helper()
 	return s.statusWithin(t, 30*time.Second, what, ok)
 }
 
 // statusWithin is statusWhen with its own deadline.
-func (s *Site) statusWithin(t *testing.T, deadline time.Duration, what string, ok func(daemon.Status) error) daemon.Status {
+func (s *Site) statusWithin(t *testing.T, deadline time.Duration, what string, ok func(status.Status) error) status.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	var st daemon.Status
+	var st status.Status
 	var last error // what ok said last: the last Status may be cut by the deadline
 	err := lab.Eventually(ctx, 0, 0, func(context.Context) error {
 		var err error
@@ -172,7 +172,7 @@ func (s *Site) statusWithin(t *testing.T, deadline time.Duration, what string, o
 // trivially), and /metrics says BIRD is up.
 func (s *Site) birdAgrees(t *testing.T, n int, since time.Time) {
 	t.Helper()
-	s.statusWhen(t, "confirmed every VIP through BIRD", func(st daemon.Status) error {
+	s.statusWhen(t, "confirmed every VIP through BIRD", func(st status.Status) error {
 		if !st.Bird.LastCheck.After(since) {
 			return errorf("no check since %s (last %s)", since.Format(time.RFC3339Nano), st.Bird.LastCheck.Format(time.RFC3339Nano))
 		}
@@ -194,9 +194,9 @@ func (s *Site) birdAgrees(t *testing.T, n int, since time.Time) {
 
 // birdFails waits until rhi reports that it cannot confirm through BIRD,
 // with an error holding want, in /status and /metrics.
-func (s *Site) birdFails(t *testing.T, want string) daemon.Status {
+func (s *Site) birdFails(t *testing.T, want string) status.Status {
 	t.Helper()
-	st := s.statusWhen(t, "reported BIRD unreachable", func(st daemon.Status) error {
+	st := s.statusWhen(t, "reported BIRD unreachable", func(st status.Status) error {
 		if !strings.Contains(st.Bird.Error, want) {
 			return errorf("bird error %q, want it to hold %q", st.Bird.Error, want)
 		}
@@ -209,10 +209,10 @@ func (s *Site) birdFails(t *testing.T, want string) daemon.Status {
 // checksAfter waits until rhi has confirmed through BIRD n more times since
 // the status st was taken: with a fault in place, retries that must not log
 // again.
-func (s *Site) checksAfter(t *testing.T, st daemon.Status, n int) {
+func (s *Site) checksAfter(t *testing.T, st status.Status, n int) {
 	t.Helper()
 	last, seen := st.Bird.LastCheck, 0
-	s.statusWhen(t, "retried the confirmation", func(st daemon.Status) error {
+	s.statusWhen(t, "retried the confirmation", func(st status.Status) error {
 		if st.Bird.LastCheck.After(last) {
 			last = st.Bird.LastCheck
 			seen++
@@ -225,9 +225,9 @@ func (s *Site) checksAfter(t *testing.T, st daemon.Status, n int) {
 }
 
 // pollsAfter waits until rhi has polled n more times since st was taken.
-func (s *Site) pollsAfter(t *testing.T, st daemon.Status, n uint64) daemon.Status {
+func (s *Site) pollsAfter(t *testing.T, st status.Status, n uint64) status.Status {
 	t.Helper()
-	return s.statusWhen(t, "kept polling", func(now daemon.Status) error {
+	return s.statusWhen(t, "kept polling", func(now status.Status) error {
 		if now.ControlAPI.Polls < st.ControlAPI.Polls+n {
 			return errorf("%d polls, want %d", now.ControlAPI.Polls, st.ControlAPI.Polls+n)
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // cannotSet is the line rhi logs when it cannot set the VIPs on the
@@ -24,7 +24,7 @@ func TestFaultIfaceDeletedAndRecreated(t *testing.T) {
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 
 	s.ip(t, "link", "del", s.DC.Iface)
-	st := s.statusWhen(t, "reported the interface missing", func(st daemon.Status) error {
+	st := s.statusWhen(t, "reported the interface missing", func(st status.Status) error {
 		if st.Interface.Exists || !strings.Contains(st.Interface.Error, `no such interface "rhi0"`) {
 			return errorf("interface %+v", st.Interface)
 		}
@@ -41,7 +41,7 @@ func TestFaultIfaceDeletedAndRecreated(t *testing.T) {
 	if err := s.SetAll("unhealthy", "/apisix/upstreams/api"); err != nil {
 		t.Fatal(err)
 	}
-	s.statusWhen(t, "followed health", func(st daemon.Status) error {
+	s.statusWhen(t, "followed health", func(st status.Status) error {
 		if st.VIPs[0].Desired {
 			return errorf("%s still desired", st.VIPs[0].Address)
 		}
@@ -58,7 +58,7 @@ func TestFaultIfaceDeletedAndRecreated(t *testing.T) {
 	s.ip(t, "link", "add", s.DC.Iface, "type", "ifb")
 	s.ip(t, "link", "set", s.DC.Iface, "up")
 	s.holds(t, "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32")
-	s.statusWhen(t, "saw the interface again", func(st daemon.Status) error {
+	s.statusWhen(t, "saw the interface again", func(st status.Status) error {
 		if !st.Interface.Exists || !st.Interface.Up || st.Interface.Error != "" {
 			return errorf("interface %+v", st.Interface)
 		}
@@ -90,7 +90,7 @@ func TestFaultIfaceDownAndUp(t *testing.T) {
 	w.peerSees(t, "via dc1 (paths from dc1)", addrs...)
 
 	s.ip(t, "link", "set", s.DC.Iface, "down")
-	s.statusWhen(t, "reported the link down", func(st daemon.Status) error {
+	s.statusWhen(t, "reported the link down", func(st status.Status) error {
 		if !st.Interface.Exists || st.Interface.Up {
 			return errorf("interface %+v", st.Interface)
 		}
@@ -109,7 +109,7 @@ func TestFaultIfaceDownAndUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.holds(t, "10.0.0.100/32 fd00:255::10/128")
-	st := s.statusWhen(t, "reported BIRD without the VIPs of the down link", func(st daemon.Status) error {
+	st := s.statusWhen(t, "reported BIRD without the VIPs of the down link", func(st status.Status) error {
 		if !st.Bird.LastCheck.After(flipped) || st.Bird.Error != "" || st.Bird.Disagree != 2 || st.Bird.Agree != 1 {
 			return errorf("bird %+v", st.Bird)
 		}
@@ -125,7 +125,7 @@ func TestFaultIfaceDownAndUp(t *testing.T) {
 
 	upAt := time.Now()
 	s.ip(t, "link", "set", s.DC.Iface, "up")
-	s.statusWhen(t, "reported the link up", func(st daemon.Status) error {
+	s.statusWhen(t, "reported the link up", func(st status.Status) error {
 		if !st.Interface.Up || st.Interface.Error != "" {
 			return errorf("interface %+v", st.Interface)
 		}
@@ -193,13 +193,13 @@ func TestFaultIfaceAddressAlreadyThere(t *testing.T) {
 			lost = watchPeer(t, w, both...)
 		},
 	})
-	st := s.statusWhen(t, "polled", func(st daemon.Status) error { return nil })
+	st := s.statusWhen(t, "polled", func(st status.Status) error { return nil })
 	s.pollsAfter(t, st, 10)
 	s.birdAgrees(t, len(vips), time.Time{})
 	if l := lost(); len(l) > 0 {
 		t.Errorf("the peer lost %v while rhi started", l)
 	}
-	s.statusWhen(t, "took the VIPs as they were", func(st daemon.Status) error {
+	s.statusWhen(t, "took the VIPs as they were", func(st status.Status) error {
 		if st.Interface.Error != "" || len(st.Interface.Foreign) > 0 {
 			return errorf("interface %+v", st.Interface)
 		}
@@ -234,7 +234,7 @@ func TestFaultIfaceAddressTakenAsAnotherPrefix(t *testing.T) {
 		},
 	})
 	want := `vip "fd00:255::11/128": add on "rhi0": the address is already there as "fd00:255::11/64"`
-	st := s.statusWhen(t, "reported the clash", func(st daemon.Status) error {
+	st := s.statusWhen(t, "reported the clash", func(st status.Status) error {
 		if st.Interface.Error != want {
 			return errorf("interface error %q", st.Interface.Error)
 		}
@@ -244,7 +244,7 @@ func TestFaultIfaceAddressTakenAsAnotherPrefix(t *testing.T) {
 	s.pollsAfter(t, st, 10)
 	s.logOnce(t, "rhi-error.log", 1, cannotSet)
 	s.logOnce(t, "rhi-error.log", 1, cannotSet, strings.ReplaceAll(want, `"`, `\"`))
-	st = s.statusWhen(t, "kept the clash out", func(st daemon.Status) error {
+	st = s.statusWhen(t, "kept the clash out", func(st status.Status) error {
 		if !st.VIPs[0].OnInterface || st.VIPs[1].OnInterface || !st.VIPs[1].Desired {
 			return errorf("vips %+v", st.VIPs)
 		}
@@ -264,7 +264,7 @@ func TestFaultIfaceNoNetAdmin(t *testing.T) {
 		wrap: []string{"setpriv", "--bounding-set", "-net_admin"},
 	})
 	want := `vip "10.0.0.100/32": add on "rhi0": operation not permitted`
-	st := s.statusWhen(t, "reported the failed adds", func(st daemon.Status) error {
+	st := s.statusWhen(t, "reported the failed adds", func(st status.Status) error {
 		if !strings.Contains(st.Interface.Error, want) {
 			return errorf("interface error %q", st.Interface.Error)
 		}
@@ -310,7 +310,7 @@ func TestFaultIfaceChangesAreConfirmed(t *testing.T) {
 			}
 			s.holds(t, "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32")
 			w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
-			s.statusWithin(t, 15*time.Second, "confirmed the change through BIRD", func(st daemon.Status) error {
+			s.statusWithin(t, 15*time.Second, "confirmed the change through BIRD", func(st status.Status) error {
 				if !st.Bird.LastCheck.After(edited) {
 					return errorf("no check since the change (last %s)", st.Bird.LastCheck.Format(time.RFC3339Nano))
 				}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // metricValue reads one unlabelled sample (or one whose name and labels are
@@ -110,7 +110,7 @@ func TestBirdStoppedNoBGPSeries(t *testing.T) {
 	if err := s.SetAll("unhealthy", "/apisix/upstreams/api"); err != nil {
 		t.Fatal(err)
 	}
-	s.statusWhen(t, "reported BIRD unreachable", func(st daemon.Status) error {
+	s.statusWhen(t, "reported BIRD unreachable", func(st status.Status) error {
 		if st.Bird.Error == "" {
 			return errorf("no BIRD error yet")
 		}
@@ -147,7 +147,7 @@ func TestDryRunQuietAboutItself(t *testing.T) {
 	if err := s.StartRHI(ctx, "--dry-run"); err != nil {
 		t.Fatal(err)
 	}
-	st := s.statusWhen(t, "confirmed through BIRD", func(st daemon.Status) error {
+	st := s.statusWhen(t, "confirmed through BIRD", func(st status.Status) error {
 		if st.Bird.LastCheck.IsZero() {
 			return errorf("no check yet")
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // TestHostileDrainFile (issue 11, rows 1 and 8): the rhi user, or anyone
@@ -30,7 +30,7 @@ func TestHostileDrainFile(t *testing.T) {
 	}})
 	all := "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32"
 	s.holds(t, all)
-	st := s.statusWhen(t, "reported the FIFO", func(st daemon.Status) error {
+	st := s.statusWhen(t, "reported the FIFO", func(st status.Status) error {
 		if !strings.Contains(st.Drain.Error, "a FIFO") {
 			return errorf("drain error %q", st.Drain.Error)
 		}
@@ -66,7 +66,7 @@ func TestHostileDrainFile(t *testing.T) {
 	if err := os.Symlink(target, drain); err != nil {
 		t.Fatal(err)
 	}
-	st = s.statusWhen(t, "reported the link", func(st daemon.Status) error {
+	st = s.statusWhen(t, "reported the link", func(st status.Status) error {
 		if !strings.Contains(st.Drain.Error, "symbolic link") {
 			return errorf("drain error %q", st.Drain.Error)
 		}
@@ -83,7 +83,7 @@ func TestHostileDrainFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.holds(t, "10.0.0.100/32 10.0.0.102/32")
-	s.statusWhen(t, "cleared the drain error", func(st daemon.Status) error {
+	s.statusWhen(t, "cleared the drain error", func(st status.Status) error {
 		if st.Drain.Error != "" {
 			return errorf("drain error %q", st.Drain.Error)
 		}
@@ -97,7 +97,7 @@ func TestHostileDrainFile(t *testing.T) {
 	if err := syscall.Mkfifo(drain, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.statusWhen(t, "reported the FIFO again", func(st daemon.Status) error {
+	s.statusWhen(t, "reported the FIFO again", func(st status.Status) error {
 		if !strings.Contains(st.Drain.Error, "a FIFO") {
 			return errorf("drain error %q", st.Drain.Error)
 		}

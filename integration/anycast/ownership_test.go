@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/owned"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // recorded reads the site's ownership record (state_file).
@@ -76,7 +76,7 @@ func TestOwnershipRestartWithdrawsDroppedVIP(t *testing.T) {
 	s.logOnce(t, "rhi-main.log", 1, "level=warning", "vip=10.0.0.102/32", "no longer in the config")
 	r := w.verifyExits(t, s, 0)
 	wantVIPs(t, r, "daemon", "present", 2)
-	s.statusWhen(t, "record shrunk", func(daemon.Status) error {
+	s.statusWhen(t, "record shrunk", func(status.Status) error {
 		if got := s.recorded(t); got != "10.0.0.100/32 10.0.0.101/32" {
 			return errorf("record holds %q", got)
 		}
@@ -105,7 +105,7 @@ func TestOwnershipNoRecordKeepsConfiguredAddress(t *testing.T) {
 			lost = watchPeer(t, w, "10.0.0.100")
 		},
 	})
-	st := s.statusWhen(t, "polled", func(daemon.Status) error { return nil })
+	st := s.statusWhen(t, "polled", func(status.Status) error { return nil })
 	s.pollsAfter(t, st, 10)
 	s.holds(t, "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32")
 	if l := lost(); len(l) > 0 {
@@ -158,7 +158,7 @@ func TestUnmanagedAddressReportedThenWithdrawn(t *testing.T) {
 		t.Errorf("rhi verify does not name 10.0.0.77/32 as unmanaged and exported\n%s", r)
 	}
 	s.metricsHave(t, `rhi_unmanaged_addresses{iface="rhi0"} 1`, `rhi_unmanaged_address{address="10.0.0.77/32",iface="rhi0"} 1`)
-	st := s.statusWhen(t, "unmanaged listed", func(st daemon.Status) error {
+	st := s.statusWhen(t, "unmanaged listed", func(st status.Status) error {
 		if !slices.Equal(st.Interface.Unmanaged, []string{"10.0.0.77/32"}) {
 			return errorf("unmanaged %v", st.Interface.Unmanaged)
 		}
@@ -183,10 +183,10 @@ func TestUnmanagedAddressReportedThenWithdrawn(t *testing.T) {
 	s.metricsHave(t, `rhi_unmanaged_addresses{iface="rhi0"} 0`)
 
 	// Added while withdraw is in force: gone within one poll of being seen.
-	st = s.statusWhen(t, "polled", func(daemon.Status) error { return nil })
+	st = s.statusWhen(t, "polled", func(status.Status) error { return nil })
 	s.ip(t, "addr", "add", "10.0.0.78/32", "dev", s.DC.Iface)
 	s.holds(t, "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32")
-	after := s.statusWhen(t, "polled", func(daemon.Status) error { return nil })
+	after := s.statusWhen(t, "polled", func(status.Status) error { return nil })
 	if n := after.ControlAPI.Polls - st.ControlAPI.Polls; n > 3 {
 		t.Errorf("10.0.0.78 took %d polls to leave, want at most 2 (seen, withdrawn) and the one in flight", n)
 	}

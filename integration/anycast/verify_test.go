@@ -17,7 +17,7 @@ import (
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // verifyDeadline bounds each wait for `rhi verify` to reach an exit code:
@@ -300,12 +300,12 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	// checking for longer than a disagreement takes to be renewed (an
 	// agreeing daemon does not renew, and checks again only on a change);
 	// yet it renewed nothing. Bounded on those checks, not on a pause.
-	noRenewals := func(what string, seen func(daemon.Status) error) {
+	noRenewals := func(what string, seen func(status.Status) error) {
 		t.Helper()
 		first := s.statusWithin(t, time.Minute, what, seen)
 		st := first
 		if first.Bird.Disagree > 0 || len(first.Bird.Problems) > 0 {
-			st = s.statusWithin(t, time.Minute, "checked BIRD for longer than a renewal takes", func(st daemon.Status) error {
+			st = s.statusWithin(t, time.Minute, "checked BIRD for longer than a renewal takes", func(st status.Status) error {
 				if d := st.Bird.LastCheck.Sub(first.Bird.LastCheck); d < renewWait {
 					return errorf("last check %s after the first that saw it, want %s", d, renewWait)
 				}
@@ -321,7 +321,7 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 			t.Errorf("%d renewals logged", n)
 		}
 	}
-	noRenewals("confirmed every VIP in table vip4", func(st daemon.Status) error {
+	noRenewals("confirmed every VIP in table vip4", func(st status.Status) error {
 		if st.Bird.Error != "" || st.Bird.Agree != len(site.Seed) || st.Bird.Disagree != 0 {
 			return errorf("BIRD agrees on %d, disagrees on %d, error %q", st.Bird.Agree, st.Bird.Disagree, st.Bird.Error)
 		}
@@ -336,7 +336,7 @@ func TestVerifyDirectInAnotherTable(t *testing.T) {
 	if len(r.doc.Check.Problems) == 0 || r.doc.Check.Problems[0] != problem {
 		t.Errorf("problems %q, want %q first\n%s", r.doc.Check.Problems, problem, r)
 	}
-	noRenewals("seen that BIRD cannot announce", func(st daemon.Status) error {
+	noRenewals("seen that BIRD cannot announce", func(st status.Status) error {
 		if !slices.Contains(st.Bird.Problems, problem) {
 			return errorf("BIRD's problems %q, want %q", st.Bird.Problems, problem)
 		}

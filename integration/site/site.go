@@ -29,8 +29,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
 	"github.com/rhi-daemon/rhi/integration/lab"
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // Binaries are the programs a site runs.
@@ -301,8 +301,8 @@ func (s *Site) RHI() *lab.Proc { return s.rhi }
 // status --json` prints), over HTTP from inside the site's namespace:
 // cheaper than starting `rhi status`, and not cut short at thousands of
 // VIPs as a command's captured output would be.
-func (s *Site) Status(ctx context.Context) (daemon.Status, error) {
-	var st daemon.Status
+func (s *Site) Status(ctx context.Context) (status.Status, error) {
+	var st status.Status
 	code, body, err := s.Get(ctx, "/status")
 	if err != nil {
 		return st, fmt.Errorf("%s: /status: %w", s.DC.Name, err)

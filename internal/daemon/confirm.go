@@ -27,13 +27,6 @@ const (
 // confirmJob is what the loop hands the confirmer.
 type confirmJob = confirm.Job
 
-// BirdStatus is BIRD's side of the status; VIPConfirm what BIRD said about
-// one VIP. Both are package confirm's.
-type (
-	BirdStatus = confirm.Status
-	VIPConfirm = confirm.VIP
-)
-
 // confirmer wires the confirm goroutine into the loop: the loop submits
 // jobs to it; the addresses to renew come back through the renew function
 // (the loop's renewals channel).
@@ -57,4 +50,4 @@ func (c *confirmer) run(ctx context.Context) { c.Run(ctx, c.jobs) }
 
 func (c *confirmer) once(ctx context.Context, j confirmJob) bool { return c.Once(ctx, j) }
 
-func (c *confirmer) snapshot() (BirdStatus, map[netip.Prefix]VIPConfirm) { return c.Snapshot() }
+func (c *confirmer) snapshot() (confirm.Status, map[netip.Prefix]confirm.VIP) { return c.Snapshot() }

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -89,7 +88,9 @@ type Daemon struct {
 	newHS  func(*config.Config) HealthSource
 	onPoll func(time.Duration, int)
 	dryRun bool
-	record OwnershipRecord
+	// newTicker makes the poll, confirmation and drain tickers;
+	// newRealTicker but in tests.
+	newTicker func(time.Duration) ticker
 
 	reloads  chan reloadReq
 	conf     *confirmer                 // nil without a Confirmer
@@ -99,42 +100,27 @@ type Daemon struct {
 	drains   chan drain.Update          // from the drain watcher to the loop
 
 	// Owned by the loop goroutine.
-	cfg        *config.Config
-	keys       []health.Upstream // distinct upstream keys of cfg, with their parsed refs
-	states     map[netip.Prefix]decide.State
-	since      map[netip.Prefix]time.Time // last change of Announced or presence
-	orphans    map[netip.Prefix]bool      // dropped by a reload, still to withdraw
-	owned      map[netip.Prefix]bool      // scratch: desired presence, rebuilt per tick
-	upstreams  map[string]health.Verdict  // last verdict per key, to log changes once
-	iface      vip.State
-	ifaceErr   string
-	started    bool
-	changed    bool // this tick changed what is wanted or what is on the interface
-	drained    drain.Set
-	drainErr   string
-	lastSnap   health.Snapshot
-	lastStart  time.Time
-	lastPoll   time.Time
-	confirmed  bool // a confirmation has been requested at least once
-	failed     int  // consecutive polls with at least one unreadable upstream
-	unreadable int  // upstreams the last poll could not read
-	polls      uint64
-	failedAll  uint64                  // polls with at least one unreadable upstream, ever
-	flips      map[netip.Prefix]uint64 // changes of Announced, per VIP
-	writeErrs  uint64                  // interface writes (Set) that failed, ever
-	failWrites int                     // ticks in a row whose interface write failed
-	unsettled  int                     // polls in a row that settled no VIP
-	settledAt  time.Time               // end of the last poll that settled a VIP
-	tickEnd    time.Time               // end of the last tick
-	// recordDirty: the owned set changed since the record was written.
-	recordDirty  bool
-	recordErr    string
-	unmanaged    []netip.Prefix // sorted; host addresses neither configured nor owned
-	unmanagedBuf []netip.Prefix // scratch for noteUnmanaged
+	cfg       *config.Config
+	keys      []health.Upstream // distinct upstream keys of cfg, with their parsed refs
+	states    map[netip.Prefix]decide.State
+	since     map[netip.Prefix]time.Time // last change of Announced or presence
+	orphans   map[netip.Prefix]bool      // dropped by a reload, still to withdraw
+	owned     map[netip.Prefix]bool      // scratch: desired presence, rebuilt per tick
+	upstreams upstreamLog
+	iface     vip.State
+	writes    ifaceWrites
+	started   bool
+	drained   drain.Set
+	drainErr  string
+	last      pollRun // the last tick's poll
+	confirmed bool    // a confirmation has been requested at least once
+	stats     pollStats
+	flips     map[netip.Prefix]uint64 // changes of Announced, per VIP
+	tickEnd   time.Time               // end of the last tick
+	own       ownership
+	unmanaged unmanagedAddrs
 
-	mu    sync.RWMutex
-	view  *view // what Status renders, under mu; swapped after every tick
-	spare *view // the previous view, reused by the next publish (loop only)
+	views views // what Status renders
 }
 
 // New builds a daemon for a validated config.
@@ -148,7 +134,8 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		newHS:     deps.NewHealth,
 		onPoll:    deps.OnPoll,
 		dryRun:    deps.DryRun,
-		record:    deps.Record,
+		own:       ownership{file: deps.Record},
+		newTicker: newRealTicker,
 		reloads:   make(chan reloadReq, 1),
 		renewals:  make(chan map[netip.Prefix]bool, 1),
 		hints:     make(chan struct{}, 1),
@@ -158,7 +145,6 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		since:     map[netip.Prefix]time.Time{},
 		orphans:   map[netip.Prefix]bool{},
 		owned:     map[netip.Prefix]bool{},
-		upstreams: map[string]health.Verdict{},
 		flips:     map[netip.Prefix]uint64{},
 	}
 	if d.now == nil {
@@ -231,16 +217,8 @@ func offerLatest[T any](ch chan T, v T) {
 // Run turns the loop until ctx is cancelled, then applies on_shutdown.
 // A cancelled ctx is a normal stop, not an error.
 func (d *Daemon) Run(ctx context.Context) error {
-	var confirmC <-chan time.Time
-	if d.conf != nil {
-		cctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { d.conf.run(cctx); close(done) }()
-		defer func() { cancel(); <-done }()
-		ct := time.NewTicker(confirmEvery)
-		defer ct.Stop()
-		confirmC = ct.C
-	}
+	confirmC, stopConfirm := d.startConfirmer(ctx)
+	defer stopConfirm()
 	defer d.watchDrain(ctx)()
 	d.tick(ctx)
 	if d.ready != nil {
@@ -250,7 +228,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// past the next tick skips it (skipLate) instead of starting the next
 	// poll the moment it ends, so a stalled control API is polled at the
 	// interval, not back to back.
-	t := time.NewTicker(d.cfg.PollInterval)
+	t := d.newTicker(d.cfg.PollInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -261,10 +239,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			close(r.applied)
 			t.Reset(d.cfg.PollInterval)
 			d.tick(ctx)
-			skipLate(t.C)
-		case <-t.C:
+			skipLate(t.C())
+		case <-t.C():
 			d.tick(ctx)
-			skipLate(t.C)
+			skipLate(t.C())
 		case <-confirmC:
 			d.requestConfirm()
 		case m := <-d.renewals:
@@ -275,6 +253,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.reapply(ctx)
 		}
 	}
+}
+
+// startConfirmer starts the confirmer's goroutine, if there is a
+// confirmer, and returns the channel of the slow timer that has it confirm
+// everything every confirmEvery (nil without one) and the function that
+// stops both.
+func (d *Daemon) startConfirmer(ctx context.Context) (<-chan time.Time, func()) {
+	if d.conf == nil {
+		return nil, func() {}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { d.conf.run(cctx); close(done) }()
+	ct := d.newTicker(confirmEvery)
+	return ct.C(), func() { ct.Stop(); cancel(); <-done }
 }
 
 // skipLate drops the tick that a Ticker keeps for a receiver that was busy
@@ -332,7 +325,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 		}
 	}
 	d.setConfig(cfg)
-	d.recordDirty = d.recordDirty || dropped > 0 || old.Interface != cfg.Interface
+	d.own.dirty = d.own.dirty || dropped > 0 || old.Interface != cfg.Interface
 	if d.started {
 		for i := range cfg.VIPs {
 			p := cfg.VIPs[i].Address
@@ -342,7 +335,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 				d.states[p] = decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
 				d.since[p] = d.now()
 				added++
-				d.recordDirty = true
+				d.own.dirty = true
 			}
 		}
 	}
@@ -364,55 +357,54 @@ func (d *Daemon) tick(ctx context.Context) {
 		return // shutting down: a poll cut short says nothing about health
 	}
 	polled := d.now()
-	d.unreadable = d.noteUpstreams(snap)
+	unreadable := d.upstreams.note(d.log, d.keys, snap, d.cfg.FailurePolicy)
+	d.stats.polled(unreadable)
 	if d.onPoll != nil {
-		d.onPoll(polled.Sub(start), d.unreadable)
+		d.onPoll(polled.Sub(start), unreadable)
 	}
 
 	changes := decide.Tick(d.cfg, snap, d.states)
-	d.noteSettled(polled)
-	d.changed = len(changes) > 0 || !d.confirmed
+	d.stats.settled(d.anySettled(), polled)
 	for _, c := range changes {
 		if c.From.Announced != c.To.Announced {
 			d.since[c.VIP] = polled
 			d.flips[c.VIP]++
 		}
 	}
-	if d.apply(ctx) != nil {
-		d.failWrites++
-	} else {
-		d.failWrites = 0
-	}
+	moved, err := d.apply(ctx)
+	d.writes.ticked(err)
 	// Logged once the interface is set: at 1,000 VIPs writing the lines
 	// takes longer than the changes, and must not delay them.
 	for _, c := range changes {
 		d.logChange(c)
 	}
-	if d.changed {
+	if len(changes) > 0 || moved || !d.confirmed {
 		d.requestConfirm()
 	}
-	d.lastSnap, d.lastStart, d.lastPoll = snap, start, polled
+	d.last = pollRun{snap: snap, start: start, end: polled}
 	d.tickEnd = d.now()
-	d.publish(snap, start, polled)
+	d.publish()
 }
 
-// noteSettled counts the polls in a row that settled no VIP (every VIP's
-// verdict unknown: the control API could not tell rhi anything) and notes
-// when one last did. A config without VIPs has nothing to settle, and
-// every poll counts as settling it.
-func (d *Daemon) noteSettled(polled time.Time) {
-	settled := len(d.cfg.VIPs) == 0
+// pollRun is one poll: what it found, when it started and ended.
+type pollRun struct {
+	snap       health.Snapshot
+	start, end time.Time
+}
+
+// anySettled reports whether the last poll settled a VIP: not every VIP's
+// verdict is unknown, so the control API told rhi something. A config
+// without VIPs has nothing to settle, and every poll counts as settling it.
+func (d *Daemon) anySettled() bool {
+	if len(d.cfg.VIPs) == 0 {
+		return true
+	}
 	for i := range d.cfg.VIPs {
 		if d.states[d.cfg.VIPs[i].Address].FailedPolls == 0 {
-			settled = true
-			break
+			return true
 		}
 	}
-	if settled {
-		d.unsettled, d.settledAt = 0, polled
-		return
-	}
-	d.unsettled++
+	return false
 }
 
 // Hint tells the loop that the interface may have changed (a netlink
@@ -431,10 +423,9 @@ func (d *Daemon) reapply(ctx context.Context) {
 	if !d.started {
 		return
 	}
-	d.changed = true
 	d.apply(ctx)
 	d.requestConfirm()
-	d.publish(d.lastSnap, d.lastStart, d.lastPoll)
+	d.publish()
 }
 
 // start takes each VIP's initial state from the interface, so that a restart
@@ -476,10 +467,11 @@ func (d *Daemon) desired(p netip.Prefix) bool {
 	return d.states[p].Announced && !d.drained.Has(p)
 }
 
-// apply sets the interface to the desired state. Failures are logged once per
-// change of error, counted, returned, and retried on the next tick by the
-// same declarative call.
-func (d *Daemon) apply(ctx context.Context) error {
+// apply sets the interface to the desired state, and reports whether that
+// changed what BIRD should see. Failures are logged once per change of
+// error, counted, returned, and retried on the next tick by the same
+// declarative call.
+func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	clear(d.owned)
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
@@ -488,100 +480,65 @@ func (d *Daemon) apply(ctx context.Context) error {
 	for p := range d.orphans {
 		d.owned[p] = false
 	}
-	if d.recordDirty {
+	if d.own.dirty {
 		d.saveRecord() // before any address is added
 	}
 	d.withdrawUnmanaged()
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	st, err := d.ann.Set(actx, d.owned)
 	cancel()
-	if err != nil {
-		d.writeErrs++
-		d.noteIfaceErr(err)
-	} else if d.ifaceErr != "" {
-		d.log.WithField("iface", d.cfg.Interface).Info("interface errors cleared")
-		d.ifaceErr = ""
-	}
+	d.noteWrite(err)
 	if err != nil && !st.Exists && !errors.Is(err, vip.ErrNoInterface) {
 		// Set could not read the interface at all: keep the last known view
 		// rather than reporting every VIP absent.
-		return err
+		return false, err
 	}
 	// A repair or a link coming or going changes what BIRD should see even
 	// when the set of present addresses ends as it was.
-	if st.Changed > 0 || st.Up != d.iface.Up || st.Exists != d.iface.Exists {
-		d.changed = true
-	}
+	moved = st.Changed > 0 || st.Up != d.iface.Up || st.Exists != d.iface.Exists
 	now := d.now()
 	for p, want := range d.owned {
 		if st.Has(p) != d.iface.Has(p) {
-			d.changed = true
+			moved = true
 			if d.owns(p) {
 				d.since[p] = now
 			}
 		}
 		if d.orphans[p] && !st.Has(p) && !want {
 			delete(d.orphans, p)
-			d.recordDirty = true
+			d.own.dirty = true
 		}
 	}
 	d.noteUnmanaged(st)
 	d.iface = st
-	return err
+	return moved, err
 }
 
+// noteWrite records and logs the outcome of a Set.
+func (d *Daemon) noteWrite(err error) {
+	news, cleared := d.writes.wrote(err)
+	switch {
+	case cleared:
+		d.log.WithField("iface", d.cfg.Interface).Info("interface errors cleared")
+	case err != nil:
+		d.logIfaceErr(err, news)
+	}
+}
+
+// noteIfaceErr records and logs an error reading the interface.
 func (d *Daemon) noteIfaceErr(err error) {
-	msg := err.Error()
-	if msg == d.ifaceErr {
-		d.log.WithField("iface", d.cfg.Interface).WithError(err).Debug("interface still failing")
+	d.logIfaceErr(err, d.writes.noteErr(err))
+}
+
+// logIfaceErr logs an interface error loudly when it is news, quietly
+// while it stays the same.
+func (d *Daemon) logIfaceErr(err error, news bool) {
+	e := d.log.WithField("iface", d.cfg.Interface).WithError(err)
+	if !news {
+		e.Debug("interface still failing")
 		return
 	}
-	d.ifaceErr = msg
-	d.log.WithField("iface", d.cfg.Interface).WithError(err).Error("cannot set VIPs on the interface; retrying every tick")
-}
-
-// noteUpstreams logs each upstream's verdict once per change, counts
-// consecutive polls in which some upstream could not be read, and returns
-// how many could not be read in this one.
-func (d *Daemon) noteUpstreams(snap health.Snapshot) int {
-	unreadable := 0
-	for _, u := range d.keys {
-		k := u.Key
-		r := snap[k]
-		if r.Verdict == health.Failed || r.Verdict == health.NotFound {
-			unreadable++
-		}
-		prev, seen := d.upstreams[k]
-		if seen && prev == r.Verdict {
-			continue
-		}
-		d.upstreams[k] = r.Verdict
-		e := d.log.WithFields(logrus.Fields{"upstream": k, "verdict": r.Verdict.String(), "healthy": r.Healthy, "nodes": r.Total})
-		if r.Err != nil {
-			e = e.WithError(r.Err)
-		}
-		switch r.Verdict {
-		case health.Up, health.Down:
-			e.Info("upstream health changed")
-		case health.NoChecker:
-			e.Warnf("upstream has no health checker; counted as %s", d.cfg.FailurePolicy.NoChecker)
-		default:
-			e.Warn("upstream cannot be read; counted as a failed poll")
-		}
-	}
-	for k := range d.upstreams {
-		if _, ok := snap[k]; !ok {
-			delete(d.upstreams, k) // dropped by a reload
-		}
-	}
-	d.polls++
-	if unreadable > 0 {
-		d.failed++
-		d.failedAll++
-	} else {
-		d.failed = 0
-	}
-	return unreadable
+	e.Error("cannot set VIPs on the interface; retrying every tick")
 }
 
 func (d *Daemon) logChange(c decide.Change) {
@@ -679,39 +636,6 @@ func (d *Daemon) waitWithdrawn() {
 		case <-time.After(confirmRetry):
 		}
 	}
-}
-
-// publish makes this tick's results visible to Status.
-func (d *Daemon) publish(snap health.Snapshot, start, polled time.Time) {
-	// Two views take turns, so that a tick at 10,000 VIPs fills a slice
-	// already grown instead of allocating: the spare is the view published
-	// two ticks ago, which no reader can hold any more, since Status reads
-	// under the read lock and the swap below takes the write lock. A view
-	// keeps a compact record per VIP, in config order, rather than copies
-	// of the loop's maps.
-	v := d.spare
-	if v == nil {
-		v = &view{}
-	}
-	v.vips = v.vips[:0]
-	for i := range d.cfg.VIPs {
-		p := d.cfg.VIPs[i].Address
-		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p]})
-	}
-	v.cfg, v.snap, v.iface, v.ifaceErr = d.cfg, snap, d.iface, d.ifaceErr
-	v.tickStart, v.pollTook = start, polled.Sub(start)
-	v.failedRun, v.polls, v.failedAll, v.unreadable = d.failed, d.polls, d.failedAll, d.unreadable
-	v.orphans = v.orphans[:0]
-	for p := range d.orphans {
-		v.orphans = append(v.orphans, p)
-	}
-	slices.SortFunc(v.orphans, netip.Prefix.Compare)
-	v.unmanaged, v.recordErr = d.unmanaged, d.recordErr
-	v.drained, v.drainErr, v.ticked = d.drained, d.drainErr, true
-	v.writeErrs, v.failWrites, v.unsettled, v.settledAt, v.tickEnd = d.writeErrs, d.failWrites, d.unsettled, d.settledAt, d.tickEnd
-	d.mu.Lock()
-	d.spare, d.view = d.view, v
-	d.mu.Unlock()
 }
 
 // requestConfirm asks the confirmer to check the current expected state.

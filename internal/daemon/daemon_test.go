@@ -416,6 +416,7 @@ func TestRunReloadPollsAtOnce(t *testing.T) {
 	cfg.PollInterval = time.Hour
 	r := newRig(t, cfg, newFakeLink())
 	r.health.polled = make(chan struct{})
+	r.link.sets = make(chan struct{}, 16)
 	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	ready := make(chan struct{})
 	r.d.ready = func() { close(ready) }
@@ -430,9 +431,12 @@ func TestRunReloadPollsAtOnce(t *testing.T) {
 	r.d.Reload(next)
 	<-r.health.polled
 	// The reload's tick goes on to apply after its poll; wait for it.
-	deadline := time.Now().Add(10 * time.Second)
-	for r.link.text() != "10.0.0.100" && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	for r.link.text() != "10.0.0.100" {
+		select {
+		case <-r.link.sets:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no Set after the reload's poll; the interface holds %q", r.link.text())
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -500,6 +504,7 @@ func TestStatusWhileTicking(t *testing.T) {
 	r := newRig(t, cfg, newFakeLink())
 	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.health.polled = make(chan struct{}, 1000)
+	busyPolls(r.d, cfg.PollInterval)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- r.d.Run(ctx) }()
@@ -528,17 +533,17 @@ func TestStatusWhileTicking(t *testing.T) {
 	}
 }
 
-// slowHealth is a control API that takes d to answer every poll, and tells
-// when each poll started.
-type slowHealth struct {
-	d      time.Duration
-	starts chan time.Time
+// gatedHealth is a control API whose every poll tells when it starts and
+// answers only when the test lets it.
+type gatedHealth struct {
+	starts  chan struct{}
+	release chan struct{}
 }
 
-func (h slowHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
-	h.starts <- time.Now()
+func (h gatedHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
+	h.starts <- struct{}{}
 	select {
-	case <-time.After(h.d):
+	case <-h.release:
 	case <-ctx.Done():
 	}
 	snap := health.Snapshot{}
@@ -550,30 +555,57 @@ func (h slowHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snap
 
 // TestLateTicksAreSkipped: a poll that runs past the next tick makes the
 // loop skip that tick (SPEC §2), so a slow control API is polled on the
-// interval's grid, not back to back. With a 100 ms interval and 110 ms
-// polls, polls start at most every other tick: four gaps take at least
-// 800 ms. A busy machine can only make them longer; queued ticks would
-// start each poll the moment the last one ended, ~110 ms apart.
+// interval's grid, not back to back. The poll ticker is a fake the test
+// fires: a tick that fires while a poll runs waits in the ticker's channel,
+// as a time.Ticker keeps it; the loop must drop it, not start the next poll
+// from it the moment the slow one ends.
 func TestLateTicksAreSkipped(t *testing.T) {
-	const interval, poll = 100 * time.Millisecond, 110 * time.Millisecond
 	cfg := seed(config.Withdraw)
-	cfg.PollInterval, cfg.Timeout = interval, time.Second
-	h := slowHealth{d: poll, starts: make(chan time.Time, 16)}
-	d := New(cfg, Deps{Health: h, Announcer: newFakeLink()})
+	cfg.PollInterval, cfg.Timeout = 7*time.Second, time.Minute
+	h := gatedHealth{starts: make(chan struct{}), release: make(chan struct{})}
+	link := newFakeLink()
+	link.sets = make(chan struct{}, 16)
+	d := New(cfg, Deps{Health: h, Announcer: link})
+	polls := make(chan *fakeTicker, 1)
+	d.newTicker = func(every time.Duration) ticker {
+		ft := newFakeTicker()
+		if every == cfg.PollInterval {
+			polls <- ft
+		}
+		return ft
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- d.Run(ctx) }()
-	var starts []time.Time
-	for len(starts) < 6 {
-		starts = append(starts, <-h.starts)
+	<-h.starts // the first poll runs before the ticker exists
+	h.release <- struct{}{}
+	<-link.sets
+	pt := <-polls
+
+	pt.fire()
+	<-h.starts
+	pt.fire() // the interval passes while the poll runs
+	h.release <- struct{}{}
+	<-link.sets
+	// A hint runs after the loop is done with that tick: by the time its
+	// Set runs, the late tick must be gone, and no poll started from it.
+	d.Hint()
+	select {
+	case <-h.starts:
+		t.Fatal("a tick that fired during a poll started the next poll as soon as it ended")
+	case <-link.sets:
 	}
+	if n := len(pt.c); n != 0 {
+		t.Fatalf("the tick that fired during a poll is still queued after it (%d ticks waiting)", n)
+	}
+	// The next tick on the grid polls as usual.
+	pt.fire()
+	<-h.starts
+	h.release <- struct{}{}
+	<-link.sets
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-	// The first poll runs before the ticker exists; count from the second.
-	if got, min := starts[5].Sub(starts[1]), 4*2*interval-20*time.Millisecond; got < min {
-		t.Errorf("polls 2 to 6 started within %v, want at least %v: late ticks were queued, not skipped", got, min)
 	}
 }
 
@@ -590,6 +622,7 @@ func TestRunWithConfirmer(t *testing.T) {
 	hs.set(health.Up, api, auth, admin, primary, reserve)
 	hs.polled = make(chan struct{}, 1000)
 	d := New(cfg, Deps{Health: hs, Announcer: link, Confirmer: b})
+	busyPolls(d, cfg.PollInterval)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- d.Run(ctx) }()

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"net/netip"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -19,9 +18,9 @@ import (
 // function that stops the watcher.
 func (d *Daemon) watchDrain(ctx context.Context) (stop func()) {
 	wctx, cancel := context.WithCancel(ctx)
-	t := time.NewTicker(drain.Every)
+	t := d.newTicker(drain.Every)
 	done := make(chan struct{})
-	go func() { d.drainW.Run(wctx, t.C, d.drains); close(done) }()
+	go func() { d.drainW.Run(wctx, t.C(), d.drains); close(done) }()
 	select {
 	case u := <-d.drains:
 		d.takeDrain(ctx, u)
@@ -40,7 +39,7 @@ func (d *Daemon) takeDrain(ctx context.Context, u drain.Update) {
 	case d.noteDrain(u):
 		d.reapply(ctx)
 	case d.started:
-		d.publish(d.lastSnap, d.lastStart, d.lastPoll) // the error, or its end
+		d.publish() // the error, or its end
 	}
 }
 

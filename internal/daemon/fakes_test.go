@@ -82,6 +82,8 @@ type fakeLink struct {
 	// observeErrs fail the next Observe calls, one each, as a netlink
 	// read that times out would.
 	observeErrs []error
+	// sets, if not nil, receives after every Set.
+	sets chan struct{}
 }
 
 func newFakeLink(present ...string) *fakeLink {
@@ -160,6 +162,9 @@ func (l *fakeLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.St
 	}
 	st := l.state(owned)
 	st.Changed = changed
+	if l.sets != nil {
+		l.sets <- struct{}{}
+	}
 	return st, errors.Join(errs...)
 }
 
@@ -275,4 +280,42 @@ func (b *fakeBird) Check(ctx context.Context, in verify.Input) verify.Report {
 		rep.VIPs = append(rep.VIPs, r)
 	}
 	return rep
+}
+
+// fakeTicker is a ticker the test fires by hand. Like a time.Ticker's, its
+// channel holds one tick, and a tick that finds it full is dropped.
+type fakeTicker struct{ c chan time.Time }
+
+func newFakeTicker() *fakeTicker { return &fakeTicker{c: make(chan time.Time, 1)} }
+
+func (f *fakeTicker) C() <-chan time.Time { return f.c }
+func (f *fakeTicker) Reset(time.Duration) {}
+func (f *fakeTicker) Stop()               {}
+
+func (f *fakeTicker) fire() {
+	select {
+	case f.c <- time.Now():
+	default:
+	}
+}
+
+// busyTicker ticks whenever the loop looks: its channel is closed. It turns
+// the loop as fast as it can go, without waiting for an interval.
+type busyTicker struct{}
+
+var busyC = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
+
+func (busyTicker) C() <-chan time.Time { return busyC }
+func (busyTicker) Reset(time.Duration) {}
+func (busyTicker) Stop()               {}
+
+// busyPolls makes d's poll ticker (the one for every) a busyTicker; the
+// others never fire.
+func busyPolls(d *Daemon, every time.Duration) {
+	d.newTicker = func(d time.Duration) ticker {
+		if d == every {
+			return busyTicker{}
+		}
+		return newFakeTicker()
+	}
 }

@@ -21,6 +21,23 @@ type apiRig struct {
 	*rig
 	srv *apisixtest.Server
 	ref health.Ref
+	url string
+}
+
+// useTimeout gives the daemon a client with another apisix_timeout: the
+// client bounds each poll itself, as in production, where a reload that
+// changes the timeout builds a new client.
+func (r *apiRig) useTimeout(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	client, err := apisix.NewClient(r.url, apisix.Options{Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old, ok := r.d.health.(*apisix.Client); ok {
+		old.CloseIdleConnections()
+	}
+	r.d.cfg.Timeout = timeout
+	r.d.health = client
 }
 
 func newAPIRig(t *testing.T, policy config.Action, rise, fall int) *apiRig {
@@ -49,8 +66,15 @@ func newAPIRigTimeout(t *testing.T, policy config.Action, rise, fall int, timeou
 	r.d = New(cfg, Deps{Health: client, Announcer: r.link, Log: log, Now: r.clock.now})
 	ref := health.Ref{Type: "upstreams", ID: "api"}
 	srv.SetNodes(ref, apisixtest.Node{IP: "192.0.2.1", Port: 80, Status: apisixtest.Healthy}, apisixtest.Node{IP: "192.0.2.2", Port: 80, Status: apisixtest.Healthy})
-	return &apiRig{rig: r, srv: srv, ref: ref}
+	return &apiRig{rig: r, srv: srv, ref: ref, url: ts.URL}
 }
+
+// faultDeadline is apisix_timeout while TestControlAPIFaults's server
+// stalls or sends a slow body: those fail a poll at the deadline, so it is
+// short. Every other fault, and the good polls around them, have a
+// generous one, so that each fault fails for its own reason and a loaded
+// machine cannot fail a good poll.
+const faultDeadline = 20 * time.Millisecond
 
 // TestControlAPIFaults: every kind of broken answer is a failed poll; the
 // policy acts after max_failed_polls exactly; one warning per change, not
@@ -63,10 +87,13 @@ func TestControlAPIFaults(t *testing.T) {
 	for _, f := range faults {
 		for _, policy := range []config.Action{config.Withdraw, config.Announce} {
 			t.Run(f.String()+"/"+string(policy), func(t *testing.T) {
-				r := newAPIRig(t, policy, 1, 1)
+				r := newAPIRigTimeout(t, policy, 1, 1, 30*time.Second)
 				r.tick(t)
 				r.expect(t, "10.0.0.100")
 				r.srv.SetGlobalFault(f)
+				if f == apisixtest.Stall || f == apisixtest.Slow {
+					r.useTimeout(t, faultDeadline) // they fail at the deadline
+				}
 				for i := 1; i <= 5; i++ {
 					r.tick(t)
 					want := "10.0.0.100"
@@ -84,6 +111,7 @@ func TestControlAPIFaults(t *testing.T) {
 				}
 				r.srv.SetGlobalFault(apisixtest.NoFault)
 				r.srv.Release()
+				r.useTimeout(t, 30*time.Second)
 				r.tick(t)
 				r.expect(t, "10.0.0.100")
 				if st := r.d.Status(); st.ControlAPI.ConsecutiveFailedPolls != 0 {
@@ -153,7 +181,7 @@ func TestFlappingUpstream(t *testing.T) {
 // TestStalledAPIDoesNotStallTheLoop: a poll never takes longer than
 // apisix_timeout, whatever the server does.
 func TestStalledAPIDoesNotStallTheLoop(t *testing.T) {
-	r := newAPIRig(t, config.Withdraw, 1, 1)
+	r := newAPIRigTimeout(t, config.Withdraw, 1, 1, faultDeadline)
 	r.srv.SetGlobalFault(apisixtest.Stall)
 	done := make(chan struct{})
 	go func() {
@@ -163,7 +191,7 @@ func TestStalledAPIDoesNotStallTheLoop(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		t.Fatal("a tick against a stalled API did not return within the poll deadline (300ms) plus slack")
+		t.Fatalf("a tick against a stalled API did not return within the poll deadline (%v) plus slack", faultDeadline)
 	}
 	if st := r.d.Status(); !strings.Contains(st.VIPs[0].Upstreams[0].Error, "deadline") && !strings.Contains(st.VIPs[0].Upstreams[0].Error, "timeout") {
 		t.Errorf("stall error = %q", st.VIPs[0].Upstreams[0].Error)

@@ -26,6 +26,38 @@ type OwnershipRecord interface {
 	String() string // the path, for logs
 }
 
+// ownership is the loop's side of the ownership record. The loop alone
+// uses it.
+type ownership struct {
+	file  OwnershipRecord // nil: none is kept
+	dirty bool            // the owned set changed since the record was written
+	err   string          // why the last write failed; "" once one succeeds
+}
+
+// save writes r, unless no record is kept, and logs a failure once per
+// change of error and the first success after one. The record stays dirty
+// while it cannot be written, so the next Set tries again.
+func (o *ownership) save(r owned.Record, log logrus.FieldLogger) {
+	if o.file == nil {
+		o.dirty = false
+		return
+	}
+	e := log.WithField("state_file", o.file.String())
+	if err := o.file.Write(r); err != nil {
+		if err.Error() != o.err {
+			o.err = err.Error()
+			e.WithError(err).Error("cannot write the ownership record; retrying before every change: until it is written, a restart cannot tell which addresses rhi put on the interface")
+		}
+		return
+	}
+	if o.err != "" {
+		e.Info("ownership record written again")
+		o.err = ""
+	}
+	o.dirty = false
+	e.WithField("vips", len(r.VIPs)).Debug("ownership record written")
+}
+
 // adoptRecord reads the ownership record at start-up. An address it lists
 // that is on the interface but no longer in the config was put there by
 // rhi under a previous configuration: it becomes an orphan, withdrawn on
@@ -35,12 +67,12 @@ type OwnershipRecord interface {
 // unmanaged. The record is rewritten before the first Set, to list what
 // this configuration owns.
 func (d *Daemon) adoptRecord(st vip.State) {
-	d.recordDirty = true
-	if d.record == nil {
+	d.own.dirty = true
+	if d.own.file == nil {
 		return
 	}
-	e := d.log.WithField("state_file", d.record.String())
-	r, err := d.record.Read()
+	e := d.log.WithField("state_file", d.own.file.String())
+	r, err := d.own.file.Read()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		e.Info("no ownership record yet: no address on the interface is known to have been put there by rhi before")
@@ -68,10 +100,6 @@ func (d *Daemon) adoptRecord(st vip.State) {
 // Set; addresses are still set meanwhile (health decides them), but a
 // restart could not tell which of them rhi put there.
 func (d *Daemon) saveRecord() {
-	if d.record == nil {
-		d.recordDirty = false
-		return
-	}
 	r := owned.Record{Iface: d.cfg.Interface, VIPs: make([]netip.Prefix, 0, len(d.cfg.VIPs)+len(d.orphans))}
 	for i := range d.cfg.VIPs {
 		r.VIPs = append(r.VIPs, d.cfg.VIPs[i].Address)
@@ -79,20 +107,7 @@ func (d *Daemon) saveRecord() {
 	for p := range d.orphans {
 		r.VIPs = append(r.VIPs, p)
 	}
-	e := d.log.WithField("state_file", d.record.String())
-	if err := d.record.Write(r); err != nil {
-		if err.Error() != d.recordErr {
-			d.recordErr = err.Error()
-			e.WithError(err).Error("cannot write the ownership record; retrying before every change: until it is written, a restart cannot tell which addresses rhi put on the interface")
-		}
-		return
-	}
-	if d.recordErr != "" {
-		e.Info("ownership record written again")
-		d.recordErr = ""
-	}
-	d.recordDirty = false
-	e.WithField("vips", len(r.VIPs)).Debug("ownership record written")
+	d.own.save(r, d.log)
 }
 
 // withdrawUnmanaged adds the unmanaged addresses last seen to d.owned as
@@ -101,11 +116,46 @@ func (d *Daemon) withdrawUnmanaged() {
 	if d.cfg.Unmanaged != config.UnmanagedWithdraw {
 		return
 	}
-	for _, p := range d.unmanaged {
+	for _, p := range d.unmanaged.list {
 		if _, ok := d.owned[p]; !ok {
 			d.owned[p] = false
 		}
 	}
+}
+
+// unmanagedAddrs is the host addresses on the interface that rhi neither
+// has in its config nor is withdrawing. The loop alone changes it.
+type unmanagedAddrs struct {
+	list []netip.Prefix // sorted; replaced, never changed in place: views share it
+	buf  []netip.Prefix // scratch for update
+}
+
+// update finds the unmanaged addresses in st, what Set returned: its
+// foreign host addresses, and those listed before that are still there and
+// not managed (withdrawing them failed). managed tells the addresses rhi
+// has in its config or is withdrawing. It reports whether the list changed.
+func (u *unmanagedAddrs) update(st vip.State, managed func(netip.Prefix) bool) bool {
+	now := u.buf[:0] // reused: the set seldom changes
+	for _, p := range st.Foreign {
+		if p.IsValid() && p.Bits() == p.Addr().BitLen() && !p.Addr().Is4In6() {
+			now = append(now, p)
+		}
+	}
+	for _, p := range u.list {
+		if st.Has(p) && !managed(p) && !slices.Contains(now, p) {
+			now = append(now, p)
+		}
+	}
+	slices.SortFunc(now, netip.Prefix.Compare)
+	u.buf = now
+	if slices.Equal(now, u.list) {
+		return false
+	}
+	u.list = nil
+	if len(now) > 0 {
+		u.list = slices.Clone(now)
+	}
+	return true
 }
 
 // noteUnmanaged finds, in what Set returned, the host addresses on the
@@ -114,26 +164,10 @@ func (d *Daemon) withdrawUnmanaged() {
 // change of that set. Addresses being withdrawn under
 // unmanaged_addresses: withdraw stay listed until they are gone.
 func (d *Daemon) noteUnmanaged(st vip.State) {
-	now := d.unmanagedBuf[:0] // reused: the set seldom changes
-	for _, p := range st.Foreign {
-		if p.IsValid() && p.Bits() == p.Addr().BitLen() && !p.Addr().Is4In6() {
-			now = append(now, p)
-		}
-	}
-	for _, p := range d.unmanaged {
-		if st.Has(p) && !d.owns(p) && !d.orphans[p] && !slices.Contains(now, p) {
-			now = append(now, p) // withdrawing failed: still there
-		}
-	}
-	slices.SortFunc(now, netip.Prefix.Compare)
-	d.unmanagedBuf = now
-	if slices.Equal(now, d.unmanaged) {
+	if !d.unmanaged.update(st, func(p netip.Prefix) bool { return d.owns(p) || d.orphans[p] }) {
 		return
 	}
-	d.unmanaged = nil
-	if len(now) > 0 {
-		d.unmanaged = slices.Clone(now) // replaced, never changed in place: views share it
-	}
+	now := d.unmanaged.list
 	e := d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "unmanaged_addresses": d.cfg.Unmanaged})
 	if len(now) == 0 {
 		e.Info("no unmanaged addresses on the interface any more")

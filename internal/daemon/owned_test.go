@@ -64,7 +64,7 @@ func ownRig(t *testing.T, cfg *config.Config, link *fakeLink, recorded ...string
 		}
 	}
 	r := newRig(t, cfg, link)
-	r.d.record = rec
+	r.d.own.file = rec
 	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	return r, rec
 }
@@ -346,7 +346,7 @@ func BenchmarkDaemonTick10000Owned(b *testing.B) {
 	for b.Loop() {
 		d.tick(ctx)
 	}
-	if len(rec.writes) != 1 || len(d.unmanaged) != 1 {
-		b.Fatalf("%d record writes, %d unmanaged; want 1 and 1", len(rec.writes), len(d.unmanaged))
+	if len(rec.writes) != 1 || len(d.unmanaged.list) != 1 {
+		b.Fatalf("%d record writes, %d unmanaged; want 1 and 1", len(rec.writes), len(d.unmanaged.list))
 	}
 }

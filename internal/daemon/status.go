@@ -1,42 +1,32 @@
 package daemon
 
 import (
-	"encoding/json"
-	"math"
 	"net/netip"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
 // view is what one tick leaves for Status; it is never mutated after publish.
 type view struct {
-	cfg        *config.Config
-	snap       health.Snapshot
-	vips       []vipRec // one per cfg.VIPs, in its order
-	iface      vip.State
-	ifaceErr   string
-	tickStart  time.Time
-	pollTook   time.Duration
-	failedRun  int
-	unreadable int
-	polls      uint64
-	failedAll  uint64
-	orphans    []netip.Prefix // sorted; nil when there are none
-	drained    drain.Set      // replaced, never mutated, by the loop
-	drainErr   string
-	ticked     bool
-	writeErrs  uint64
-	failWrites int
-	unsettled  int
-	settledAt  time.Time
-	tickEnd    time.Time
-	unmanaged  []netip.Prefix // sorted; shared with the loop, which replaces it
-	recordErr  string
+	cfg       *config.Config
+	run       pollRun
+	vips      []vipRec // one per cfg.VIPs, in its order
+	iface     vip.State
+	writes    ifaceWrites
+	stats     pollStats
+	orphans   []netip.Prefix // sorted; nil when there are none
+	drained   drain.Set      // replaced, never mutated, by the loop
+	drainErr  string
+	tickEnd   time.Time
+	unmanaged []netip.Prefix // sorted; shared with the loop, which replaces it
+	recordErr string
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -46,235 +36,140 @@ type vipRec struct {
 	flips uint64
 }
 
-// SchemaVersion is the version of the /status JSON. Version 1 was the
-// unversioned format with durations as "_ns" integers and zero times
-// written out; version 2 has durations as float seconds named "_seconds",
-// and leaves out a time that has not happened.
-const SchemaVersion = 2
-
-// Status is the daemon's state as /status and `rhi status` show it. Field
-// names are part of the JSON contract; a time that has not happened is left
-// out, never written as the zero time.
-type Status struct {
-	SchemaVersion int  `json:"schema_version"`
-	Ready         bool `json:"ready"` // the first tick has run
-	// DryRun: started with --dry-run, rhi changes nothing on the interface.
-	DryRun bool `json:"dry_run"`
-	// LastTick is when the loop last finished a tick (poll, decide, set).
-	LastTick   time.Time       `json:"last_tick,omitzero"`
-	Interface  InterfaceStatus `json:"interface"`
-	ControlAPI APIStatus       `json:"control_api"`
-	Bird       BirdStatus      `json:"bird"`
-	Drain      DrainStatus     `json:"drain"`
-	// Reload is filled by whoever decides reloads (cmd/rhi's reloadState);
-	// Daemon.Status leaves it zero.
-	Reload ReloadStatus `json:"reload"`
-	VIPs   []VIPStatus  `json:"vips"`
+// views hands the loop's results to Status. Two views take turns, so that
+// a tick at 10,000 VIPs fills a slice already grown instead of allocating:
+// the spare is the view published two ticks ago, which no reader can hold
+// any more, since readers read under the read lock and publish swaps under
+// the write lock.
+type views struct {
+	mu    sync.RWMutex
+	cur   *view // what Status renders, under mu; nil before the first tick
+	spare *view // the previous view, reused by the next publish (loop only)
 }
 
-// ReloadStatus is the daemon's configuration reloads since start, for
-// `rhi reload`, which waits until Generation passes the one it saw and the
-// attempt is no longer in progress. An attempt is applied or rejected;
-// AppliedGeneration == Generation says the last one was applied.
-type ReloadStatus struct {
-	// Generation counts reload attempts since start, the one in progress
-	// included; 0: none.
-	Generation uint64 `json:"generation"`
-	// InProgress: attempt Generation is still being decided or applied.
-	InProgress bool `json:"in_progress,omitempty"`
-	// AppliedGeneration is the last attempt applied; 0: the configuration
-	// of start-up runs.
-	AppliedGeneration uint64 `json:"applied_generation"`
-	// LastAt is when attempt Generation began.
-	LastAt time.Time `json:"last_at,omitzero"`
-	// LastError says why attempt Generation was rejected, every reason.
-	LastError string `json:"last_error,omitempty"`
+// next returns a view for the loop to fill: the spare, or a new one.
+func (vs *views) next() *view {
+	if vs.spare == nil {
+		return &view{}
+	}
+	return vs.spare
 }
 
-// InterfaceStatus is what the last tick saw on the VIP interface.
-type InterfaceStatus struct {
-	Name   string `json:"name"`
-	Exists bool   `json:"exists"`
-	Up     bool   `json:"up"`
-	Error  string `json:"error,omitempty"`
-	// WriteErrors counts the interface writes that failed since start;
-	// FailedWrites the ticks in a row whose write failed.
-	WriteErrors  uint64 `json:"write_errors_total"`
-	FailedWrites int    `json:"consecutive_failed_writes"`
-	// Foreign lists the addresses rhi does not own, point-to-point
-	// entries as ip(8) prints them ("10.9.0.1 peer 10.9.0.2/32").
-	Foreign []string `json:"foreign,omitempty"`
-	// Withdrawing lists the VIPs dropped from the config by a reload that
-	// are still on the interface: rhi owns them until they are gone.
-	Withdrawing []string `json:"withdrawing,omitempty"`
-	// Unmanaged lists the host addresses (/32, /128) on the interface
-	// that are neither in the config nor in rhi's ownership record: BIRD
-	// announces them without a health check. They are in Foreign too.
-	Unmanaged []string `json:"unmanaged,omitempty"`
-	// RecordError says why the ownership record (state_file) could not be
-	// written, while it cannot.
-	RecordError string `json:"record_error,omitempty"`
+// publish makes v, from next, the view readers see.
+func (vs *views) publish(v *view) {
+	vs.mu.Lock()
+	vs.spare, vs.cur = vs.cur, v
+	vs.mu.Unlock()
 }
 
-// DrainStatus is the operator's drain file as the daemon last read it.
-type DrainStatus struct {
-	File  string `json:"file"`
-	All   bool   `json:"all,omitempty"`
-	Count int    `json:"drained"` // configured VIPs drained
-	Error string `json:"error,omitempty"`
+// read calls f with the view published last, nil before the first, under
+// the read lock: f must not keep it, since publish reuses it.
+func (vs *views) read(f func(*view)) {
+	vs.mu.RLock()
+	defer vs.mu.RUnlock()
+	f(vs.cur)
 }
 
-// APIStatus is the health of the APISIX control API as the last poll saw it.
-// Its durations are float seconds in JSON (see MarshalJSON).
-type APIStatus struct {
-	URL                    string        `json:"url"`
-	PollInterval           time.Duration `json:"-"` // poll_interval_seconds
-	Timeout                time.Duration `json:"-"` // timeout_seconds
-	LastPoll               time.Time     `json:"last_poll,omitzero"`
-	PollDuration           time.Duration `json:"-"` // poll_duration_seconds
-	Upstreams              int           `json:"upstreams"`
-	Unreadable             int           `json:"unreadable"` // failed or not found in the last poll
-	ConsecutiveFailedPolls int           `json:"consecutive_failed_polls"`
-	Polls                  uint64        `json:"polls_total"`
-	FailedPolls            uint64        `json:"failed_polls_total"`
-	// MaxFailedPolls is failure_policy.max_failed_polls in force.
-	MaxFailedPolls int `json:"max_failed_polls"`
-	// LastSettled is the end of the last poll that settled at least one
-	// VIP (told rhi whether it is available); UnsettledPolls counts the
-	// polls since that settled none.
-	LastSettled    time.Time `json:"last_settled_poll,omitzero"`
-	UnsettledPolls int       `json:"consecutive_unsettled_polls"`
-}
-
-// VIPStatus is one VIP: what rhi decided, why, and what the interface holds.
-type VIPStatus struct {
-	Address     string              `json:"address"`
-	Description string              `json:"description,omitempty"`
-	Condition   string              `json:"condition"`
-	Verdict     decide.Availability `json:"verdict"`
-	Reason      decide.Reason       `json:"reason"`
-	Desired     bool                `json:"desired"`        // should be on the interface
-	Drained     bool                `json:"drained"`        // withdrawn by the operator
-	OnInterface bool                `json:"on_interface"`   // is on the interface
-	Since       time.Time           `json:"since,omitzero"` // last change of either
-	FailedPolls int                 `json:"failed_polls"`
-	Streak      int                 `json:"streak,omitempty"` // polls towards rise/fall
-	Transitions uint64              `json:"transitions"`      // changes of Desired since start
-	Upstreams   []UpstreamStatus    `json:"upstreams"`
-	// Bird is BIRD's view of the VIP in the last confirmation; nil when
-	// confirmation is off or has not run yet.
-	Bird *VIPConfirm `json:"bird,omitempty"`
-}
-
-// UpstreamStatus is one upstream's verdict in the last poll.
-type UpstreamStatus struct {
-	Key     string `json:"key"`
-	Verdict string `json:"verdict"`
-	Healthy int    `json:"healthy"`
-	Nodes   int    `json:"nodes"`
-	Error   string `json:"error,omitempty"`
+// publish makes the loop's state after a tick visible to Status. A view
+// keeps a compact record per VIP, in config order, rather than copies of
+// the loop's maps.
+func (d *Daemon) publish() {
+	v := d.views.next()
+	v.vips = v.vips[:0]
+	for i := range d.cfg.VIPs {
+		p := d.cfg.VIPs[i].Address
+		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p]})
+	}
+	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
+	v.orphans = v.orphans[:0]
+	for p := range d.orphans {
+		v.orphans = append(v.orphans, p)
+	}
+	slices.SortFunc(v.orphans, netip.Prefix.Compare)
+	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
+	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
+	d.views.publish(v)
 }
 
 // Status renders the last tick's results. It is safe to call from any
 // goroutine; before the first tick it reports Ready false.
-func (d *Daemon) Status() Status {
-	d.mu.RLock()
-	defer d.mu.RUnlock() // publish reuses a view once no reader holds it
-	v := d.view
-	if v == nil || !v.ticked {
-		return Status{SchemaVersion: SchemaVersion, DryRun: d.dryRun}
+func (d *Daemon) Status() status.Status {
+	s := status.Status{SchemaVersion: status.SchemaVersion, DryRun: d.dryRun}
+	d.views.read(func(v *view) {
+		if v != nil {
+			d.render(&s, v)
+		}
+	})
+	return s
+}
+
+// render fills s from v and the confirmer's last results.
+func (d *Daemon) render(s *status.Status, v *view) {
+	s.Ready, s.LastTick = true, v.tickEnd
+	s.Interface = status.InterfaceStatus{
+		Name: v.cfg.Interface, Exists: v.iface.Exists, Up: v.iface.Up,
+		Error: v.writes.err, WriteErrors: v.writes.failed, FailedWrites: v.writes.run,
+		RecordError: v.recordErr,
 	}
-	s := Status{
-		SchemaVersion: SchemaVersion, Ready: true, DryRun: d.dryRun, LastTick: v.tickEnd,
-		Interface: InterfaceStatus{
-			Name: v.cfg.Interface, Exists: v.iface.Exists, Up: v.iface.Up,
-			Error: v.ifaceErr, WriteErrors: v.writeErrs, FailedWrites: v.failWrites,
-			RecordError: v.recordErr,
-		},
-		ControlAPI: APIStatus{
-			URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
-			LastPoll: v.tickStart, PollDuration: v.pollTook,
-			Upstreams: len(v.snap), ConsecutiveFailedPolls: v.failedRun,
-			Polls: v.polls, FailedPolls: v.failedAll, Unreadable: v.unreadable,
-			MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.settledAt, UnsettledPolls: v.unsettled,
-		},
+	s.ControlAPI = status.APIStatus{
+		URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
+		LastPoll: v.run.start, PollDuration: v.run.end.Sub(v.run.start),
+		Upstreams: len(v.run.snap), ConsecutiveFailedPolls: v.stats.failed,
+		Polls: v.stats.polls, FailedPolls: v.stats.failedAll, Unreadable: v.stats.unreadable,
+		MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.stats.settledAt, UnsettledPolls: v.stats.unsettled,
 	}
-	s.Drain = DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
-	var confirms map[netip.Prefix]VIPConfirm
+	s.Drain = status.DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
+	var confirms map[netip.Prefix]status.VIPConfirm
 	if d.conf != nil {
 		s.Bird, confirms = d.conf.snapshot()
 	}
-	for _, p := range v.orphans {
-		s.Interface.Withdrawing = append(s.Interface.Withdrawing, p.String())
-	}
-	for _, p := range v.unmanaged {
-		s.Interface.Unmanaged = append(s.Interface.Unmanaged, p.String())
-	}
-	for _, p := range v.iface.Foreign {
-		s.Interface.Foreign = append(s.Interface.Foreign, p.String())
-	}
+	s.Interface.Withdrawing = prefixStrings(v.orphans)
+	s.Interface.Unmanaged = prefixStrings(v.unmanaged)
+	s.Interface.Foreign = prefixStrings(v.iface.Foreign)
 	for _, p := range v.iface.ForeignPeers {
 		s.Interface.Foreign = append(s.Interface.Foreign, p.String()) // "10.9.0.1 peer 10.9.0.2/32"
 	}
-	s.VIPs = make([]VIPStatus, 0, len(v.cfg.VIPs))
+	s.VIPs = make([]status.VIPStatus, 0, len(v.cfg.VIPs))
 	for i := range v.cfg.VIPs {
-		c := &v.cfg.VIPs[i]
-		rec := v.vips[i]
-		st := rec.state
-		vs := VIPStatus{
-			Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
-			Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced && !v.drained.Has(c.Address),
-			Drained:     v.drained.Has(c.Address),
-			OnInterface: v.iface.Has(c.Address), Since: rec.since,
-			FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
-		}
-		if vc, ok := confirms[c.Address]; ok {
+		vs := renderVIP(v, i)
+		if vc, ok := confirms[v.cfg.VIPs[i].Address]; ok {
 			vs.Bird = &vc
-		}
-		for _, u := range c.Upstreams {
-			r := v.snap[u.Key]
-			us := UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
-			if r.Err != nil {
-				us.Error = r.Err.Error()
-			}
-			vs.Upstreams = append(vs.Upstreams, us)
 		}
 		if vs.Drained {
 			s.Drain.Count++
 		}
 		s.VIPs = append(s.VIPs, vs)
 	}
-	return s
 }
 
-// apiJSON is APIStatus without its methods, for MarshalJSON.
-type apiJSON APIStatus
-
-// apiWire is APIStatus as JSON: durations as float seconds.
-type apiWire struct {
-	apiJSON
-	PollInterval float64 `json:"poll_interval_seconds"`
-	Timeout      float64 `json:"timeout_seconds"`
-	PollDuration float64 `json:"poll_duration_seconds"`
-}
-
-// MarshalJSON writes the durations as float seconds.
-func (a APIStatus) MarshalJSON() ([]byte, error) {
-	return json.Marshal(apiWire{apiJSON(a), a.PollInterval.Seconds(), a.Timeout.Seconds(), a.PollDuration.Seconds()})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (a *APIStatus) UnmarshalJSON(b []byte) error {
-	var w apiWire
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
+// renderVIP is the status of v's i-th VIP, without BIRD's view of it.
+func renderVIP(v *view, i int) status.VIPStatus {
+	c := &v.cfg.VIPs[i]
+	rec := v.vips[i]
+	st := rec.state
+	vs := status.VIPStatus{
+		Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
+		Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced && !v.drained.Has(c.Address),
+		Drained:     v.drained.Has(c.Address),
+		OnInterface: v.iface.Has(c.Address), Since: rec.since,
+		FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
 	}
-	*a = APIStatus(w.apiJSON)
-	a.PollInterval, a.Timeout, a.PollDuration = seconds(w.PollInterval), seconds(w.Timeout), seconds(w.PollDuration)
-	return nil
+	for _, u := range c.Upstreams {
+		r := v.run.snap[u.Key]
+		us := status.UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
+		if r.Err != nil {
+			us.Error = r.Err.Error()
+		}
+		vs.Upstreams = append(vs.Upstreams, us)
+	}
+	return vs
 }
 
-// seconds turns float seconds back into a Duration, to the nanosecond.
-func seconds(f float64) time.Duration {
-	return time.Duration(math.Round(f * float64(time.Second)))
+// prefixStrings is ps as text; nil for none, so that JSON leaves it out.
+func prefixStrings(ps []netip.Prefix) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
 }

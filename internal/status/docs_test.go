@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -168,7 +167,7 @@ func TestStatusJSONDocumented(t *testing.T) {
 		t.Fatalf("read the status reference: %v", err)
 	}
 	text := string(b)
-	fields := jsonFields(reflect.TypeOf(daemon.Status{}), "")
+	fields := jsonFields(reflect.TypeOf(Status{}), "")
 	if len(fields) < 40 {
 		t.Fatalf("found only %d fields; the walk no longer sees the json tags: %v", len(fields), fields)
 	}

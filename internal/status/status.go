@@ -1,8 +1,10 @@
 // Package status serves what the daemon knows over HTTP on status_listen
 // and on control_socket (for the CLI), each bounded and retried by Serve:
-// /metrics for Prometheus, /status as JSON, /healthz for probes. Every value
-// is read from the daemon's published view at request time, so label sets
-// follow the running config: a VIP dropped by a reload disappears.
+// /metrics for Prometheus, /status as JSON, /healthz for probes. It also
+// defines the /status JSON (Status, wire.go), which the daemon builds and
+// the CLI and the lab tests decode; it imports nothing of the daemon. Every
+// value is read from a Source at request time, so label sets follow the
+// running config: a VIP dropped by a reload disappears.
 package status
 
 import (
@@ -17,14 +19,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/rhi-daemon/rhi/internal/daemon"
 )
 
-// Source is where status comes from; *daemon.Daemon satisfies it. Status
+// Source is where status comes from (the daemon, which builds it). Status
 // must be safe to call from any goroutine.
 type Source interface {
-	Status() daemon.Status
+	Status() Status
 }
 
 // Metrics holds the instruments the daemon feeds as events happen; the rest
@@ -75,7 +75,7 @@ func NewMetrics(src Source, version string) *Metrics {
 	return m
 }
 
-// ObservePoll records one poll; it fits daemon.Deps.OnPoll.
+// ObservePoll records one poll; it fits the daemon's OnPoll hook.
 func (m *Metrics) ObservePoll(took time.Duration, _ int) {
 	m.pollDuration.Observe(took.Seconds())
 }
@@ -117,7 +117,7 @@ func Handler(src Source, m *Metrics, now func() time.Time) http.Handler {
 // says nothing of APISIX's or BIRD's health, which /status reports. The
 // systemd watchdog uses it: a restart mends a stuck loop, not a refused
 // write nor a dead control API, which Judge reports.
-func Healthy(s daemon.Status, now time.Time) error {
+func Healthy(s Status, now time.Time) error {
 	if !s.Ready {
 		return errors.New("not ready: no tick yet")
 	}
@@ -150,7 +150,7 @@ const stallIntervals = 3
 // BIRD's side is not judged here: BIRD down is no reason to restart or
 // stop probing rhi; rhi_bird_up and /status report it. The error says why
 // in one line. It is pure: now is the only clock.
-func Judge(s daemon.Status, now time.Time) error {
+func Judge(s Status, now time.Time) error {
 	if !s.Ready {
 		return errors.New("not ready: no tick yet")
 	}

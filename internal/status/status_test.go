@@ -12,38 +12,37 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
-type fixed struct{ s daemon.Status }
+type fixed struct{ s Status }
 
-func (f *fixed) Status() daemon.Status { return f.s }
+func (f *fixed) Status() Status { return f.s }
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-func sample() daemon.Status {
-	return daemon.Status{
-		SchemaVersion: daemon.SchemaVersion,
+func sample() Status {
+	return Status{
+		SchemaVersion: SchemaVersion,
 		Ready:         true,
 		LastTick:      t0.Add(30 * time.Millisecond),
-		Interface:     daemon.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, WriteErrors: 7},
-		Bird: daemon.BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: t0, Agree: 1, Disagree: 1,
+		Interface:     InterfaceStatus{Name: "rhi0", Exists: true, Up: true, WriteErrors: 7},
+		Bird: BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: t0, Agree: 1, Disagree: 1,
 			Protocols: []verify.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
-		ControlAPI: daemon.APIStatus{
+		ControlAPI: APIStatus{
 			URL: "http://127.0.0.1:9090", PollInterval: 3 * time.Second, Timeout: 5 * time.Second,
 			LastPoll: t0, Polls: 42, FailedPolls: 2, ConsecutiveFailedPolls: 1,
 			MaxFailedPolls: 3, LastSettled: t0.Add(-3*time.Second + 20*time.Millisecond),
 		},
-		VIPs: []daemon.VIPStatus{
+		VIPs: []VIPStatus{
 			{Address: "10.0.0.100/32", Condition: "all", Verdict: decide.Available, Reason: decide.ReasonHealthy,
 				Desired: true, OnInterface: true, Transitions: 3,
-				Bird:      &daemon.VIPConfirm{Agrees: true, InTable: true, Latency: 25 * time.Millisecond, CheckedAt: t0, Exported: map[string]bool{"peer_4": true}},
-				Upstreams: []daemon.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up", Healthy: 1, Nodes: 2}}},
+				Bird:      &VIPConfirm{Agrees: true, InTable: true, Latency: 25 * time.Millisecond, CheckedAt: t0, Exported: map[string]bool{"peer_4": true}},
+				Upstreams: []UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up", Healthy: 1, Nodes: 2}}},
 			{Address: "10.0.0.101/32", Condition: "any", Verdict: decide.Unknown, Reason: decide.ReasonPolicyWithdraw, Drained: true,
 				FailedPolls: 4,
-				Upstreams:   []daemon.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}, {Key: "/apisix/upstreams/gone", Verdict: "not_found"}}},
+				Upstreams:   []UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}, {Key: "/apisix/upstreams/gone", Verdict: "not_found"}}},
 		},
 	}
 }
@@ -112,11 +111,11 @@ func TestStatusJSON(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("/status: %d", code)
 	}
-	var got daemon.Status
+	var got Status
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("decode: %v\n%s", err, body)
 	}
-	if diff := cmp.Diff(sample(), got, cmpopts.IgnoreUnexported(daemon.VIPConfirm{})); diff != "" {
+	if diff := cmp.Diff(sample(), got, cmpopts.IgnoreUnexported(VIPConfirm{})); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(body, `"reason": "policy_withdraw"`) || !strings.Contains(body, `"verdict": "unknown"`) {
@@ -127,31 +126,31 @@ func TestStatusJSON(t *testing.T) {
 // TestJudge: the /healthz verdict for each way the daemon can be unwell,
 // and just inside each limit.
 func TestJudge(t *testing.T) {
-	with := func(f func(*daemon.Status)) daemon.Status { s := sample(); f(&s); return s }
+	with := func(f func(*Status)) Status { s := sample(); f(&s); return s }
 	tick := t0.Add(30 * time.Millisecond) // sample's LastTick
 	limit := 3*3*time.Second + 5*time.Second
 	tests := []struct {
 		name string
-		s    daemon.Status
+		s    Status
 		now  time.Time
 		want string // "" for healthy
 	}{
-		{"not ready", daemon.Status{}, t0, "not ready: no tick yet"},
+		{"not ready", Status{}, t0, "not ready: no tick yet"},
 		{"fresh", sample(), t0.Add(4 * time.Second), ""},
 		{"tick at the limit", sample(), tick.Add(limit), ""},
 		{"stalled", sample(), tick.Add(limit + time.Millisecond), "stalled: no tick finished for 14.001s (limit 14s: 3 poll intervals and the timeout)"},
-		{"writes failing, one tick short", with(func(s *daemon.Status) { s.Interface.FailedWrites = 2; s.Interface.Error = "permission denied" }), tick, ""},
-		{"writes failing", with(func(s *daemon.Status) {
+		{"writes failing, one tick short", with(func(s *Status) { s.Interface.FailedWrites = 2; s.Interface.Error = "permission denied" }), tick, ""},
+		{"writes failing", with(func(s *Status) {
 			s.Interface.FailedWrites = 3
 			s.Interface.Error = "vip \"10.0.0.100/32\": add: operation not permitted\nvip \"10.0.0.101/32\": add: operation not permitted"
 		}), tick, // one line, whatever the error
 			`interface rhi0 could not be written in the last 3 ticks (max_failed_polls 3): vip "10.0.0.100/32": add: operation not permitted; vip "10.0.0.101/32": add: operation not permitted`},
-		{"unsettled, one poll short", with(func(s *daemon.Status) { s.ControlAPI.UnsettledPolls = 2 }), tick, ""},
-		{"unsettled", with(func(s *daemon.Status) { s.ControlAPI.UnsettledPolls = 3 }), t0.Add(6 * time.Second),
+		{"unsettled, one poll short", with(func(s *Status) { s.ControlAPI.UnsettledPolls = 2 }), tick, ""},
+		{"unsettled", with(func(s *Status) { s.ControlAPI.UnsettledPolls = 3 }), t0.Add(6 * time.Second),
 			"control API: the last 3 polls settled no VIP (max_failed_polls 3; last 8.98s ago)"},
-		{"never settled", with(func(s *daemon.Status) { s.ControlAPI.UnsettledPolls = 4; s.ControlAPI.LastSettled = time.Time{} }), tick,
+		{"never settled", with(func(s *Status) { s.ControlAPI.UnsettledPolls = 4; s.ControlAPI.LastSettled = time.Time{} }), tick,
 			"control API: the last 4 polls settled no VIP (max_failed_polls 3; none since start)"},
-		{"BIRD away is not judged", with(func(s *daemon.Status) { s.Bird.Error = "connection refused" }), tick, ""},
+		{"BIRD away is not judged", with(func(s *Status) { s.Bird.Error = "connection refused" }), tick, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,13 +173,13 @@ func TestHealthz(t *testing.T) {
 	unwell.Interface.FailedWrites, unwell.Interface.Error = 5, "operation not permitted"
 	tests := []struct {
 		name  string
-		s     daemon.Status
+		s     Status
 		now   time.Time
 		code  int
 		body  string
 		ready string
 	}{
-		{"not ready", daemon.Status{}, t0, 503, "not ready", "rhi_ready 0"},
+		{"not ready", Status{}, t0, 503, "not ready", "rhi_ready 0"},
 		{"fresh", sample(), t0.Add(4 * time.Second), 200, "ok", "rhi_ready 1"},
 		{"stalled", sample(), t0.Add(time.Minute), 503, "stalled", "rhi_ready 0"},
 		{"writes failing", unwell, t0, 503, "could not be written", "rhi_ready 0"},
@@ -229,7 +228,7 @@ func TestMetricsBirdAway(t *testing.T) {
 func TestMetricsConfirmOnlyAgreeing(t *testing.T) {
 	s := sample()
 	s.VIPs[1].Address = "2001:db8::1/128"
-	s.VIPs[1].Bird = &daemon.VIPConfirm{Expected: "present", Problem: "no Established protocol carries IPv6", CheckedAt: t0, DisagreeingSince: t0}
+	s.VIPs[1].Bird = &VIPConfirm{Expected: "present", Problem: "no Established protocol carries IPv6", CheckedAt: t0, DisagreeingSince: t0}
 	src := &fixed{s}
 	_, body := get(t, Handler(src, NewMetrics(src, "v"), func() time.Time { return t0 }), "/metrics")
 	for _, line := range []string{`rhi_vip_bird_agrees{vip="2001:db8::1/128"} 0`, `rhi_vip_bird_confirm_seconds{vip="10.0.0.100/32"} 0.025`} {

@@ -341,10 +341,15 @@ func TestSlow(t *testing.T) {
 }
 
 // waitRequests waits until the server has seen n requests: a stalled
-// request is counted before it blocks.
+// request is counted before it blocks. It fails the test after 10s rather
+// than hang it.
 func waitRequests(t *testing.T, srv *apisixtest.Server, n int) {
 	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
 	for srv.Requests() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server saw %d requests in 10s, want %d", srv.Requests(), n)
+		}
 		time.Sleep(time.Millisecond)
 	}
 }

@@ -1,0 +1,179 @@
+package status
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/confirm"
+	"github.com/rhi-daemon/rhi/internal/decide"
+)
+
+// SchemaVersion is the version of the /status JSON. Version 1 was the
+// unversioned format with durations as "_ns" integers and zero times
+// written out; version 2 has durations as float seconds named "_seconds",
+// and leaves out a time that has not happened.
+const SchemaVersion = 2
+
+// Status is the daemon's state as /status and `rhi status` show it. Field
+// names are part of the JSON contract; a time that has not happened is left
+// out, never written as the zero time.
+type Status struct {
+	SchemaVersion int  `json:"schema_version"`
+	Ready         bool `json:"ready"` // the first tick has run
+	// DryRun: started with --dry-run, rhi changes nothing on the interface.
+	DryRun bool `json:"dry_run"`
+	// LastTick is when the loop last finished a tick (poll, decide, set).
+	LastTick   time.Time       `json:"last_tick,omitzero"`
+	Interface  InterfaceStatus `json:"interface"`
+	ControlAPI APIStatus       `json:"control_api"`
+	Bird       BirdStatus      `json:"bird"`
+	Drain      DrainStatus     `json:"drain"`
+	// Reload is filled by whoever decides reloads (cmd/rhi's reloadState);
+	// Daemon.Status leaves it zero.
+	Reload ReloadStatus `json:"reload"`
+	VIPs   []VIPStatus  `json:"vips"`
+}
+
+// InterfaceStatus is what the last tick saw on the VIP interface.
+type InterfaceStatus struct {
+	Name   string `json:"name"`
+	Exists bool   `json:"exists"`
+	Up     bool   `json:"up"`
+	Error  string `json:"error,omitempty"`
+	// WriteErrors counts the interface writes that failed since start;
+	// FailedWrites the ticks in a row whose write failed.
+	WriteErrors  uint64 `json:"write_errors_total"`
+	FailedWrites int    `json:"consecutive_failed_writes"`
+	// Foreign lists the addresses rhi does not own, point-to-point
+	// entries as ip(8) prints them ("10.9.0.1 peer 10.9.0.2/32").
+	Foreign []string `json:"foreign,omitempty"`
+	// Withdrawing lists the VIPs dropped from the config by a reload that
+	// are still on the interface: rhi owns them until they are gone.
+	Withdrawing []string `json:"withdrawing,omitempty"`
+	// Unmanaged lists the host addresses (/32, /128) on the interface
+	// that are neither in the config nor in rhi's ownership record: BIRD
+	// announces them without a health check. They are in Foreign too.
+	Unmanaged []string `json:"unmanaged,omitempty"`
+	// RecordError says why the ownership record (state_file) could not be
+	// written, while it cannot.
+	RecordError string `json:"record_error,omitempty"`
+}
+
+// DrainStatus is the operator's drain file as the daemon last read it.
+type DrainStatus struct {
+	File  string `json:"file"`
+	All   bool   `json:"all,omitempty"`
+	Count int    `json:"drained"` // configured VIPs drained
+	Error string `json:"error,omitempty"`
+}
+
+// APIStatus is the health of the APISIX control API as the last poll saw it.
+// Its durations are float seconds in JSON (see MarshalJSON).
+type APIStatus struct {
+	URL                    string        `json:"url"`
+	PollInterval           time.Duration `json:"-"` // poll_interval_seconds
+	Timeout                time.Duration `json:"-"` // timeout_seconds
+	LastPoll               time.Time     `json:"last_poll,omitzero"`
+	PollDuration           time.Duration `json:"-"` // poll_duration_seconds
+	Upstreams              int           `json:"upstreams"`
+	Unreadable             int           `json:"unreadable"` // failed or not found in the last poll
+	ConsecutiveFailedPolls int           `json:"consecutive_failed_polls"`
+	Polls                  uint64        `json:"polls_total"`
+	FailedPolls            uint64        `json:"failed_polls_total"`
+	// MaxFailedPolls is failure_policy.max_failed_polls in force.
+	MaxFailedPolls int `json:"max_failed_polls"`
+	// LastSettled is the end of the last poll that settled at least one
+	// VIP (told rhi whether it is available); UnsettledPolls counts the
+	// polls since that settled none.
+	LastSettled    time.Time `json:"last_settled_poll,omitzero"`
+	UnsettledPolls int       `json:"consecutive_unsettled_polls"`
+}
+
+// VIPStatus is one VIP: what rhi decided, why, and what the interface holds.
+type VIPStatus struct {
+	Address     string              `json:"address"`
+	Description string              `json:"description,omitempty"`
+	Condition   string              `json:"condition"`
+	Verdict     decide.Availability `json:"verdict"`
+	Reason      decide.Reason       `json:"reason"`
+	Desired     bool                `json:"desired"`        // should be on the interface
+	Drained     bool                `json:"drained"`        // withdrawn by the operator
+	OnInterface bool                `json:"on_interface"`   // is on the interface
+	Since       time.Time           `json:"since,omitzero"` // last change of either
+	FailedPolls int                 `json:"failed_polls"`
+	Streak      int                 `json:"streak,omitempty"` // polls towards rise/fall
+	Transitions uint64              `json:"transitions"`      // changes of Desired since start
+	Upstreams   []UpstreamStatus    `json:"upstreams"`
+	// Bird is BIRD's view of the VIP in the last confirmation; nil when
+	// confirmation is off or has not run yet.
+	Bird *VIPConfirm `json:"bird,omitempty"`
+}
+
+// UpstreamStatus is one upstream's verdict in the last poll.
+type UpstreamStatus struct {
+	Key     string `json:"key"`
+	Verdict string `json:"verdict"`
+	Healthy int    `json:"healthy"`
+	Nodes   int    `json:"nodes"`
+	Error   string `json:"error,omitempty"`
+}
+
+// BirdStatus is BIRD's side of the status; VIPConfirm what BIRD said about
+// one VIP in the last check. Package confirm, which makes them, defines
+// them with their JSON encoding.
+type (
+	BirdStatus = confirm.Status
+	VIPConfirm = confirm.VIP
+)
+
+// apiJSON is APIStatus without its methods, for MarshalJSON.
+type apiJSON APIStatus
+
+// apiWire is APIStatus as JSON: durations as float seconds.
+type apiWire struct {
+	apiJSON
+	PollInterval float64 `json:"poll_interval_seconds"`
+	Timeout      float64 `json:"timeout_seconds"`
+	PollDuration float64 `json:"poll_duration_seconds"`
+}
+
+// MarshalJSON writes the durations as float seconds.
+func (a APIStatus) MarshalJSON() ([]byte, error) {
+	return json.Marshal(apiWire{apiJSON(a), a.PollInterval.Seconds(), a.Timeout.Seconds(), a.PollDuration.Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *APIStatus) UnmarshalJSON(b []byte) error {
+	var w apiWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*a = APIStatus(w.apiJSON)
+	a.PollInterval, a.Timeout, a.PollDuration = seconds(w.PollInterval), seconds(w.Timeout), seconds(w.PollDuration)
+	return nil
+}
+
+// seconds turns float seconds back into a Duration, to the nanosecond.
+func seconds(f float64) time.Duration {
+	return time.Duration(math.Round(f * float64(time.Second)))
+}
+
+// ReloadStatus is the daemon's configuration reloads since start, for
+// `rhi reload`, which waits until Generation passes the one it saw and the
+// attempt is no longer in progress. An attempt is applied or rejected;
+// AppliedGeneration == Generation says the last one was applied.
+type ReloadStatus struct {
+	// Generation counts reload attempts since start, the one in progress
+	// included; 0: none.
+	Generation uint64 `json:"generation"`
+	// InProgress: attempt Generation is still being decided or applied.
+	InProgress bool `json:"in_progress,omitempty"`
+	// AppliedGeneration is the last attempt applied; 0: the configuration
+	// of start-up runs.
+	AppliedGeneration uint64 `json:"applied_generation"`
+	// LastAt is when attempt Generation began.
+	LastAt time.Time `json:"last_at,omitzero"`
+	// LastError says why attempt Generation was rejected, every reason.
+	LastError string `json:"last_error,omitempty"`
+}
