@@ -1,6 +1,7 @@
 package bird
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -220,7 +221,8 @@ func GuardCommand(prefix netip.Prefix, table string) string {
 func ParseAnnouncers(r Reply, err error, prefix netip.Prefix, table string) (Announcers, error) {
 	var a Announcers
 	if err != nil {
-		if be, ok := err.(*Error); ok && be.Code == CodeNetworkNotFound {
+		var be *Error
+		if errors.As(err, &be) && be.Code == CodeNetworkNotFound {
 			return a, nil
 		}
 		return a, err
