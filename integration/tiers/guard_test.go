@@ -93,6 +93,9 @@ func TestGuardTable(t *testing.T) {
 	ctx := t.Context()
 
 	capture(t, dc1.Router, "bird2.0.12-tiers-show-route-vip-table-rhi_guard4-all.none.txt", bird.GuardCommand(vip4, birdconf.GuardTable4))
+	// A host route outside RHI_GUARD4, announced before the VIPs: the
+	// router has it, dc1's guard drops it on arrival.
+	ip(t, ctx, dc2, "addr", "add", outside.String(), "dev", "rhi0")
 	ip(t, ctx, dc2, "addr", "add", vip4.String(), "dev", "rhi0")
 	ip(t, ctx, dc3, "addr", "add", vip4.String(), "dev", birdconf.DegradedInterface)
 	ip(t, ctx, dc2, "addr", "add", vip6.String(), "dev", "rhi0", "nodad")
@@ -100,6 +103,7 @@ func TestGuardTable(t *testing.T) {
 	waitSites(t, l, c1, uint32(dc2.ASN), uint32(dc3.ASN))
 	waitSitesOf(t, l, c1, vip6, uint32(dc2.ASN), uint32(dc3.ASN))
 	notInstalled(t, dc1, c1)
+	outsideKept(t, l, c1)
 	capture(t, dc1.Router, "bird2.0.12-tiers-show-route-vip-table-rhi_guard4-all.two-sites.txt", bird.GuardCommand(vip4, birdconf.GuardTable4))
 	capture(t, dc1.Router, "bird2.0.12-tiers-show-route-vip6-table-rhi_guard6-all.two-sites.txt", bird.GuardCommand(vip6, birdconf.GuardTable6))
 	capture(t, dc1.Router, "bird2.0.12-tiers-show-route-table-master4-all.two-sites.txt", "show route table master4 all")
@@ -178,4 +182,23 @@ func routersOf(l *lab.Lab) []*lab.Router {
 		rs = append(rs, d.Router)
 	}
 	return rs
+}
+
+// outside is a host route dc2 announces outside the guard's range.
+var outside = netip.MustParsePrefix("10.254.0.9/32")
+
+// outsideKept checks that the router holds outside and that dc1's guard
+// table does not.
+func outsideKept(t *testing.T, l *lab.Lab, c1 *bird.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	peer := dial(t, l.Peer)
+	if _, err := peer.Exec(ctx, bird.RouteCommand(outside)); err != nil {
+		t.Fatalf("router: %s: %v", outside, err)
+	}
+	a, err := announcers(ctx, c1, outside)
+	if err != nil || a.Paths != 0 {
+		t.Errorf("dc1's guard table holds %s, outside RHI_GUARD4: %+v, %v", outside, a, err)
+	}
 }
