@@ -51,7 +51,7 @@ func waitSitesOf(t *testing.T, l *lab.Lab, c *bird.Conn, vip netip.Prefix, want 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var last bird.Announcers
-	err := l.WaitFor(ctx, func(ctx context.Context) (bool, error) {
+	err := waitFor(ctx, func(ctx context.Context) (bool, error) {
 		a, err := announcers(ctx, c, vip)
 		last = a
 		return err == nil && slices.Equal(a.Origins, want) && a.Unattributed == 0, err
@@ -139,7 +139,7 @@ func waitRouterPaths(t *testing.T, l *lab.Lab, n int) {
 	defer cancel()
 	c := dial(t, l.Peer)
 	var last []bird.Path
-	err := l.WaitFor(ctx, func(ctx context.Context) (bool, error) {
+	err := waitFor(ctx, func(ctx context.Context) (bool, error) {
 		ps, err := routerPaths(ctx, c)
 		last = ps
 		return err == nil && len(ps) == n, err

@@ -5,6 +5,7 @@ package tiers
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -55,7 +56,7 @@ func tierLab(t *testing.T, n int, opts lab.Options) *lab.Lab {
 		}
 	}
 	for _, d := range l.DCs {
-		if err := l.WaitFor(ctx, func(ctx context.Context) (bool, error) { return established(ctx, d.Router) }); err != nil {
+		if err := waitFor(ctx, func(ctx context.Context) (bool, error) { return established(ctx, d.Router) }); err != nil {
 			t.Fatalf("%s after the switch to tiers.conf: %v", d.Name, err)
 		}
 	}
@@ -195,4 +196,19 @@ func capture(t *testing.T, r *lab.Router, name, command string) {
 		t.Fatal(err)
 	}
 	t.Logf("captured %s: %s", name, command)
+}
+
+// waitFor waits, bounded by ctx, until cond holds; cond's errors are not
+// final (the state it looks at may be in flux).
+func waitFor(ctx context.Context, cond func(context.Context) (bool, error)) error {
+	return lab.Eventually(ctx, 0, 0, func(ctx context.Context) error {
+		ok, err := cond(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 }
