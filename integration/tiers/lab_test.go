@@ -121,14 +121,6 @@ func ip(t *testing.T, ctx context.Context, d *lab.DC, args ...string) {
 	}
 }
 
-// family is ip's family flag for p.
-func family(p netip.Prefix) string {
-	if p.Addr().Is4() {
-		return "-4"
-	}
-	return "-6"
-}
-
 // dial opens a read-only control connection to r's BIRD, closed with the test.
 func dial(t *testing.T, r *lab.Router) *bird.Conn {
 	t.Helper()
