@@ -1,0 +1,130 @@
+//go:build integration
+
+package anycast
+
+// Red-team findings on issues 10 and 11 (ownership record, unmanaged
+// addresses, control socket, status listener). Each test fails on the code
+// it was written against and passes once the finding is fixed.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/daemon"
+)
+
+// TestRedteamSecondRunOnSameInterfaceRefused: a second `rhi run` on the
+// interface a running rhi manages (an operator trying a new config by hand,
+// a stray instance) must refuse to start. Before issue 11 it died on
+// "address in use" of status_listen, by accident; now a listener that
+// cannot be bound is retried, so both loops run on rhi0: with another VIP
+// list and unmanaged_addresses: withdraw, each deletes the other's VIPs
+// every tick, and each rewrites the shared ownership record with its own.
+func TestRedteamSecondRunOnSameInterfaceRefused(t *testing.T) {
+	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
+	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
+	text, err := os.ReadFile(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := string(text)
+	second = replaceOnce(t, second, "rhi.sock", "rhi2.sock")
+	second = replaceOnce(t, second, "rhi-main.log", "rhi2-main.log")
+	second = replaceOnce(t, second, "rhi-error.log", "rhi2-error.log")
+	second = replaceOnce(t, second, "unmanaged_addresses: report", "unmanaged_addresses: withdraw")
+	second = second[:strings.Index(second, "vips:")] + "vips:\n  - address: 10.0.0.100\n    upstreams: [\"/apisix/upstreams/api\"]\n"
+	path := filepath.Join(s.DC.Dir, "rhi2.yaml")
+	if err := os.WriteFile(path, []byte(second), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mon, err := s.DC.Start(context.Background(), "ip-monitor-second", "ip", "-o", "monitor", "address", "dev", s.DC.Iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.DC.Start(context.Background(), "rhi-second", s.bins.RHI, "run", "--config", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop() })
+	// Bounded: 40 looks at the interface, 100 ms apart.
+	var lost []string
+	exited := false
+	for range 40 {
+		select {
+		case <-p.Done():
+			exited = true
+		default:
+		}
+		addrs, err := s.Addrs(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range []string{"10.0.0.101/32", "10.0.0.102/32"} {
+			if !slices.Contains(addrs, prefix(a)) && !slices.Contains(lost, a) {
+				lost = append(lost, a)
+			}
+		}
+		if exited {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !exited {
+		t.Errorf("a second rhi run on %s did not refuse to start: two loops manage one interface", s.DC.Iface)
+	}
+	mon.Stop()
+	events, err := os.ReadFile(mon.Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(events), "\n") {
+		for _, a := range []string{"10.0.0.101/32", "10.0.0.102/32"} {
+			if strings.HasPrefix(line, "Deleted") && strings.Contains(line, " "+a+" ") && !slices.Contains(lost, a) {
+				lost = append(lost, a)
+			}
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("the second rhi deleted the first one's VIPs %v (healthy, configured, announced)", lost)
+	}
+	if got := s.recorded(t); got != "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32" {
+		t.Errorf("the first rhi's ownership record was overwritten: holds %q", got)
+	}
+	s.alive(t)
+}
+
+// TestRedteamUnmanagedSparesLinkLocal: unmanaged_addresses is about global
+// host addresses, which BIRD announces with no health check. A link-local
+// /128 or /32 on the interface is not announced (BIRD's direct protocol
+// skips link scope); it must be neither reported as "announced without a
+// health check" nor deleted under unmanaged_addresses: withdraw.
+func TestRedteamUnmanagedSparesLinkLocal(t *testing.T) {
+	w, s := newFaultSite(t, Config{VIPs: Seed, Unmanaged: "withdraw"}, faultSite{})
+	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
+	st := s.statusWhen(t, "polled", func(daemon.Status) error { return nil })
+	s.ip(t, "addr", "add", "fe80::77/128", "dev", s.DC.Iface)
+	s.ip(t, "addr", "add", "169.254.7.7/32", "dev", s.DC.Iface)
+	s.pollsAfter(t, st, 5)
+	out, err := s.DC.Run(context.Background(), "ip", "-o", "addr", "show", "dev", s.DC.Iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"fe80::77/128", "169.254.7.7/32"} {
+		if !strings.Contains(out, " "+a+" ") {
+			t.Errorf("%s (link-local, never announced) was deleted under unmanaged_addresses: withdraw", a)
+		}
+	}
+	now, err := s.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(now.Interface.Unmanaged) > 0 {
+		t.Errorf("listed as announced without a health check: %v", now.Interface.Unmanaged)
+	}
+	s.alive(t)
+}
