@@ -128,3 +128,37 @@ func TestRedteamUnmanagedSparesLinkLocal(t *testing.T) {
 	}
 	s.alive(t)
 }
+
+// TestRedteamPointToPointPeerNamed: rhi0 carries health-checked VIPs only.
+// A point-to-point entry "10.9.0.1 peer 10.0.0.99/32" added by hand makes
+// BIRD's direct protocol originate 10.0.0.99/32, which the shipped filter
+// (host routes from rhi0) exports: a /32 attracted with no health check
+// behind it, exactly what issue 10 calls the worst failure. `rhi verify`
+// must exit 1 naming it, as it does for a hand-added 10.0.0.77/32, and
+// /status must list it as unmanaged. (A hand-added /24 is not exported by
+// the shipped filter: that held.)
+func TestRedteamPointToPointPeerNamed(t *testing.T) {
+	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
+	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
+	s.ip(t, "addr", "add", "10.9.0.1", "peer", "10.0.0.99/32", "dev", s.DC.Iface)
+	w.peerSees(t, "via dc1 (paths from dc1)", "10.0.0.99")
+	r, err := runVerify(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rhi verify exit %d:\n%s", r.code, r.stdout)
+	if r.code != 1 {
+		t.Errorf("rhi verify exits %d with 10.0.0.99/32 exported from %s and no health check behind it, want 1", r.code, s.DC.Iface)
+	}
+	if !strings.Contains(r.stdout, "10.0.0.99") {
+		t.Errorf("rhi verify does not name 10.0.0.99/32")
+	}
+	st, err := s.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(st.Interface.Unmanaged, func(a string) bool { return strings.Contains(a, "10.0.0.99") }) {
+		t.Errorf("/status unmanaged %v does not list 10.0.0.99/32 (foreign: %v)", st.Interface.Unmanaged, st.Interface.Foreign)
+	}
+	s.alive(t)
+}
