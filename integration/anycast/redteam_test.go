@@ -162,3 +162,50 @@ func TestRedteamPointToPointPeerNamed(t *testing.T) {
 	}
 	s.alive(t)
 }
+
+// TestRedteamBadDrainFileAtStartKeepsDrains: an operator drains 10.0.0.100
+// (maintenance: its backends pass health checks but must get no traffic),
+// then the drain file becomes unreadable while rhi is down (a hand edit
+// with a typo; a package upgrade restarts rhi). While running, rhi keeps
+// "the drains already in force" for an unreadable file; at start there are
+// none in force, so every drain is forgotten and the VIP under maintenance
+// is put back into service. It must stay withdrawn (or rhi refuse to start,
+// leaving the interface as it is).
+func TestRedteamBadDrainFileAtStartKeepsDrains(t *testing.T) {
+	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
+	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
+	if out, code, err := s.RHICommand(context.Background(), "drain", "10.0.0.100"); err != nil || code != 0 {
+		t.Fatalf("rhi drain: exit %d, %v\n%s", code, err, out)
+	}
+	s.holds(t, "10.0.0.101/32 10.0.0.102/32")
+	if err := s.StopRHI(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(s.DC.Dir, "drain")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(text, "10.0.0.1O1\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mon, err := s.DC.Start(context.Background(), "ip-monitor-drain", "ip", "-o", "monitor", "address", "dev", s.DC.Iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartRHI(context.Background()); err != nil {
+		t.Logf("rhi refused to start: %v", err) // acceptable: nothing changed
+	}
+	st := s.statusWhen(t, "polled", func(daemon.Status) error { return nil })
+	s.pollsAfter(t, st, 5)
+	mon.Stop()
+	events, err := os.ReadFile(mon.Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(events), "\n") {
+		if !strings.HasPrefix(line, "Deleted") && strings.Contains(line, " 10.0.0.100/32 ") {
+			t.Errorf("the drained 10.0.0.100 was put back on %s at start: %s", s.DC.Iface, line)
+		}
+	}
+}
