@@ -209,3 +209,32 @@ func TestRedteamBadDrainFileAtStartKeepsDrains(t *testing.T) {
 		}
 	}
 }
+
+// TestRedteamUnmanagedSparesLoopback: unmanaged addresses are the *global*
+// host addresses (issue 10). On an interface that also carries ::1/128
+// (interface: lo, a common place for anycast VIPs), unmanaged_addresses:
+// withdraw deletes the host's IPv6 loopback, and report mode raises the
+// "announced without a health check" alarm for it, though BIRD never
+// exports a host-scope address. check-config accepts the combination.
+func TestRedteamUnmanagedSparesLoopback(t *testing.T) {
+	_, s := newFaultSite(t, Config{VIPs: Seed, Unmanaged: "withdraw"}, faultSite{
+		edit: func(t *testing.T, s *Site, text string) string {
+			return replaceOnce(t, text, "interface: "+s.DC.Iface+"\n", "interface: lo\n")
+		},
+	})
+	st := s.statusWhen(t, "polled", func(daemon.Status) error { return nil })
+	st = s.pollsAfter(t, st, 5)
+	out, err := s.DC.Run(context.Background(), "ip", "-o", "addr", "show", "dev", "lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{" ::1/128 ", " 127.0.0.1/8 "} {
+		if !strings.Contains(out, a) {
+			t.Errorf("%s was deleted from lo under unmanaged_addresses: withdraw:\n%s", strings.TrimSpace(a), out)
+		}
+	}
+	if slices.Contains(st.Interface.Unmanaged, "::1/128") {
+		t.Errorf("::1/128 listed as unmanaged (announced without a health check): %v", st.Interface.Unmanaged)
+	}
+	s.logOnce(t, "rhi-main.log", 0, "::1/128")
+}
