@@ -240,3 +240,26 @@ func TestRedteamUnmanagedSparesLoopback(t *testing.T) {
 	}
 	s.logOnce(t, "rhi-main.log", 0, "::1/128")
 }
+
+// TestRedteamDryRunSaysWould: issue 10 asks a dry run to be quiet about
+// itself, or to say "would". Under unmanaged_addresses: withdraw, a dry
+// run logs "…; withdrawing them" at warning level for a hand-added
+// address it leaves in place (and, for a VIP its ownership record names,
+// "no longer in the config; withdrawing"): an operator trying a config
+// with --dry-run reads that rhi deleted addresses it did not touch.
+func TestRedteamDryRunSaysWould(t *testing.T) {
+	_, s := newFaultSite(t, Config{VIPs: Seed, Unmanaged: "withdraw"}, faultSite{})
+	if err := s.StopRHI(); err != nil {
+		t.Fatal(err)
+	}
+	s.ip(t, "addr", "add", "10.0.0.77/32", "dev", s.DC.Iface)
+	if err := s.StartRHI(context.Background(), "--dry-run"); err != nil {
+		t.Fatal(err)
+	}
+	st := s.statusWhen(t, "polled", func(daemon.Status) error { return nil })
+	s.pollsAfter(t, st, 3)
+	s.holds(t, "10.0.0.77/32 10.0.0.100/32 10.0.0.101/32 10.0.0.102/32")
+	if n := s.logCount(t, "rhi-main.log", "10.0.0.77/32", "withdrawing them"); n > 0 {
+		t.Errorf("the dry run logged %d line(s) saying it is withdrawing 10.0.0.77/32, which it leaves in place", n)
+	}
+}
