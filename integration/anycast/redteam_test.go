@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 )
 
@@ -26,7 +27,7 @@ import (
 // list and unmanaged_addresses: withdraw, each deletes the other's VIPs
 // every tick, and each rewrites the shared ownership record with its own.
 func TestRedteamSecondRunOnSameInterfaceRefused(t *testing.T) {
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	text, err := os.ReadFile(s.Config)
 	if err != nil {
@@ -46,7 +47,7 @@ func TestRedteamSecondRunOnSameInterfaceRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.DC.Start(context.Background(), "rhi-second", s.bins.RHI, "run", "--config", path)
+	p, err := s.DC.Start(context.Background(), "rhi-second", bins.RHI, "run", "--config", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestRedteamSecondRunOnSameInterfaceRefused(t *testing.T) {
 // skips link scope); it must be neither reported as "announced without a
 // health check" nor deleted under unmanaged_addresses: withdraw.
 func TestRedteamUnmanagedSparesLinkLocal(t *testing.T) {
-	w, s := newFaultSite(t, Config{VIPs: Seed, Unmanaged: "withdraw"}, faultSite{})
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	st := s.statusWhen(t, "polled", func(daemon.Status) error { return nil })
 	s.ip(t, "addr", "add", "fe80::77/128", "dev", s.DC.Iface)
@@ -140,7 +141,7 @@ func TestRedteamUnmanagedSparesLinkLocal(t *testing.T) {
 // /status must list it as unmanaged. (A hand-added /24 is not exported by
 // the shipped filter: that held.)
 func TestRedteamPointToPointPeerNamed(t *testing.T) {
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.ip(t, "addr", "add", "10.9.0.1", "peer", "10.0.0.99/32", "dev", s.DC.Iface)
 	w.peerSees(t, "via dc1 (paths from dc1)", "10.0.0.99")
@@ -174,7 +175,7 @@ func TestRedteamPointToPointPeerNamed(t *testing.T) {
 // is put back into service. It must stay withdrawn (or rhi refuse to start,
 // leaving the interface as it is).
 func TestRedteamBadDrainFileAtStartKeepsDrains(t *testing.T) {
-	w, s := newFaultSite(t, Config{VIPs: Seed}, faultSite{})
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	if out, code, err := s.RHICommand(context.Background(), "drain", "10.0.0.100"); err != nil || code != 0 {
 		t.Fatalf("rhi drain: exit %d, %v\n%s", code, err, out)
@@ -219,7 +220,7 @@ func TestRedteamBadDrainFileAtStartKeepsDrains(t *testing.T) {
 // "announced without a health check" alarm for it, though BIRD never
 // exports a host-scope address. check-config accepts the combination.
 func TestRedteamUnmanagedSparesLoopback(t *testing.T) {
-	_, s := newFaultSite(t, Config{VIPs: Seed, Unmanaged: "withdraw"}, faultSite{
+	_, s := newFaultSite(t, site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}, faultSite{
 		edit: func(t *testing.T, s *Site, text string) string {
 			return replaceOnce(t, text, "interface: "+s.DC.Iface+"\n", "interface: lo\n")
 		},
@@ -248,7 +249,7 @@ func TestRedteamUnmanagedSparesLoopback(t *testing.T) {
 // "no longer in the config; withdrawing"): an operator trying a config
 // with --dry-run reads that rhi deleted addresses it did not touch.
 func TestRedteamDryRunSaysWould(t *testing.T) {
-	_, s := newFaultSite(t, Config{VIPs: Seed, Unmanaged: "withdraw"}, faultSite{})
+	_, s := newFaultSite(t, site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}, faultSite{})
 	if err := s.StopRHI(); err != nil {
 		t.Fatal(err)
 	}
