@@ -115,8 +115,16 @@ func (d *Daemon) withdrawUnmanaged() {
 func (d *Daemon) noteUnmanaged(st vip.State) {
 	now := d.unmanagedBuf[:0] // reused: the set seldom changes
 	for _, p := range st.Foreign {
-		if p.IsValid() && p.Bits() == p.Addr().BitLen() && !p.Addr().Is4In6() {
+		if announceable(p) {
 			now = append(now, p)
+		}
+	}
+	// A point-to-point entry "10.9.0.1 peer 10.0.0.99/32" makes BIRD's
+	// direct protocol originate its peer prefix: a host route with no
+	// health check behind it, even when the peer is a configured VIP.
+	for _, q := range st.ForeignPeers {
+		if announceable(q.Peer) {
+			now = append(now, q.Peer)
 		}
 	}
 	for _, p := range d.unmanaged {
@@ -125,6 +133,7 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 		}
 	}
 	slices.SortFunc(now, netip.Prefix.Compare)
+	now = slices.Compact(now)
 	d.unmanagedBuf = now
 	if slices.Equal(now, d.unmanaged) {
 		return
@@ -154,4 +163,15 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 func (d *Daemon) owns(p netip.Prefix) bool {
 	_, ok := d.states[p]
 	return ok
+}
+
+// announceable reports whether BIRD would announce p, a prefix on the
+// interface, as a host route: a /32 or /128 (not IPv4-mapped) of a global
+// unicast address. Loopback (::1, 127/8), link-local, multicast and
+// unspecified addresses are never exported by the direct protocol's
+// shipped filter: they are not "announced without a health check", and
+// unmanaged_addresses: withdraw must never delete them (::1 on lo).
+func announceable(p netip.Prefix) bool {
+	a := p.Addr()
+	return p.IsValid() && p.Bits() == a.BitLen() && !a.Is4In6() && a.IsGlobalUnicast()
 }

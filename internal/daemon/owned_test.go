@@ -17,6 +17,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/owned"
+	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
 // fakeRecord is an ownership record in a temporary file that notes what
@@ -349,4 +350,22 @@ func BenchmarkDaemonTick10000Owned(b *testing.B) {
 	if len(rec.writes) != 1 || len(d.unmanaged) != 1 {
 		b.Fatalf("%d record writes, %d unmanaged; want 1 and 1", len(rec.writes), len(d.unmanaged))
 	}
+}
+
+// TestUnmanagedCountsPointToPointPeers: BIRD announces the peer prefix of
+// a point-to-point entry, so "10.9.0.1 peer 10.0.0.99/32" is an address
+// announced without a health check; loopback and link-local host
+// addresses are never announced and are not unmanaged (nor withdrawn).
+func TestUnmanagedCountsPointToPointPeers(t *testing.T) {
+	link := newFakeLink("::1/128", "127.0.0.2/32", "169.254.7.7/32", "fe80::77/128")
+	link.peers = []vip.Peer{{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.0.0.99/32")}}
+	cfg := seed(config.Withdraw)
+	cfg.Unmanaged = "withdraw"
+	r, _ := ownRig(t, cfg, link)
+	r.tick(t)
+	r.tick(t)
+	if got := r.d.Status().Interface.Unmanaged; !slices.Equal(got, []string{"10.0.0.99/32"}) {
+		t.Errorf("unmanaged %v, want the peer prefix 10.0.0.99/32 alone", got)
+	}
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102 127.0.0.2 169.254.7.7 ::1 fe80::77")
 }
