@@ -264,3 +264,24 @@ func TestRedteamDryRunSaysWould(t *testing.T) {
 		t.Errorf("the dry run logged %d line(s) saying it is withdrawing 10.0.0.77/32, which it leaves in place", n)
 	}
 }
+
+// TestRedteamPointToPointWithdrawn: under unmanaged_addresses: withdraw, a
+// point-to-point entry whose peer prefix BIRD would announce with no
+// health check is deleted (by its local address and peer), and the peer
+// loses the route; a host address with the same local address stays.
+func TestRedteamPointToPointWithdrawn(t *testing.T) {
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}, faultSite{})
+	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
+	s.ip(t, "addr", "add", "10.9.0.1", "peer", "10.0.0.99/32", "dev", s.DC.Iface)
+	w.peerSees(t, "no route", "10.0.0.99")
+	out, err := s.DC.Run(context.Background(), "ip", "-o", "addr", "show", "dev", s.DC.Iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "peer 10.0.0.99/32") {
+		t.Errorf("the point-to-point entry is still on %s:\n%s", s.DC.Iface, out)
+	}
+	s.logOnce(t, "rhi-main.log", 1, "deleted point-to-point entry", "10.9.0.1 peer 10.0.0.99/32")
+	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
+	s.alive(t)
+}

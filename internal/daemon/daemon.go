@@ -130,6 +130,7 @@ type Daemon struct {
 	recordErr    string
 	unmanaged    []netip.Prefix // sorted; host addresses neither configured nor owned
 	unmanagedBuf []netip.Prefix // scratch for noteUnmanaged
+	peers        peerWithdrawal // unmanaged point-to-point entries (owned.go)
 
 	mu    sync.RWMutex
 	view  *view // what Status renders, under mu; swapped after every tick
@@ -474,7 +475,7 @@ func (d *Daemon) apply(ctx context.Context) error {
 	if d.recordDirty {
 		d.saveRecord() // before any address is added
 	}
-	d.withdrawUnmanaged()
+	d.withdrawUnmanaged(ctx)
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	st, err := d.ann.Set(actx, d.owned)
 	cancel()

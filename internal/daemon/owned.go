@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"net/netip"
@@ -56,7 +57,11 @@ func (d *Daemon) adoptRecord(st vip.State) {
 			continue
 		}
 		d.orphans[p] = true
-		e.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Warn("vip that rhi put on the interface is no longer in the config; withdrawing")
+		msg := "vip that rhi put on the interface is no longer in the config; withdrawing"
+		if d.dryRun {
+			msg = "vip that rhi put on the interface is no longer in the config; would withdraw it (dry run: left in place)"
+		}
+		e.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Warn(msg)
 	}
 }
 
@@ -94,9 +99,25 @@ func (d *Daemon) saveRecord() {
 	e.WithField("vips", len(r.VIPs)).Debug("ownership record written")
 }
 
+// peerDeleter deletes point-to-point entries: vip.Announcer does; a dry
+// run's announcer does not, and so deletes none.
+type peerDeleter interface {
+	DeletePeers(ctx context.Context, peers []vip.Peer) error
+}
+
+// peerWithdrawal is what the loop knows of the unmanaged point-to-point
+// entries: those last seen, and the last error deleting them.
+type peerWithdrawal struct {
+	seen []vip.Peer
+	err  string
+}
+
 // withdrawUnmanaged adds the unmanaged addresses last seen to d.owned as
-// unwanted, under unmanaged_addresses: withdraw, so that Set deletes them.
-func (d *Daemon) withdrawUnmanaged() {
+// unwanted, under unmanaged_addresses: withdraw, so that Set deletes them,
+// and deletes the unmanaged point-to-point entries (Set cannot: the kernel
+// names them by local address and peer). A failed delete is logged once
+// per change of error and retried on every tick.
+func (d *Daemon) withdrawUnmanaged(ctx context.Context) {
 	if d.cfg.Unmanaged != "withdraw" {
 		return
 	}
@@ -104,6 +125,20 @@ func (d *Daemon) withdrawUnmanaged() {
 		if _, ok := d.owned[p]; !ok {
 			d.owned[p] = false
 		}
+	}
+	pd, ok := d.ann.(peerDeleter)
+	if !ok || len(d.peers.seen) == 0 {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	err := pd.DeletePeers(dctx, d.peers.seen)
+	cancel()
+	switch {
+	case err != nil && err.Error() != d.peers.err:
+		d.peers.err = err.Error()
+		d.log.WithField("iface", d.cfg.Interface).WithError(err).Error("cannot delete unmanaged point-to-point entries; retrying on every tick")
+	case err == nil:
+		d.peers.err = ""
 	}
 }
 
@@ -122,9 +157,11 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 	// A point-to-point entry "10.9.0.1 peer 10.0.0.99/32" makes BIRD's
 	// direct protocol originate its peer prefix: a host route with no
 	// health check behind it, even when the peer is a configured VIP.
+	d.peers.seen = d.peers.seen[:0]
 	for _, q := range st.ForeignPeers {
 		if announceable(q.Peer) {
 			now = append(now, q.Peer)
+			d.peers.seen = append(d.peers.seen, q)
 		}
 	}
 	for _, p := range d.unmanaged {
@@ -152,7 +189,11 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 		all[i] = p.String()
 	}
 	e = e.WithFields(logrus.Fields{"addresses": strings.Join(all, " "), "count": len(now)})
-	if d.cfg.Unmanaged == "withdraw" {
+	switch {
+	case d.cfg.Unmanaged == "withdraw" && d.dryRun:
+		e.Warn("addresses on the interface that rhi does not manage, announced without a health check; would withdraw them (dry run: left in place)")
+		return
+	case d.cfg.Unmanaged == "withdraw":
 		e.Warn("addresses on the interface that rhi does not manage, announced without a health check; withdrawing them")
 		return
 	}

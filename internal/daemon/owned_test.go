@@ -360,12 +360,68 @@ func TestUnmanagedCountsPointToPointPeers(t *testing.T) {
 	link := newFakeLink("::1/128", "127.0.0.2/32", "169.254.7.7/32", "fe80::77/128")
 	link.peers = []vip.Peer{{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.0.0.99/32")}}
 	cfg := seed(config.Withdraw)
-	cfg.Unmanaged = "withdraw"
 	r, _ := ownRig(t, cfg, link)
 	r.tick(t)
 	r.tick(t)
 	if got := r.d.Status().Interface.Unmanaged; !slices.Equal(got, []string{"10.0.0.99/32"}) {
 		t.Errorf("unmanaged %v, want the peer prefix 10.0.0.99/32 alone", got)
 	}
+	if len(link.peers) != 1 {
+		t.Fatalf("unmanaged_addresses: report deleted the point-to-point entry")
+	}
+	r.d.cfg.Unmanaged = "withdraw"
+	r.tick(t)
+	if len(link.peers) != 0 {
+		t.Errorf("unmanaged_addresses: withdraw left the point-to-point entry %v", link.peers)
+	}
+	r.tick(t)
+	if got := r.d.Status().Interface.Unmanaged; got != nil {
+		t.Errorf("unmanaged %v after withdrawing", got)
+	}
 	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102 127.0.0.2 169.254.7.7 ::1 fe80::77")
 }
+
+// DeletePeers deletes point-to-point entries as vip.Announcer does.
+func (l *fakeLink) DeletePeers(ctx context.Context, peers []vip.Peer) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.peers = slices.DeleteFunc(l.peers, func(q vip.Peer) bool { return slices.Contains(peers, q) })
+	return nil
+}
+
+// TestDryRunSaysWould: a dry run under unmanaged_addresses: withdraw says
+// that it would withdraw, and deletes no point-to-point entry.
+func TestDryRunSaysWould(t *testing.T) {
+	link := newFakeLink("10.0.0.77/32", "10.0.0.103/32")
+	cfg := seed(config.Withdraw)
+	cfg.Unmanaged = "withdraw"
+	r, _ := ownRig(t, cfg, link, "10.0.0.103/32")
+	r.d.dryRun = true
+	r.d.ann = dryLink{link}
+	link.peers = []vip.Peer{{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.0.0.99/32")}}
+	r.tick(t)
+	r.tick(t)
+	if n := r.count(logrus.WarnLevel, "withdrawing"); n != 0 {
+		t.Errorf("a dry run logged %d lines saying it is withdrawing", n)
+	}
+	if n := r.count(logrus.WarnLevel, "would withdraw them"); n != 1 {
+		t.Errorf("%d unmanaged warnings saying would, want 1", n)
+	}
+	if n := r.count(logrus.WarnLevel, "would withdraw it"); n != 1 {
+		t.Errorf("%d record warnings saying would, want 1", n)
+	}
+	if len(link.peers) != 1 {
+		t.Errorf("a dry run deleted a point-to-point entry")
+	}
+}
+
+// dryLink is a fakeLink without DeletePeers, as a dry run's announcer.
+type dryLink struct{ l *fakeLink }
+
+func (d dryLink) Observe(ctx context.Context) (vip.State, error) { return d.l.Observe(ctx) }
+func (d dryLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error) {
+	d.l.mu.Lock()
+	defer d.l.mu.Unlock()
+	return d.l.state(owned), nil
+}
+func (d dryLink) Renew(ctx context.Context, p netip.Prefix, present bool) error { return nil }
