@@ -142,6 +142,11 @@ func (d *Daemon) withdrawUnmanaged(ctx context.Context) {
 	}
 }
 
+// maxListedUnmanaged bounds the addresses the unmanaged warning names (the
+// first ones, sorted); "count" has them all, "not_listed" the rest: 10,000
+// addresses someone put on the interface must not make one 200 KB line.
+const maxListedUnmanaged = 100
+
 // noteUnmanaged finds, in what Set returned, the host addresses on the
 // interface that rhi neither has in its config nor is withdrawing: BIRD
 // announces them with no health check behind them. It warns once per
@@ -184,11 +189,15 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 		e.Info("no unmanaged addresses on the interface any more")
 		return
 	}
-	all := make([]string, len(now))
-	for i, p := range now {
+	listed := now[:min(len(now), maxListedUnmanaged)]
+	all := make([]string, len(listed))
+	for i, p := range listed {
 		all[i] = p.String()
 	}
 	e = e.WithFields(logrus.Fields{"addresses": strings.Join(all, " "), "count": len(now)})
+	if len(now) > len(listed) {
+		e = e.WithField("not_listed", len(now)-len(listed))
+	}
 	switch {
 	case d.cfg.Unmanaged == "withdraw" && d.dryRun:
 		e.Warn("addresses on the interface that rhi does not manage, announced without a health check; would withdraw them (dry run: left in place)")

@@ -425,3 +425,21 @@ func (d dryLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.Stat
 	return d.l.state(owned), nil
 }
 func (d dryLink) Renew(ctx context.Context, p netip.Prefix, present bool) error { return nil }
+
+// TestUnmanagedWarningIsBounded: the warning names the first 100
+// unmanaged addresses and counts the rest.
+func TestUnmanagedWarningIsBounded(t *testing.T) {
+	link := newFakeLink()
+	for i := range 150 {
+		link.addrs[netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}), 32)] = true
+	}
+	r, _ := ownRig(t, seed(config.Withdraw), link)
+	r.tick(t)
+	w := r.entries(logrus.WarnLevel, "addresses on the interface that rhi does not manage, announced without a health check; left in place (unmanaged_addresses: report)")
+	if len(w) != 1 {
+		t.Fatalf("%d warnings, want 1", len(w))
+	}
+	if n := len(strings.Fields(w[0].Data["addresses"].(string))); n != 100 || w[0].Data["count"] != 150 || w[0].Data["not_listed"] != 50 {
+		t.Errorf("warning lists %d addresses, count %v, not_listed %v; want 100, 150, 50", n, w[0].Data["count"], w[0].Data["not_listed"])
+	}
+}
