@@ -101,25 +101,28 @@ func tryLock(f *os.File) error {
 // lockRun takes the instance lock, state_file + ".lock", for as long as
 // `rhi run` lives: one daemon per ownership record, so per interface. A
 // second instance would fight the first (each withdrawing what the other
-// announces, each rewriting the record), so it is refused at once. The
-// lock file is opened as openLock says. When the state directory does not
-// exist the lock cannot be taken: warned is true and the run goes on (the
-// record cannot be written either, which is reported on its own).
+// announces, each rewriting the record), so it is refused at once: err.
+// A lock that cannot be taken for any other reason (the directory missing
+// or read-only, a planted file: see openLock) does not stop rhi, since a
+// daemon that does not start leaves the VIPs on the interface with no
+// health check behind them: warned says why, and the run goes on.
 func lockRun(stateFile string) (unlock func(), warned error, err error) {
 	path := stateFile + ".lock"
+	none := func() {}
 	if _, serr := os.Stat(filepath.Dir(path)); errors.Is(serr, os.ErrNotExist) {
-		return func() {}, fmt.Errorf("instance lock %q: directory missing; a second rhi run on this state_file would not be refused", path), nil
+		return none, fmt.Errorf("instance lock %q: directory missing; a second rhi run on this state_file would not be refused", path), nil
 	}
 	f, err := openLock(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("instance %w", err)
+		return none, fmt.Errorf("instance %w; a second rhi run on this state_file would not be refused", err), nil
 	}
-	if err := tryLock(f); err != nil {
+	switch err := tryLock(f); {
+	case errors.Is(err, errLockHeld):
 		f.Close()
-		if errors.Is(err, errLockHeld) {
-			return nil, nil, fmt.Errorf("another rhi run holds the instance lock %q (one daemon per state_file): refusing to start a second, which would fight it over the interface", path)
-		}
-		return nil, nil, fmt.Errorf("instance lock %q: %w", path, err)
+		return nil, nil, fmt.Errorf("another rhi run holds the instance lock %q (one daemon per state_file): refusing to start a second, which would fight it over the interface", path)
+	case err != nil:
+		f.Close()
+		return none, fmt.Errorf("instance lock %q: %w; a second rhi run on this state_file would not be refused", path, err), nil
 	}
 	return func() { f.Close() }, nil, nil // closing releases the lock
 }

@@ -37,6 +37,15 @@ func TestLockRunRefusesASecondInstance(t *testing.T) {
 	if err != nil || warned == nil {
 		t.Errorf("missing directory: %v, %v; want a warning and no error", warned, err)
 	}
+	// A link planted at the lock: warned about, never followed, no refusal
+	// to run (a daemon that does not start leaves its VIPs unchecked).
+	dir := t.TempDir()
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "owned.lock")); err != nil {
+		t.Fatal(err)
+	}
+	if _, warned, err = lockRun(filepath.Join(dir, "owned")); err != nil || warned == nil || !strings.Contains(warned.Error(), "symbolic link") {
+		t.Errorf("planted link: %v, %v; want a warning naming the link and no error", warned, err)
+	}
 }
 
 // TestOpenLockNarrowsAndRefuses: a lock file left mode 0644 (by an older

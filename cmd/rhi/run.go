@@ -65,7 +65,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		defer unlock()
 		if warned != nil {
-			log.Warn(warned.Error())
+			log.WithError(warned).Error("running without the instance lock")
 		}
 	}
 	deps, closeDeps, code := newDeps(cfg, *dryRun, log)
