@@ -128,9 +128,11 @@ type Daemon struct {
 	// recordDirty: the owned set changed since the record was written.
 	recordDirty  bool
 	recordErr    string
-	unmanaged    []netip.Prefix // sorted; host addresses neither configured nor owned
-	unmanagedBuf []netip.Prefix // scratch for noteUnmanaged
-	peers        peerWithdrawal // unmanaged point-to-point entries (owned.go)
+	recorded     map[netip.Prefix]bool // the VIPs of the last record read or written (owned.go)
+	recordHeld   int                   // VIPs kept off the interface until the record is written
+	unmanaged    []netip.Prefix        // sorted; host addresses neither configured nor owned
+	unmanagedBuf []netip.Prefix        // scratch for noteUnmanaged
+	peers        peerWithdrawal        // unmanaged point-to-point entries (owned.go)
 
 	mu    sync.RWMutex
 	view  *view // what Status renders, under mu; swapped after every tick
@@ -475,6 +477,7 @@ func (d *Daemon) apply(ctx context.Context) error {
 	if d.recordDirty {
 		d.saveRecord() // before any address is added
 	}
+	d.holdUnrecorded()
 	d.withdrawUnmanaged(ctx)
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	st, err := d.ann.Set(actx, d.owned)

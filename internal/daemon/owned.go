@@ -52,6 +52,7 @@ func (d *Daemon) adoptRecord(st vip.State) {
 		e.WithField("recorded_iface", r.Iface).Warn("the ownership record is of another interface; taken as empty")
 		return
 	}
+	d.recorded = setOf(r.VIPs)
 	for _, p := range r.VIPs {
 		if d.owns(p) || !st.Has(p) {
 			continue
@@ -87,10 +88,11 @@ func (d *Daemon) saveRecord() {
 	if err := d.record.Write(r); err != nil {
 		if err.Error() != d.recordErr {
 			d.recordErr = err.Error()
-			e.WithError(err).Error("cannot write the ownership record; retrying before every change: until it is written, a restart cannot tell which addresses rhi put on the interface")
+			e.WithError(err).Error("cannot write the ownership record; retrying before every change: until it is written, no VIP it does not list is added to the interface (withdrawals go on)")
 		}
 		return
 	}
+	d.recorded = setOf(r.VIPs)
 	if d.recordErr != "" {
 		e.Info("ownership record written again")
 		d.recordErr = ""
@@ -110,6 +112,43 @@ type peerDeleter interface {
 type peerWithdrawal struct {
 	seen []vip.Peer
 	err  string
+}
+
+// holdUnrecorded keeps off the interface, while the record cannot be
+// written, every VIP that is not on it and that the last record written or
+// read does not list: the record is written before an address is added,
+// so that a restart always knows which addresses rhi put there (one it did
+// not know would stay announced, with no health check, once dropped from
+// the config). VIPs already on the interface stay as health says, and
+// withdrawals go on. The VIPs held are logged once per change of their
+// number.
+func (d *Daemon) holdUnrecorded() {
+	held := 0
+	if d.recordDirty && d.record != nil {
+		for p, want := range d.owned {
+			if want && !d.recorded[p] && !d.iface.Has(p) {
+				d.owned[p] = false
+				held++
+			}
+		}
+	}
+	if held != d.recordHeld {
+		d.recordHeld = held
+		if held > 0 {
+			d.log.WithFields(logrus.Fields{"state_file": d.record.String(), "vips": held}).Error("vips not added: the ownership record that must list them first cannot be written")
+		} else {
+			d.log.Info("no vip held back for the ownership record any more")
+		}
+	}
+}
+
+// setOf returns the set of ps.
+func setOf(ps []netip.Prefix) map[netip.Prefix]bool {
+	m := make(map[netip.Prefix]bool, len(ps))
+	for _, p := range ps {
+		m[p] = true
+	}
+	return m
 }
 
 // withdrawUnmanaged adds the unmanaged addresses last seen to d.owned as

@@ -214,21 +214,27 @@ func TestRecordWrittenBeforeTheOwnedSetGrows(t *testing.T) {
 }
 
 // A record that cannot be written is an error, logged once, shown in
-// /status, retried before every change; health still decides the VIPs.
+// /status, retried before every change; until it is written no VIP it
+// does not list is added (it is written before an add), and once it is,
+// health decides them.
 func TestRecordWriteFailureIsRetried(t *testing.T) {
 	r, rec := ownRig(t, seed(config.Withdraw), newFakeLink())
 	rec.fail = errors.New("read-only file system")
 	r.tick(t)
 	r.tick(t)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	r.expect(t, "")
 	if n := r.count(logrus.ErrorLevel, "cannot write the ownership record"); n != 1 {
 		t.Errorf("%d error lines, want 1", n)
+	}
+	if n := r.count(logrus.ErrorLevel, "vips not added: the ownership record that must list them first cannot be written"); n != 1 {
+		t.Errorf("%d held-back lines, want 1", n)
 	}
 	if got := r.d.Status().Interface.RecordError; got != "read-only file system" {
 		t.Errorf("status record_error %q", got)
 	}
 	rec.fail = nil
 	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
 	if got := r.d.Status().Interface.RecordError; got != "" {
 		t.Errorf("status record_error %q after a good write", got)
 	}
@@ -442,4 +448,22 @@ func TestUnmanagedWarningIsBounded(t *testing.T) {
 	if n := len(strings.Fields(w[0].Data["addresses"].(string))); n != 100 || w[0].Data["count"] != 150 || w[0].Data["not_listed"] != 50 {
 		t.Errorf("warning lists %d addresses, count %v, not_listed %v; want 100, 150, 50", n, w[0].Data["count"], w[0].Data["not_listed"])
 	}
+}
+
+// TestUnwrittenRecordHoldsOnlyNewVIPs: while the record cannot be written,
+// a VIP the last record read lists is added as health says, one already on
+// the interface stays and is withdrawn when it goes down; only a VIP no
+// record lists is held back.
+func TestUnwrittenRecordHoldsOnlyNewVIPs(t *testing.T) {
+	link := newFakeLink("10.0.0.101/32")
+	r, rec := ownRig(t, seed(config.Withdraw), link, "10.0.0.100/32")
+	rec.fail = errors.New("read-only file system")
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101")
+	if n := r.d.recordHeld; n != 1 {
+		t.Errorf("%d VIPs held back, want 1 (10.0.0.102)", n)
+	}
+	r.health.set(apisix.Down, auth)
+	r.tick(t)
+	r.expect(t, "10.0.0.100") // withdrawals go on
 }
