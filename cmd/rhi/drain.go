@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/drain"
@@ -125,36 +123,25 @@ func updateDrain(ctx context.Context, path string, change func(drain.Set) drain.
 const lockRetry = 10 * time.Millisecond
 
 // lockDrain takes an exclusive flock on drainFile + ".lock", which it
-// creates if missing. The lock file is opened without following a link and
-// without blocking, and refused unless it is a regular file; the wait for
-// the lock ends with ctx. Only `rhi drain` and `rhi undrain` take it: the
+// creates if missing (see openLock: mode 0600, a regular file of root, of
+// this user or of the directory's owner); the wait for the lock ends with
+// ctx. Only `rhi drain` and `rhi undrain` take it: the
 // daemon reads the drain file, which is replaced whole, never written in
 // place.
 func lockDrain(ctx context.Context, drainFile string) (unlock func(), err error) {
 	path := drainFile + ".lock"
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o644)
+	f, err := openLock(path)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("drain lock %q: a symbolic link: refused", path)
-		}
-		return nil, fmt.Errorf("drain lock %q: %w", path, err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-		}
-		return nil, fmt.Errorf("drain lock %q: %w", path, err)
+		return nil, fmt.Errorf("drain %w", err)
 	}
 	t := time.NewTicker(lockRetry)
 	defer t.Stop()
 	for {
-		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		err := tryLock(f)
 		if err == nil {
 			return func() { f.Close() }, nil // closing releases the lock
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+		if !errors.Is(err, errLockHeld) {
 			f.Close()
 			return nil, fmt.Errorf("drain lock %q: %w", path, err)
 		}

@@ -57,6 +57,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer logs.Close()
 	log := logs.Logger
 
+	if !*dryRun { // a dry run changes nothing: it neither fights nor blocks the real one
+		unlock, warned, err := lockRun(cfg.StateFile)
+		if err != nil {
+			log.WithError(err).Error("cannot start")
+			return exitFailure
+		}
+		defer unlock()
+		if warned != nil {
+			log.WithError(warned).Error("running without the instance lock")
+		}
+	}
 	deps, closeDeps, code := newDeps(cfg, *dryRun, log)
 	if deps == nil {
 		return code

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -190,7 +192,7 @@ func runVerify(ctx context.Context, cfg *config.Config, socket string, readIface
 	case !st.Up:
 		w.Notes = append(w.Notes, fmt.Sprintf("interface %q is down: BIRD announces nothing from it", w.Interface))
 	}
-	in := w.Input(st.Present, cfg.Bird.Protocols, cfg.Bird.Timeout)
+	in := w.Input(held(st), cfg.Bird.Protocols, cfg.Bird.Timeout)
 	run.rep = checkBird(ctx, socket, in)
 	run.code = run.rep.ExitCode()
 	if run.code == verify.ExitConsistent && len(w.NotJudged()) > 0 {
@@ -354,4 +356,20 @@ func running(st status.Status) verify.Running {
 		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired})
 	}
 	return r
+}
+
+// held returns the host prefixes the interface makes BIRD originate: its
+// host addresses, and the peer prefix of each point-to-point entry
+// ("10.9.0.1 peer 10.0.0.99/32" originates 10.0.0.99/32), sorted, once
+// each. A peer prefix is not a VIP on the interface, but BIRD exports it
+// all the same, with nothing checking its health.
+func held(st vip.State) []netip.Prefix {
+	out := slices.Clone(st.Present)
+	for _, q := range st.ForeignPeers {
+		if p := q.Peer; p.IsValid() && p.Bits() == p.Addr().BitLen() && !p.Addr().Is4In6() {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, netip.Prefix.Compare)
+	return slices.Compact(out)
 }

@@ -506,3 +506,15 @@ func TestVerifyPollsAsConfigured(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyHeldCountsPeerPrefixes: the peer prefix of a point-to-point
+// entry is originated by BIRD like a host address, so verify checks it.
+func TestVerifyHeldCountsPeerPrefixes(t *testing.T) {
+	st := vip.State{
+		Present:      []netip.Prefix{netip.MustParsePrefix("10.0.0.100/32")},
+		ForeignPeers: []vip.Peer{{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.0.0.99/32")}, {Local: netip.MustParseAddr("10.9.0.2"), Peer: netip.MustParsePrefix("10.8.0.0/24")}},
+	}
+	if got := held(st); !slices.Equal(got, []netip.Prefix{netip.MustParsePrefix("10.0.0.99/32"), netip.MustParsePrefix("10.0.0.100/32")}) {
+		t.Errorf("held = %v, want 10.0.0.99/32 (the peer) and 10.0.0.100/32", got)
+	}
+}

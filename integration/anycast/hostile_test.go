@@ -15,21 +15,21 @@ import (
 )
 
 // TestHostileDrainFile (issue 11, rows 1 and 8): the rhi user, or anyone
-// who can write the state directory, puts a FIFO at drain_file. rhi starts
-// anyway, the loop keeps polling and applying health, the file is reported
-// once, `rhi drain` fails at once saying why, and SIGTERM stops rhi. A
-// symbolic link there is not followed; a regular file again is applied.
+// who can write the state directory, puts a FIFO at drain_file. The loop
+// keeps polling and applying health, the file is reported once, `rhi
+// drain` fails at once saying why, and SIGTERM stops rhi. A symbolic link
+// there is not followed; a regular file again is applied. rhi starts with
+// a FIFO there too, and then, the drains being unknown, treats every VIP
+// as drained until the file can be read.
 func TestHostileDrainFile(t *testing.T) {
 	cfg := site.Config{VIPs: site.Seed}
-	var drain string
-	_, s := newFaultSite(t, cfg, faultSite{before: func(t *testing.T, _ *world, s *Site) {
-		drain = filepath.Join(s.DC.Dir, "drain")
-		if err := syscall.Mkfifo(drain, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}})
+	_, s := newFaultSite(t, cfg, faultSite{})
+	drain := filepath.Join(s.DC.Dir, "drain")
 	all := "10.0.0.100/32 10.0.0.101/32 10.0.0.102/32"
 	s.holds(t, all)
+	if err := syscall.Mkfifo(drain, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	st := s.statusWhen(t, "reported the FIFO", func(st status.Status) error {
 		if !strings.Contains(st.Drain.Error, "a FIFO") {
 			return errorf("drain error %q", st.Drain.Error)
@@ -107,4 +107,20 @@ func TestHostileDrainFile(t *testing.T) {
 	if err := s.StopRHI(); err != nil {
 		t.Errorf("SIGTERM with a FIFO at drain_file: %v", err)
 	}
+
+	// Started with the FIFO there: every VIP drained until it reads.
+	if err := s.StartRHI(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.holds(t, "")
+	s.statusWhen(t, "reported every VIP drained", func(st status.Status) error {
+		if !st.Drain.All || !strings.Contains(st.Drain.Error, "every VIP treated as drained") {
+			return errorf("drain %+v", st.Drain)
+		}
+		return nil
+	})
+	if err := os.Remove(drain); err != nil {
+		t.Fatal(err)
+	}
+	s.holds(t, all)
 }

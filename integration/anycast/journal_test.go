@@ -5,8 +5,6 @@ package anycast
 import (
 	"context"
 	"fmt"
-	"github.com/rhi-daemon/rhi/integration/lab"
-	"github.com/rhi-daemon/rhi/integration/site"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 // nagiosExits runs `rhi verify --nagios` on s until it exits code, and

@@ -5,14 +5,15 @@ package anycast
 import (
 	"context"
 	"fmt"
-	"github.com/rhi-daemon/rhi/integration/lab"
-	"github.com/rhi-daemon/rhi/integration/site"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/integration/site"
 )
 
 // metricsHave waits until /metrics on s holds every line.

@@ -281,6 +281,8 @@ func unmanageable(a netip.Addr) string {
 		return "link-local"
 	case a.IsLoopback():
 		return "loopback"
+	case a.Is6() && isV4Compatible(a):
+		return "IPv4-compatible IPv6 (::/96, deprecated)"
 	case !a.Is4():
 		return ""
 	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
@@ -291,6 +293,14 @@ func unmanageable(a netip.Addr) string {
 		return `"this network" (0.0.0.0/8)`
 	}
 	return ""
+}
+
+// isV4Compatible reports whether a is in ::/96, the deprecated
+// IPv4-compatible IPv6 addresses (RFC 4291 §2.5.5.1): "::1.2.3.4" reads as
+// 1.2.3.4, and no router is meant to route it.
+func isV4Compatible(a netip.Addr) bool {
+	b := a.As16()
+	return [12]byte(b[:12]) == [12]byte{}
 }
 
 // parseUpstream parses an upstream key with health.ParseUpstream, which is

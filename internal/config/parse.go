@@ -424,19 +424,51 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["control_socket"], "control_socket", &c.ControlSocket, checked(checkControlSocket))
 	set(p, m["drain_file"], "drain_file", &c.DrainFile, checked(checkFilePath))
 	set(p, m["state_file"], "state_file", &c.StateFile, checked(checkFilePath))
-	if c.StateFile == c.DrainFile {
-		key, other := "state_file", "drain_file"
-		if m[key] == nil {
-			key, other = other, key
-		}
-		if n := m[key]; n != nil {
-			p.report(n, key, c.StateFile, issue{msg: "same file as " + other + ": each needs its own"})
-		}
-	}
+	p.collisions(m, c)
 	set(p, m["unmanaged_addresses"], "unmanaged_addresses", &c.Unmanaged, enum(UnmanagedReport, UnmanagedWithdraw))
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)
 	}
+}
+
+// collisions refuses two of rhi's files at one path: the record and the
+// drain file are replaced by a rename, the logs appended to, the control
+// socket bound, and the locks flocked beside the record and the drain
+// file; any two sharing a path break both (a record renamed over a log).
+// main_log and error_log may share one: that file gets each line once.
+// The problem is reported at the key set in the file (the later one when
+// both are).
+func (p *parser) collisions(m map[string]*yaml.Node, c *Config) {
+	files := []struct{ key, name, path string }{
+		{"main_log", "main_log", c.MainLog}, {"error_log", "error_log", c.ErrorLog},
+		{"drain_file", "drain_file", c.DrainFile}, {"state_file", "state_file", c.StateFile},
+		{"control_socket", "control_socket", c.ControlSocket},
+		{"drain_file", "the lock beside drain_file", lockOf(c.DrainFile)},
+		{"state_file", "the lock beside state_file", lockOf(c.StateFile)},
+	}
+	for i, a := range files {
+		for _, b := range files[i+1:] { // two locks collide only when their files do
+			if a.path == "" || a.key == b.key || filepath.Clean(a.path) != filepath.Clean(b.path) ||
+				(a.key == "main_log" && b.key == "error_log") || (a.name != a.key && b.name != b.key) {
+				continue
+			}
+			at, other := b, a
+			if m[at.key] == nil || b.name != b.key { // a lock is reported at the file that hits it
+				at, other = a, b
+			}
+			if n := m[at.key]; n != nil {
+				p.report(n, at.key, at.path, issue{msg: "same file as " + other.name + ": each needs its own"})
+			}
+		}
+	}
+}
+
+// lockOf is the lock file beside path ("" for none).
+func lockOf(path string) string {
+	if path == "" {
+		return ""
+	}
+	return path + ".lock"
 }
 
 func (p *parser) failurePolicy(n *yaml.Node, fp *FailurePolicy) {

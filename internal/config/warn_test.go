@@ -59,3 +59,20 @@ func TestControlSocketKey(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningsInterfaceLo: interface: lo is warned about, more so under
+// unmanaged_addresses: withdraw.
+func TestWarningsInterfaceLo(t *testing.T) {
+	c := Config{Interface: "lo", Unmanaged: "report"}
+	if w := Warnings(&c); len(w) != 1 || !strings.Contains(w[0], "interface: lo") || strings.Contains(w[0], "withdraw deletes") {
+		t.Errorf("report: %q", w)
+	}
+	c.Unmanaged = "withdraw"
+	if w := Warnings(&c); len(w) != 1 || !strings.Contains(w[0], "withdraw deletes") {
+		t.Errorf("withdraw: %q", w)
+	}
+	c.Interface = "rhi0"
+	if w := Warnings(&c); len(w) != 0 {
+		t.Errorf("rhi0: %q", w)
+	}
+}

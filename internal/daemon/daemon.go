@@ -483,7 +483,8 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	if d.own.dirty {
 		d.saveRecord() // before any address is added
 	}
-	d.withdrawUnmanaged()
+	d.holdUnrecorded()
+	d.withdrawUnmanaged(ctx)
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	st, err := d.ann.Set(actx, d.owned)
 	cancel()

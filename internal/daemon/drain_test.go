@@ -118,6 +118,42 @@ func TestBadDrainFileKeepsDrains(t *testing.T) {
 	}
 }
 
+// TestBadDrainFileAtStartDrainsAll: a drain file that cannot be read when
+// rhi starts (a typo made while rhi was down) holds drains nobody can
+// know: every VIP is treated as drained until it reads, loudly, rather
+// than putting a VIP under maintenance back into service. A missing file
+// drains nothing.
+func TestBadDrainFileAtStartDrainsAll(t *testing.T) {
+	r, path := drainRig(t, "10.0.0.100/32", "10.0.0.101/32", "10.0.0.102/32")
+	if err := os.WriteFile(path, []byte("10.0.0.100\n10.0.0.1O1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.look(t) // Run waits for the watcher's first answer
+	r.tick(t)
+	r.expect(t, "")
+	st := r.d.Status()
+	if !st.Drain.All || !strings.Contains(st.Drain.Error, "every VIP treated as drained") {
+		t.Errorf("drain status = %+v, want all drained and the reason", st.Drain)
+	}
+	if n := r.count(logrus.ErrorLevel, "every VIP is treated as drained until it can be read"); n != 1 {
+		t.Errorf("%d error lines, want 1", n)
+	}
+	writeDrain(t, path, false, "10.0.0.100")
+	r.look(t)
+	r.expect(t, "10.0.0.101 10.0.0.102")
+	if st := r.d.Status(); st.Drain.All || st.Drain.Error != "" {
+		t.Errorf("drain status = %+v after the file was fixed", st.Drain)
+	}
+
+	m, missing := drainRig(t, "10.0.0.100/32")
+	if _, err := os.Lstat(missing); !os.IsNotExist(err) {
+		t.Fatalf("drain file %s: %v", missing, err)
+	}
+	m.look(t)
+	m.tick(t)
+	m.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+}
+
 func TestDrainOfUnknownVIPIsReported(t *testing.T) {
 	r, path := drainRig(t)
 	writeDrain(t, path, false, "192.0.2.50")
@@ -149,23 +185,25 @@ func TestRunFIFOAtDrainFile(t *testing.T) {
 	// The loop polls and the watcher looks as fast as they go: the FIFO
 	// must neither stop the one nor be reported more than once by the other.
 	r.d.newTicker = func(time.Duration) ticker { return busyTicker{} }
-	if err := syscall.Mkfifo(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeDrain(t, path, false) // read at start: a FIFO there at start drains all (TestBadDrainFileAtStartDrainsAll)
 	r.health.polled = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- r.d.Run(ctx) }()
+	waitFor(t, "poll", r.health.polled)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for range 20 {
 		waitFor(t, "poll", r.health.polled)
 	}
-	// Health still decides: the two VIPs not on the interface came up.
-	for r.link.text() != "10.0.0.100 10.0.0.101 10.0.0.102" {
+	// Health still decides: the two VIPs not on the interface came up, and
+	// the watcher (every drain.Every) found the FIFO.
+	for r.link.text() != "10.0.0.100 10.0.0.101 10.0.0.102" || !strings.Contains(r.d.Status().Drain.Error, "FIFO") {
 		waitFor(t, "poll", r.health.polled)
-	}
-	st := r.d.Status()
-	if !strings.Contains(st.Drain.Error, "FIFO") {
-		t.Errorf("status drain error = %q, want the FIFO named", st.Drain.Error)
 	}
 	cancel()
 	stopped := make(chan struct{})

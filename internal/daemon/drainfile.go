@@ -51,10 +51,16 @@ func (d *Daemon) takeDrain(ctx context.Context, u drain.Update) {
 // file stays as it is.
 func (d *Daemon) noteDrain(u drain.Update) bool {
 	path := u.Path
-	if u.Err != nil {
+	switch {
+	case u.Err != nil && u.Unread:
+		// At start-up no drain is in force yet: forgetting the file's would
+		// put a VIP under maintenance back into service on the first tick.
+		d.log.WithField("drain_file", path).WithError(u.Err).Error("cannot read the drain file, and no version of it was ever read: every VIP is treated as drained until it can be read")
+		d.drainErr = u.Err.Error() + " (every VIP treated as drained until the file can be read)"
+	case u.Err != nil:
 		d.log.WithField("drain_file", path).WithError(u.Err).Error("cannot read the drain file; keeping the drains already in force")
 		d.drainErr = u.Err.Error()
-	} else if d.drainErr != "" {
+	case d.drainErr != "":
 		d.log.WithField("drain_file", path).Info("drain file readable again")
 		d.drainErr = ""
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"net/netip"
@@ -29,9 +30,11 @@ type OwnershipRecord interface {
 // ownership is the loop's side of the ownership record. The loop alone
 // uses it.
 type ownership struct {
-	file  OwnershipRecord // nil: none is kept
-	dirty bool            // the owned set changed since the record was written
-	err   string          // why the last write failed; "" once one succeeds
+	file     OwnershipRecord       // nil: none is kept
+	dirty    bool                  // the owned set changed since the record was written
+	err      string                // why the last write failed; "" once one succeeds
+	recorded map[netip.Prefix]bool // the VIPs of the last record read or written
+	held     int                   // VIPs kept off the interface until the record is written
 }
 
 // save writes r, unless no record is kept, and logs a failure once per
@@ -46,10 +49,11 @@ func (o *ownership) save(r owned.Record, log logrus.FieldLogger) {
 	if err := o.file.Write(r); err != nil {
 		if err.Error() != o.err {
 			o.err = err.Error()
-			e.WithError(err).Error("cannot write the ownership record; retrying before every change: until it is written, a restart cannot tell which addresses rhi put on the interface")
+			e.WithError(err).Error("cannot write the ownership record; retrying before every change: until it is written, no VIP it does not list is added to the interface (withdrawals go on)")
 		}
 		return
 	}
+	o.recorded = setOf(r.VIPs)
 	if o.err != "" {
 		e.Info("ownership record written again")
 		o.err = ""
@@ -84,12 +88,17 @@ func (d *Daemon) adoptRecord(st vip.State) {
 		e.WithField("recorded_iface", r.Iface).Warn("the ownership record is of another interface; taken as empty")
 		return
 	}
+	d.own.recorded = setOf(r.VIPs)
 	for _, p := range r.VIPs {
 		if d.owns(p) || !st.Has(p) {
 			continue
 		}
 		d.orphans[p] = true
-		e.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Warn("vip that rhi put on the interface is no longer in the config; withdrawing")
+		msg := "vip that rhi put on the interface is no longer in the config; withdrawing"
+		if d.dryRun {
+			msg = "vip that rhi put on the interface is no longer in the config; would withdraw it (dry run: left in place)"
+		}
+		e.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Warn(msg)
 	}
 }
 
@@ -97,8 +106,8 @@ func (d *Daemon) adoptRecord(st vip.State) {
 // every one still being withdrawn. It is called before a Set when the
 // owned set has grown or shrunk, never on a tick that changes neither. A
 // failed write is logged once per change of error and retried before each
-// Set; addresses are still set meanwhile (health decides them), but a
-// restart could not tell which of them rhi put there.
+// Set; meanwhile holdUnrecorded keeps off the interface every VIP the
+// record does not list yet.
 func (d *Daemon) saveRecord() {
 	r := owned.Record{Iface: d.cfg.Interface, VIPs: make([]netip.Prefix, 0, len(d.cfg.VIPs)+len(d.orphans))}
 	for i := range d.cfg.VIPs {
@@ -111,8 +120,11 @@ func (d *Daemon) saveRecord() {
 }
 
 // withdrawUnmanaged adds the unmanaged addresses last seen to d.owned as
-// unwanted, under unmanaged_addresses: withdraw, so that Set deletes them.
-func (d *Daemon) withdrawUnmanaged() {
+// unwanted, under unmanaged_addresses: withdraw, so that Set deletes them,
+// and deletes the unmanaged point-to-point entries (Set cannot: the kernel
+// names them by local address and peer). A failed delete is logged once
+// per change of error and retried on every tick.
+func (d *Daemon) withdrawUnmanaged(ctx context.Context) {
 	if d.cfg.Unmanaged != config.UnmanagedWithdraw {
 		return
 	}
@@ -121,13 +133,72 @@ func (d *Daemon) withdrawUnmanaged() {
 			d.owned[p] = false
 		}
 	}
+	pd, ok := d.ann.(peerDeleter)
+	if !ok || len(d.unmanaged.peers) == 0 {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	err := pd.DeletePeers(dctx, d.unmanaged.peers)
+	cancel()
+	switch {
+	case err != nil && err.Error() != d.unmanaged.peersErr:
+		d.unmanaged.peersErr = err.Error()
+		d.log.WithField("iface", d.cfg.Interface).WithError(err).Error("cannot delete unmanaged point-to-point entries; retrying on every tick")
+	case err == nil:
+		d.unmanaged.peersErr = ""
+	}
+}
+
+// peerDeleter deletes point-to-point entries: vip.Announcer does; a dry
+// run's announcer does not, and so deletes none.
+type peerDeleter interface {
+	DeletePeers(ctx context.Context, peers []vip.Peer) error
+}
+
+// holdUnrecorded keeps off the interface, while the record cannot be
+// written, every VIP that is not on it and that the last record written or
+// read does not list: the record is written before an address is added,
+// so that a restart always knows which addresses rhi put there (one it did
+// not know would stay announced, with no health check, once dropped from
+// the config). VIPs already on the interface stay as health says, and
+// withdrawals go on. The VIPs held are logged once per change of their
+// number.
+func (d *Daemon) holdUnrecorded() {
+	held := 0
+	if d.own.dirty && d.own.file != nil {
+		for p, want := range d.owned {
+			if want && !d.own.recorded[p] && !d.iface.Has(p) {
+				d.owned[p] = false
+				held++
+			}
+		}
+	}
+	if held != d.own.held {
+		d.own.held = held
+		if held > 0 {
+			d.log.WithFields(logrus.Fields{"state_file": d.own.file.String(), "vips": held}).Error("vips not added: the ownership record that must list them first cannot be written")
+		} else {
+			d.log.Info("no vip held back for the ownership record any more")
+		}
+	}
+}
+
+// setOf returns the set of ps.
+func setOf(ps []netip.Prefix) map[netip.Prefix]bool {
+	m := make(map[netip.Prefix]bool, len(ps))
+	for _, p := range ps {
+		m[p] = true
+	}
+	return m
 }
 
 // unmanagedAddrs is the host addresses on the interface that rhi neither
 // has in its config nor is withdrawing. The loop alone changes it.
 type unmanagedAddrs struct {
-	list []netip.Prefix // sorted; replaced, never changed in place: views share it
-	buf  []netip.Prefix // scratch for update
+	list     []netip.Prefix // sorted; replaced, never changed in place: views share it
+	buf      []netip.Prefix // scratch for update
+	peers    []vip.Peer     // the unmanaged point-to-point entries last seen
+	peersErr string         // the last error deleting them
 }
 
 // update finds the unmanaged addresses in st, what Set returned: its
@@ -137,8 +208,18 @@ type unmanagedAddrs struct {
 func (u *unmanagedAddrs) update(st vip.State, managed func(netip.Prefix) bool) bool {
 	now := u.buf[:0] // reused: the set seldom changes
 	for _, p := range st.Foreign {
-		if p.IsValid() && p.Bits() == p.Addr().BitLen() && !p.Addr().Is4In6() {
+		if announceable(p) {
 			now = append(now, p)
+		}
+	}
+	// A point-to-point entry "10.9.0.1 peer 10.0.0.99/32" makes BIRD's
+	// direct protocol originate its peer prefix: a host route with no
+	// health check behind it, even when the peer is a configured VIP.
+	u.peers = u.peers[:0]
+	for _, q := range st.ForeignPeers {
+		if announceable(q.Peer) {
+			now = append(now, q.Peer)
+			u.peers = append(u.peers, q)
 		}
 	}
 	for _, p := range u.list {
@@ -147,6 +228,7 @@ func (u *unmanagedAddrs) update(st vip.State, managed func(netip.Prefix) bool) b
 		}
 	}
 	slices.SortFunc(now, netip.Prefix.Compare)
+	now = slices.Compact(now)
 	u.buf = now
 	if slices.Equal(now, u.list) {
 		return false
@@ -157,6 +239,11 @@ func (u *unmanagedAddrs) update(st vip.State, managed func(netip.Prefix) bool) b
 	}
 	return true
 }
+
+// maxListedUnmanaged bounds the addresses the unmanaged warning names (the
+// first ones, sorted); "count" has them all, "not_listed" the rest: 10,000
+// addresses someone put on the interface must not make one 200 KB line.
+const maxListedUnmanaged = 100
 
 // noteUnmanaged finds, in what Set returned, the host addresses on the
 // interface that rhi neither has in its config nor is withdrawing: BIRD
@@ -173,12 +260,20 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 		e.Info("no unmanaged addresses on the interface any more")
 		return
 	}
-	all := make([]string, len(now))
-	for i, p := range now {
+	listed := now[:min(len(now), maxListedUnmanaged)]
+	all := make([]string, len(listed))
+	for i, p := range listed {
 		all[i] = p.String()
 	}
 	e = e.WithFields(logrus.Fields{"addresses": strings.Join(all, " "), "count": len(now)})
-	if d.cfg.Unmanaged == config.UnmanagedWithdraw {
+	if len(now) > len(listed) {
+		e = e.WithField("not_listed", len(now)-len(listed))
+	}
+	switch {
+	case d.cfg.Unmanaged == config.UnmanagedWithdraw && d.dryRun:
+		e.Warn("addresses on the interface that rhi does not manage, announced without a health check; would withdraw them (dry run: left in place)")
+		return
+	case d.cfg.Unmanaged == config.UnmanagedWithdraw:
 		e.Warn("addresses on the interface that rhi does not manage, announced without a health check; withdrawing them")
 		return
 	}
@@ -189,4 +284,15 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 func (d *Daemon) owns(p netip.Prefix) bool {
 	_, ok := d.states[p]
 	return ok
+}
+
+// announceable reports whether BIRD would announce p, a prefix on the
+// interface, as a host route: a /32 or /128 (not IPv4-mapped) of a global
+// unicast address. Loopback (::1, 127/8), link-local, multicast and
+// unspecified addresses are never exported by the direct protocol's
+// shipped filter: they are not "announced without a health check", and
+// unmanaged_addresses: withdraw must never delete them (::1 on lo).
+func announceable(p netip.Prefix) bool {
+	a := p.Addr()
+	return p.IsValid() && p.Bits() == a.BitLen() && !a.Is4In6() && a.IsGlobalUnicast()
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/owned"
+	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
 // fakeRecord is an ownership record in a temporary file that notes what
@@ -213,21 +214,27 @@ func TestRecordWrittenBeforeTheOwnedSetGrows(t *testing.T) {
 }
 
 // A record that cannot be written is an error, logged once, shown in
-// /status, retried before every change; health still decides the VIPs.
+// /status, retried before every change; until it is written no VIP it
+// does not list is added (it is written before an add), and once it is,
+// health decides them.
 func TestRecordWriteFailureIsRetried(t *testing.T) {
 	r, rec := ownRig(t, seed(config.Withdraw), newFakeLink())
 	rec.fail = errors.New("read-only file system")
 	r.tick(t)
 	r.tick(t)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	r.expect(t, "")
 	if n := r.count(logrus.ErrorLevel, "cannot write the ownership record"); n != 1 {
 		t.Errorf("%d error lines, want 1", n)
+	}
+	if n := r.count(logrus.ErrorLevel, "vips not added: the ownership record that must list them first cannot be written"); n != 1 {
+		t.Errorf("%d held-back lines, want 1", n)
 	}
 	if got := r.d.Status().Interface.RecordError; got != "read-only file system" {
 		t.Errorf("status record_error %q", got)
 	}
 	rec.fail = nil
 	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
 	if got := r.d.Status().Interface.RecordError; got != "" {
 		t.Errorf("status record_error %q after a good write", got)
 	}
@@ -349,4 +356,114 @@ func BenchmarkDaemonTick10000Owned(b *testing.B) {
 	if len(rec.writes) != 1 || len(d.unmanaged.list) != 1 {
 		b.Fatalf("%d record writes, %d unmanaged; want 1 and 1", len(rec.writes), len(d.unmanaged.list))
 	}
+}
+
+// TestUnmanagedCountsPointToPointPeers: BIRD announces the peer prefix of
+// a point-to-point entry, so "10.9.0.1 peer 10.0.0.99/32" is an address
+// announced without a health check; loopback and link-local host
+// addresses are never announced and are not unmanaged (nor withdrawn).
+func TestUnmanagedCountsPointToPointPeers(t *testing.T) {
+	link := newFakeLink("::1/128", "127.0.0.2/32", "169.254.7.7/32", "fe80::77/128")
+	link.peers = []vip.Peer{{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.0.0.99/32")}}
+	cfg := seed(config.Withdraw)
+	r, _ := ownRig(t, cfg, link)
+	r.tick(t)
+	r.tick(t)
+	if got := r.d.Status().Interface.Unmanaged; !slices.Equal(got, []string{"10.0.0.99/32"}) {
+		t.Errorf("unmanaged %v, want the peer prefix 10.0.0.99/32 alone", got)
+	}
+	if len(link.peers) != 1 {
+		t.Fatalf("unmanaged_addresses: report deleted the point-to-point entry")
+	}
+	r.d.cfg.Unmanaged = "withdraw"
+	r.tick(t)
+	if len(link.peers) != 0 {
+		t.Errorf("unmanaged_addresses: withdraw left the point-to-point entry %v", link.peers)
+	}
+	r.tick(t)
+	if got := r.d.Status().Interface.Unmanaged; got != nil {
+		t.Errorf("unmanaged %v after withdrawing", got)
+	}
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102 127.0.0.2 169.254.7.7 ::1 fe80::77")
+}
+
+// DeletePeers deletes point-to-point entries as vip.Announcer does.
+func (l *fakeLink) DeletePeers(ctx context.Context, peers []vip.Peer) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.peers = slices.DeleteFunc(l.peers, func(q vip.Peer) bool { return slices.Contains(peers, q) })
+	return nil
+}
+
+// TestDryRunSaysWould: a dry run under unmanaged_addresses: withdraw says
+// that it would withdraw, and deletes no point-to-point entry.
+func TestDryRunSaysWould(t *testing.T) {
+	link := newFakeLink("10.0.0.77/32", "10.0.0.103/32")
+	cfg := seed(config.Withdraw)
+	cfg.Unmanaged = "withdraw"
+	r, _ := ownRig(t, cfg, link, "10.0.0.103/32")
+	r.d.dryRun = true
+	r.d.ann = dryLink{link}
+	link.peers = []vip.Peer{{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.0.0.99/32")}}
+	r.tick(t)
+	r.tick(t)
+	if n := r.count(logrus.WarnLevel, "withdrawing"); n != 0 {
+		t.Errorf("a dry run logged %d lines saying it is withdrawing", n)
+	}
+	if n := r.count(logrus.WarnLevel, "would withdraw them"); n != 1 {
+		t.Errorf("%d unmanaged warnings saying would, want 1", n)
+	}
+	if n := r.count(logrus.WarnLevel, "would withdraw it"); n != 1 {
+		t.Errorf("%d record warnings saying would, want 1", n)
+	}
+	if len(link.peers) != 1 {
+		t.Errorf("a dry run deleted a point-to-point entry")
+	}
+}
+
+// dryLink is a fakeLink without DeletePeers, as a dry run's announcer.
+type dryLink struct{ l *fakeLink }
+
+func (d dryLink) Observe(ctx context.Context) (vip.State, error) { return d.l.Observe(ctx) }
+func (d dryLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error) {
+	d.l.mu.Lock()
+	defer d.l.mu.Unlock()
+	return d.l.state(owned), nil
+}
+func (d dryLink) Renew(ctx context.Context, p netip.Prefix, present bool) error { return nil }
+
+// TestUnmanagedWarningIsBounded: the warning names the first 100
+// unmanaged addresses and counts the rest.
+func TestUnmanagedWarningIsBounded(t *testing.T) {
+	link := newFakeLink()
+	for i := range 150 {
+		link.addrs[netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}), 32)] = true
+	}
+	r, _ := ownRig(t, seed(config.Withdraw), link)
+	r.tick(t)
+	w := r.entries(logrus.WarnLevel, "addresses on the interface that rhi does not manage, announced without a health check; left in place (unmanaged_addresses: report)")
+	if len(w) != 1 {
+		t.Fatalf("%d warnings, want 1", len(w))
+	}
+	if n := len(strings.Fields(w[0].Data["addresses"].(string))); n != 100 || w[0].Data["count"] != 150 || w[0].Data["not_listed"] != 50 {
+		t.Errorf("warning lists %d addresses, count %v, not_listed %v; want 100, 150, 50", n, w[0].Data["count"], w[0].Data["not_listed"])
+	}
+}
+
+// TestUnwrittenRecordHoldsOnlyNewVIPs: while the record cannot be written,
+// a VIP the last record read lists is added as health says, one already on
+// the interface stays and is withdrawn when it goes down; only a VIP no
+// record lists is held back.
+func TestUnwrittenRecordHoldsOnlyNewVIPs(t *testing.T) {
+	link := newFakeLink("10.0.0.101/32")
+	r, rec := ownRig(t, seed(config.Withdraw), link, "10.0.0.100/32")
+	rec.fail = errors.New("read-only file system")
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101")
+	if n := r.d.own.held; n != 1 {
+		t.Errorf("%d VIPs held back, want 1 (10.0.0.102)", n)
+	}
+	r.health.set(health.Down, auth)
+	r.tick(t)
+	r.expect(t, "10.0.0.100") // withdrawals go on
 }

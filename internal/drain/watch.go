@@ -55,10 +55,16 @@ type Update struct {
 	Path string
 	// Set is the drain set in force: the file's or, when the file cannot
 	// be used, the last one read from it (forgetting a drain would put a
-	// VIP under maintenance back into service); empty if none was ever read.
+	// VIP under maintenance back into service). When none was ever read
+	// (the file is unusable since start-up), it is "all": every VIP
+	// drained, since the drains the file holds cannot be known. A missing
+	// file is read fine: nothing drained.
 	Set Set
 	// Err says why the file cannot be used; nil when Set is the file's.
 	Err error
+	// Unread says that no version of the file was ever read, so Set is the
+	// "all" that stands in for it (with Err set).
+	Unread bool
 }
 
 // Watcher watches the drain file off the daemon's loop: the loop does no
@@ -75,7 +81,8 @@ type Watcher struct {
 	path    string
 	seen    Stamp // of the last look that returned
 	looked  bool  // seen is valid
-	good    Set   // the last set read
+	good    Set   // the last set read; "all" until one is (unread)
+	unread  bool  // no version of the file was read yet
 	lastErr error // of the last look that returned
 	pending chan result
 	hung    bool // the last Update reported a look past its deadline
@@ -91,7 +98,7 @@ type result struct {
 
 // NewWatcher watches path; "" is no drain file, an empty set.
 func NewWatcher(path string) *Watcher {
-	return &Watcher{paths: make(chan string, 1), after: time.After, look: look, path: path, good: Set{VIPs: map[netip.Prefix]bool{}}}
+	return &Watcher{paths: make(chan string, 1), after: time.After, look: look, path: path, good: Set{All: true, VIPs: map[netip.Prefix]bool{}}, unread: true}
 }
 
 // SetPath makes the watcher watch path instead (a reload changed
@@ -169,7 +176,7 @@ func (w *Watcher) Check(ctx context.Context) (Update, bool) {
 		}
 		w.hung = true
 		err := fmt.Errorf("drain file %q: no answer within %v", w.path, Timeout)
-		return Update{Path: w.path, Set: w.good, Err: err}, true
+		return Update{Path: w.path, Set: w.good, Err: err, Unread: w.unread}, true
 	}
 }
 
@@ -183,12 +190,12 @@ func (w *Watcher) take(l result) (Update, bool) {
 	if !l.same {
 		w.seen, w.looked, w.lastErr = l.stamp, true, l.err
 		if l.err == nil {
-			w.good = l.set
+			w.good, w.unread = l.set, false
 		}
 	}
 	// After a hung look the state before it is sent again, even unchanged,
 	// since the last Update said the file could not be read.
-	return Update{Path: w.path, Set: w.good, Err: w.lastErr}, true
+	return Update{Path: w.path, Set: w.good, Err: w.lastErr, Unread: w.unread && w.lastErr != nil}, true
 }
 
 // look stats path and, unless its stamp is last (and valid says last is

@@ -323,3 +323,37 @@ func badBigFile(b *testing.B) string {
 	}
 	return path
 }
+
+// TestUnreadFileAtStartIsAll: a file that cannot be used before any
+// version of it was read stands for "all" (Unread), and the first good
+// read decides; a missing file at start is read fine (nothing drained).
+func TestUnreadFileAtStartIsAll(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "drain")
+	if err := os.WriteFile(path, []byte("10.0.0.1\nbanana\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWatcher(path)
+	u, ok := w.Check(context.Background())
+	if !ok || u.Err == nil || !u.Unread || !u.Set.All {
+		t.Fatalf("bad file at start: %+v, want an error, Unread and all", u)
+	}
+	if err := os.WriteFile(path, []byte("10.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, ok = w.Check(context.Background())
+	if !ok || u.Err != nil || u.Unread || u.Set.All || !u.Set.Has(pfx("10.0.0.1/32")) {
+		t.Fatalf("good file: %+v", u)
+	}
+	if err := os.WriteFile(path, []byte("banana\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, ok = w.Check(context.Background())
+	if !ok || u.Err == nil || u.Unread || u.Set.All || !u.Set.Has(pfx("10.0.0.1/32")) {
+		t.Fatalf("bad file after a good one: %+v, want the last good set", u)
+	}
+
+	m := NewWatcher(filepath.Join(t.TempDir(), "missing"))
+	if u, ok := m.Check(context.Background()); !ok || u.Err != nil || u.Unread || !u.Set.Empty() {
+		t.Errorf("missing file at start: %+v, want nothing drained", u)
+	}
+}

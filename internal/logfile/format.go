@@ -105,19 +105,6 @@ func (h *fanout) Fire(e *logrus.Entry) error {
 	return errors.Join(errs...)
 }
 
-// lockedWriter keeps lines from interleaving: logrus fires hooks outside
-// its lock.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // discard is the logger's own formatter: the hook has written the line.
 type discard struct{}
 

@@ -25,6 +25,7 @@ func TestJournalPriorityPrefixes(t *testing.T) {
 	l.Logger.Info("i")
 	l.Logger.Warn("w")
 	l.Logger.Error("e")
+	l.Flush() // stderr is written on a goroutine of its own
 	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
 	want := []string{"<7>", "<6>", "<4>", "<3>"}
 	if len(lines) != len(want) {
@@ -44,6 +45,7 @@ func TestNoPrefixesOutsideTheJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Logger.Error("e")
+	l.Flush()
 	if !strings.HasPrefix(stderr.String(), "time=") {
 		t.Errorf("stderr = %q, want a plain line", stderr.String())
 	}
@@ -59,6 +61,7 @@ func TestTextHasMillisecondTimestamps(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Logger.WithField("vip", "10.0.0.1/32").Info("hello")
+	l.Flush()
 	m := regexp.MustCompile(`^time="?([^" ]+)"? level=info msg=hello vip=10.0.0.1/32\n$`).FindStringSubmatch(stderr.String())
 	if m == nil || !msTime.MatchString(m[1]) {
 		t.Errorf("line = %q, want time with milliseconds, level, msg, fields", stderr.String())
@@ -98,6 +101,7 @@ func TestJSONOneObjectPerLine(t *testing.T) {
 		}
 	}
 	// On stderr: the same objects behind the priority prefix.
+	l.Flush()
 	errLines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
 	if len(errLines) != 2 || !strings.HasPrefix(errLines[0], "<6>{") || !strings.HasPrefix(errLines[1], "<3>{") {
 		t.Errorf("stderr = %q, want two prefixed objects", stderr.String())
@@ -122,6 +126,7 @@ func TestErrorReachesStderrAndFiles(t *testing.T) {
 	}
 	l.Logger.Info("info-line")
 	l.Logger.WithField("vip", "10.0.0.1/32").Error("error-line")
+	l.Flush()
 	if !strings.Contains(stderr.String(), "<3>") || !strings.Contains(stderr.String(), "error-line") {
 		t.Errorf("stderr = %q, want the error with <3>", stderr.String())
 	}
@@ -131,6 +136,7 @@ func TestErrorReachesStderrAndFiles(t *testing.T) {
 	l.Close() // writes to the files now fail
 	stderr.Reset()
 	l.Logger.Error("after-close")
+	l.Flush()
 	if !strings.Contains(stderr.String(), "<3>") || !strings.Contains(stderr.String(), "after-close") {
 		t.Errorf("stderr = %q, want the error although the files fail", stderr.String())
 	}

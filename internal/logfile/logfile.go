@@ -100,6 +100,7 @@ func (f *File) Close() error {
 type Logs struct {
 	Logger *logrus.Logger
 	files  []*File
+	stderr *stderrQueue // nil without Options.Stderr
 }
 
 // Options says where and how rhi logs.
@@ -133,7 +134,8 @@ func New(o Options) (*Logs, error) {
 	}
 	h := &fanout{fmt: f}
 	if o.Stderr != nil {
-		h.sinks = append(h.sinks, sink{w: &lockedWriter{w: o.Stderr}, max: logrus.TraceLevel, journal: o.Journal})
+		l.stderr = newStderrQueue(o.Stderr, o.Journal)
+		h.sinks = append(h.sinks, sink{w: l.stderr, max: logrus.TraceLevel, journal: o.Journal})
 	}
 	for _, dst := range []struct {
 		path string
@@ -163,8 +165,27 @@ func (l *Logs) Reopen() error {
 	return errors.Join(errs...)
 }
 
-// Close closes every log file.
+// StderrDropped counts the lines that stderr could not take (it was not
+// being read, and the queue in front of it was full), ever: for a metric.
+func (l *Logs) StderrDropped() uint64 {
+	if l.stderr == nil {
+		return 0
+	}
+	return l.stderr.dropped.Load()
+}
+
+// Flush waits until the lines logged so far have reached stderr, for a
+// bounded time (see stderrQueue).
+func (l *Logs) Flush() {
+	if l.stderr != nil {
+		l.stderr.Flush()
+	}
+}
+
+// Close writes the lines still queued for stderr (waiting a bounded time)
+// and closes every log file. Lines logged after it still reach stderr.
 func (l *Logs) Close() error {
+	l.Flush()
 	var errs []error
 	for _, f := range l.files {
 		errs = append(errs, f.Close())

@@ -43,6 +43,7 @@ func TestLevelsSplitBetweenFiles(t *testing.T) {
 		t.Errorf("error log should hold warnings and up only:\n%s", e)
 	}
 	// stderr (the journal) gets every line whatever the files.
+	l.Flush() // written on a goroutine of its own
 	for _, s := range []string{"info-line", "warn-line", "error-line"} {
 		if n := strings.Count(stderr.String(), s); n != 1 {
 			t.Errorf("stderr has %q %d times, want 1:\n%s", s, n, stderr.String())
@@ -57,6 +58,7 @@ func TestBothEmptyWritesStderrOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Logger.Warn("warn-line")
+	l.Flush()
 	if n := strings.Count(stderr.String(), "warn-line"); n != 1 {
 		t.Errorf("warn written %d times to stderr, want 1", n)
 	}
@@ -73,6 +75,7 @@ func TestOnlyMainSet(t *testing.T) {
 	defer l.Close()
 	l.Logger.Info("info-line")
 	l.Logger.Error("error-line")
+	l.Flush()
 	for _, out := range []string{stderr.String(), read(t, mainP)} {
 		if strings.Count(out, "info-line") != 1 || strings.Count(out, "error-line") != 1 {
 			t.Errorf("got %q, want each line once", out)

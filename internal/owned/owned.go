@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/rhi-daemon/rhi/internal/safefile"
 )
@@ -116,11 +117,21 @@ func (f File) String() string { return string(f) }
 
 // Read reads and decodes the record. A missing file is an error that
 // matches fs.ErrNotExist; a link, a FIFO, anything but a regular file, or a
-// file over MaxSize is refused (safefile).
+// file over MaxSize is refused (safefile), and so is a record owned by
+// neither root nor this process's user.
 func (f File) Read() (Record, error) {
-	data, _, err := safefile.Read(string(f), MaxSize)
+	data, fi, err := safefile.Read(string(f), MaxSize)
 	if err != nil {
 		return Record{}, fmt.Errorf("read ownership record: %w", err)
+	}
+	// The record is an order to delete addresses: one planted by another
+	// user (state_file in a directory others can write to) is not rhi's.
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || (st.Uid != 0 && int(st.Uid) != os.Geteuid()) {
+		owner := "unknown"
+		if ok {
+			owner = fmt.Sprint(st.Uid)
+		}
+		return Record{}, fmt.Errorf("read ownership record %q: owned by uid %s, neither root nor this process's user (uid %d): not written by rhi; refused", string(f), owner, os.Geteuid())
 	}
 	r, err := Decode(data)
 	if err != nil {

@@ -190,6 +190,41 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	return st, errors.Join(append(c.errs, errs...)...)
 }
 
+// DeletePeers deletes the point-to-point entries peers from the interface
+// (unmanaged_addresses: withdraw: BIRD announces each one's peer prefix
+// with no health check behind it). Set never touches them: the kernel
+// names such an entry by its local address and peer prefix, not by a host
+// prefix. An entry already gone is no error; the error joins one error
+// per entry that could not be deleted.
+func (a *Announcer) DeletePeers(ctx context.Context, peers []Peer) error {
+	if len(peers) == 0 {
+		return nil
+	}
+	link, err := a.nl.LinkByName(a.iface)
+	if err != nil {
+		return fmt.Errorf("read interface %q: %w", a.iface, err)
+	}
+	changes := make([]rtnl.AddrChange, len(peers))
+	for i, q := range peers {
+		changes[i] = rtnl.AddrChange{Prefix: netip.PrefixFrom(q.Local, q.Local.BitLen()), Peer: q.Peer}
+	}
+	answers, stop := a.nl.WriteAddrs(ctx, link.Attrs().Index, changes)
+	var errs []error
+	for i, q := range peers {
+		switch err := answers[i]; {
+		case err == nil:
+			a.log.WithFields(logrus.Fields{"entry": q.String(), "action": "delete"}).Warn("deleted point-to-point entry")
+		case isGone(err) || err == rtnl.ErrNotWritten:
+		default:
+			errs = append(errs, fmt.Errorf("point-to-point entry %q: delete on %q: %w%s", q, a.iface, err, permHint(err)))
+		}
+	}
+	if stop != nil {
+		errs = append(errs, fmt.Errorf("delete point-to-point entries on %q: %w", a.iface, stop))
+	}
+	return errors.Join(errs...)
+}
+
 // record notes in a.reached the presence of the VIPs plan sighted and
 // forgets those no longer owned. It reports whether owned and the interface
 // are as the previous Set left them, with nothing to write: then a.present
@@ -368,10 +403,15 @@ func (a *Announcer) noteForeign(foreign []netip.Prefix, peers []Peer) {
 	}
 	all := make([]string, 0, len(foreign)+len(peers))
 	for _, p := range foreign {
-		all = append(all, p.String())
+		if !p.Addr().IsLoopback() { // interface: lo carries ::1 and 127/8: not news
+			all = append(all, p.String())
+		}
 	}
 	for _, p := range peers {
 		all = append(all, p.String())
+	}
+	if len(all) == 0 {
+		return
 	}
 	a.log.Infof("foreign addresses on interface, left alone: [%s]", strings.Join(all, " "))
 }

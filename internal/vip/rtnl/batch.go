@@ -15,6 +15,10 @@ import (
 type AddrChange struct {
 	Prefix netip.Prefix // a /32 or /128
 	Add    bool
+	// Peer, when valid, makes the change a delete of the point-to-point
+	// entry "Prefix.Addr() peer Peer" (Add must be false): the kernel
+	// names such an entry by its local address and its peer prefix.
+	Peer netip.Prefix
 }
 
 // ErrNotWritten is the answer of a change a batch did not get to, or got
@@ -95,18 +99,26 @@ func appendAddrMsg(b []byte, seq uint32, index int, c AddrChange) []byte {
 	if ip.Is6() {
 		family, ifaFlags = unix.AF_INET6, unix.IFA_F_NODAD
 	}
+	bits, addr := byte(ip.BitLen()), raw // IFA_ADDRESS
+	if c.Peer.IsValid() && !c.Add && c.Peer.Addr().BitLen() == ip.BitLen() {
+		bits, addr = byte(c.Peer.Bits()), c.Peer.Addr().AsSlice()
+	}
 	ne := binary.NativeEndian
 	b = ne.AppendUint32(b, uint32(l))
 	b = ne.AppendUint16(b, typ)
 	b = ne.AppendUint16(b, flags)
 	b = ne.AppendUint32(b, seq)
 	b = ne.AppendUint32(b, 0)
-	b = append(b, family, byte(ip.BitLen()), ifaFlags, unix.RT_SCOPE_UNIVERSE)
+	b = append(b, family, bits, ifaFlags, unix.RT_SCOPE_UNIVERSE)
 	b = ne.AppendUint32(b, uint32(index))
-	for _, t := range []uint16{unix.IFA_LOCAL, unix.IFA_ADDRESS} {
+	for i, t := range []uint16{unix.IFA_LOCAL, unix.IFA_ADDRESS} {
 		b = ne.AppendUint16(b, uint16(attr))
 		b = ne.AppendUint16(b, t)
-		b = append(b, raw...)
+		if i == 0 {
+			b = append(b, raw...)
+		} else {
+			b = append(b, addr...)
+		}
 		for range align4(attr) - attr {
 			b = append(b, 0)
 		}

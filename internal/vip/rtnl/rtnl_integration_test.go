@@ -405,3 +405,33 @@ func peers(ss ...string) []Peer {
 	}
 	return out
 }
+
+// TestDeletePeerEntriesOnTheKernel: a change with a Peer deletes the
+// point-to-point entry it names, IPv4 and IPv6, and leaves the host
+// address with the same local address alone.
+func TestDeletePeerEntriesOnTheKernel(t *testing.T) {
+	ns, h := labNS(t)
+	ipCmd(t, "-n", ns, "addr", "add", "10.9.0.1", "peer", "10.0.0.99/32", "dev", iface)
+	ipCmd(t, "-n", ns, "addr", "add", "10.9.0.1/32", "dev", iface)
+	ipCmd(t, "-n", ns, "addr", "add", "2001:db8:2::1", "peer", "2001:db8:2::2/128", "dev", iface)
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dels := []AddrChange{
+		{Prefix: netip.MustParsePrefix("10.9.0.1/32"), Peer: netip.MustParsePrefix("10.0.0.99/32")},
+		{Prefix: netip.MustParsePrefix("2001:db8:2::1/128"), Peer: netip.MustParsePrefix("2001:db8:2::2/128")},
+		{Prefix: netip.MustParsePrefix("10.9.0.1/32"), Peer: netip.MustParsePrefix("10.0.0.98/32")}, // not there
+	}
+	answers, err := h.WriteAddrs(context.Background(), link.Attrs().Index, dels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answers[0] != nil || answers[1] != nil || !errors.Is(answers[2], unix.EADDRNOTAVAIL) {
+		t.Errorf("answers %v, want nil, nil, EADDRNOTAVAIL", answers)
+	}
+	got, _ := ipAddrs(t, ns)
+	if diff := cmp.Diff([]string{"10.9.0.1/32 global"}, withoutLinkLocal(got)); diff != "" {
+		t.Errorf("after the deletes (-want +got):\n%s", diff)
+	}
+}
