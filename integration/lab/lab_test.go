@@ -3,6 +3,7 @@
 package lab
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -413,9 +414,22 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = deleteNamespace(context.Background(), stale) })
-	leftover := exec.Command("ip", "netns", "exec", stale, "sleep", "600")
+	// The leftover says "ready" from inside the namespace: `ip netns exec`
+	// enters it after Start returns, and a namespace deleted before then
+	// would leave the process running in an unnamed one, out of Sweep's
+	// reach (the test then hung until its timeout).
+	leftover := exec.Command("ip", "netns", "exec", stale, "sh", "-c", "echo ready; exec sleep 600")
+	out, err := leftover.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := leftover.Start(); err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = leftover.Process.Kill() })
+	// Bounded by the process: if it fails, the pipe ends.
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("leftover in %s: %q, %v", stale, line, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- leftover.Wait() }()
@@ -433,7 +447,7 @@ func TestSweep(t *testing.T) {
 	}
 	select {
 	case <-exited:
-	case <-t.Context().Done():
+	case <-time.After(30 * time.Second):
 		t.Error("the process inside the stale namespace survived")
 	}
 	if got := labNamespaces(t, live.Name); len(got) != 2 {
