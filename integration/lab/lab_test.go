@@ -3,6 +3,7 @@
 package lab
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +68,6 @@ func waitPaths(t *testing.T, l *Lab, prefix netip.Prefix, want []string) {
 }
 
 func TestSessionsEstablished(t *testing.T) {
-	t.Parallel()
 	l := ForTest(t, Options{})
 	for _, r := range l.routers() {
 		ps, err := r.Protocols(t.Context())
@@ -93,7 +93,6 @@ func TestSessionsEstablished(t *testing.T) {
 // TestAnycastFailover announces a VIP from dc1, then dc2, withdraws it from
 // dc1 and then dc2, and follows the peer's table at each step.
 func TestAnycastFailover(t *testing.T) {
-	t.Parallel()
 	l := ForTest(t, Options{})
 	dc1, dc2 := l.DCs[0], l.DCs[1]
 	tests := []struct {
@@ -134,7 +133,6 @@ func TestAnycastFailover(t *testing.T) {
 // rhi0, only /32 and /128 routes reach the peer; a subnet added by hand (its
 // direct route is the subnet's) stays in the ADC's table.
 func TestOnlyHostRoutesLeave(t *testing.T) {
-	t.Parallel()
 	l := ForTest(t, Options{DCs: 1})
 	dc1 := l.DCs[0]
 	families := []struct {
@@ -194,7 +192,6 @@ func TestOnlyHostRoutesLeave(t *testing.T) {
 // TestPeerKernelRoute checks that the router installs its best path, which
 // is what `make demo` shows with `ip route`.
 func TestPeerKernelRoute(t *testing.T) {
-	t.Parallel()
 	l := ForTest(t, Options{DCs: 1})
 	if _, err := l.DCs[0].Run(t.Context(), "ip", "addr", "add", "10.255.0.20/32", "dev", "rhi0"); err != nil {
 		t.Fatal(err)
@@ -216,7 +213,6 @@ func TestPeerKernelRoute(t *testing.T) {
 // TestADCNetlinkBuffer checks that the shipped kernel protocol gives BIRD's
 // netlink sockets the 8 MiB receive buffer (the kernel reports twice that).
 func TestADCNetlinkBuffer(t *testing.T) {
-	t.Parallel()
 	l := ForTest(t, Options{DCs: 1})
 	out, err := l.DCs[0].Run(t.Context(), "ss", "-f", "netlink", "-m", "-p")
 	if err != nil {
@@ -243,7 +239,6 @@ func TestADCNetlinkBuffer(t *testing.T) {
 }
 
 func TestProc(t *testing.T) {
-	t.Parallel()
 	l := ForTest(t, Options{DCs: 1})
 	dc1 := l.DCs[0]
 
@@ -312,7 +307,6 @@ func TestProc(t *testing.T) {
 // TestClose closes a lab that still has a process running and checks that
 // nothing is left: namespaces, BIRDs, the process, the directory.
 func TestClose(t *testing.T) {
-	t.Parallel()
 	l := ForTest(t, Options{})
 	p, err := l.DCs[0].Start(t.Context(), "sleeper", "sleep", "600")
 	if err != nil {
@@ -356,7 +350,6 @@ func TestClose(t *testing.T) {
 // TestFailedBringUpCleansUp gives New no time at all and checks that it
 // leaves nothing behind.
 func TestFailedBringUpCleansUp(t *testing.T) {
-	t.Parallel()
 	if err := Available(); err != nil {
 		t.Skip(err)
 	}
@@ -380,7 +373,6 @@ func TestFailedBringUpCleansUp(t *testing.T) {
 // TestParallelLabs builds two labs at once and checks that a VIP on one
 // stays invisible to the other.
 func TestParallelLabs(t *testing.T) {
-	t.Parallel()
 	labs := make([]*Lab, 2)
 	var wg sync.WaitGroup
 	for i := range labs {
@@ -407,7 +399,6 @@ func TestParallelLabs(t *testing.T) {
 // TestSweep leaves a namespace as a crashed run would (owner pid gone, a
 // process inside) and checks that Sweep removes it but not a running lab.
 func TestSweep(t *testing.T) {
-	t.Parallel()
 	const prefix = "rhitest-sweep-"
 	live := ForTest(t, Options{Prefix: prefix, DCs: 1})
 
@@ -423,9 +414,22 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = deleteNamespace(context.Background(), stale) })
-	leftover := exec.Command("ip", "netns", "exec", stale, "sleep", "600")
+	// The leftover says "ready" from inside the namespace: `ip netns exec`
+	// enters it after Start returns, and a namespace deleted before then
+	// would leave the process running in an unnamed one, out of Sweep's
+	// reach (the test then hung until its timeout).
+	leftover := exec.Command("ip", "netns", "exec", stale, "sh", "-c", "echo ready; exec sleep 600")
+	out, err := leftover.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := leftover.Start(); err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = leftover.Process.Kill() })
+	// Bounded by the process: if it fails, the pipe ends.
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("leftover in %s: %q, %v", stale, line, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- leftover.Wait() }()
@@ -443,7 +447,7 @@ func TestSweep(t *testing.T) {
 	}
 	select {
 	case <-exited:
-	case <-t.Context().Done():
+	case <-time.After(30 * time.Second):
 		t.Error("the process inside the stale namespace survived")
 	}
 	if got := labNamespaces(t, live.Name); len(got) != 2 {

@@ -178,7 +178,6 @@ func TestListFailureFallsBack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.fault.String(), func(t *testing.T) {
-			t.Parallel()
 			srv := listFake()
 			ts := srv.Start()
 			defer srv.Close()

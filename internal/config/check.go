@@ -239,24 +239,15 @@ func parseAddress(s string) (netip.Prefix, issue) {
 	if strings.Contains(s, "%") {
 		return netip.Prefix{}, issue{msg: "zoned address not allowed"}
 	}
-	var p netip.Prefix
-	if strings.Contains(s, "/") {
-		var err error
-		if p, err = netip.ParsePrefix(s); err != nil {
-			return netip.Prefix{}, issue{msg: "not an IP address"}
-		}
-	} else {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return netip.Prefix{}, issue{msg: "not an IP address"}
-		}
-		p = netip.PrefixFrom(a, a.BitLen())
+	p, err := health.ParseAddrOrPrefix(s)
+	if err != nil {
+		return netip.Prefix{}, issue{msg: "not an IP address"}
 	}
 	a := p.Addr()
 	switch {
 	case a.Is4In6():
 		return netip.Prefix{}, issue{msg: "IPv4-mapped IPv6 address not allowed, write it as IPv4"}
-	case p.Bits() != a.BitLen():
+	case !health.IsHost(p):
 		return netip.Prefix{}, issue{msg: "not a host address", allowed: "an address alone, or with /32 (IPv4) or /128 (IPv6)"}
 	case a.IsUnspecified():
 		return netip.Prefix{}, issue{msg: "unspecified address cannot be a VIP"}

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/safefile"
 )
 
@@ -42,24 +43,8 @@ func (s Set) Has(p netip.Prefix) bool { return s.All || s.VIPs[p] }
 func (s Set) Empty() bool { return !s.All && len(s.VIPs) == 0 }
 
 // ParsePrefix reads a VIP as the config writes it: an address, or a host
-// prefix (/32, /128).
-func ParsePrefix(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		if p.Bits() != p.Addr().BitLen() {
-			return netip.Prefix{}, fmt.Errorf("%q is not a host prefix", s)
-		}
-		return p, nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	return netip.PrefixFrom(a, a.BitLen()), nil
-}
+// prefix (/32, /128). It is health.ParseHostPrefix.
+func ParsePrefix(s string) (netip.Prefix, error) { return health.ParseHostPrefix(s) }
 
 // Read reads the drain file. A missing file is an empty set, not an error.
 // Anything but a regular file (a symbolic link, a FIFO, a device) is an

@@ -25,6 +25,10 @@ type Options struct {
 	// RetryMin and RetryMax bound the delay between attempts to listen: it
 	// starts at RetryMin and doubles up to RetryMax.
 	RetryMin, RetryMax time.Duration
+
+	// released, when set, is called after a connection gives its slot
+	// back: tests wait on it instead of polling.
+	released func()
 }
 
 // Defaults of Options. Prometheus scrapes every 15 s or more and opens a
@@ -116,7 +120,9 @@ func serveOn(ctx context.Context, ln net.Listener, h http.Handler, o Options, lo
 		MaxHeaderBytes:    16 << 10,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(newLimitListener(ln, o.MaxConns, log)) }()
+	ll := newLimitListener(ln, o.MaxConns, log)
+	ll.released = o.released
+	go func() { errc <- srv.Serve(ll) }()
 	select {
 	case err := <-errc:
 		return err
@@ -142,8 +148,9 @@ const refuseLogEvery = time.Minute
 // kernel's backlog does not fill up behind the slow ones.
 type limitListener struct {
 	net.Listener
-	slots chan struct{}
-	log   logrus.FieldLogger
+	slots    chan struct{}
+	log      logrus.FieldLogger
+	released func() // Options.released
 	// Accept runs on one goroutine (http.Server's), which alone touches
 	// these.
 	refused int
@@ -162,7 +169,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.slots <- struct{}{}:
-			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+			return &limitConn{Conn: c, release: l.release}, nil
 		default:
 		}
 		c.Close()
@@ -171,6 +178,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			l.log.WithFields(logrus.Fields{"max_conns": cap(l.slots), "refused": l.refused}).Warn("too many connections: refusing the excess")
 			l.refused, l.logged = 0, now
 		}
+	}
+}
+
+// release gives a slot back.
+func (l *limitListener) release() {
+	<-l.slots
+	if l.released != nil {
+		l.released()
 	}
 }
 

@@ -8,13 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/sirupsen/logrus/hooks/test"
 )
 
 // guard bounds every wait of these tests: a wait that reaches it is a
@@ -25,7 +25,7 @@ var hello = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.
 
 // serveOnce serves h with o on a fresh loopback listener until the test
 // ends; it returns the address and waits for Serve to return at cleanup.
-func serveOnce(t *testing.T, o Options) (string, *test.Hook) {
+func serveOnce(t *testing.T, o Options) (string, *logWatch) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -40,7 +40,7 @@ func serveOnce(t *testing.T, o Options) (string, *test.Hook) {
 		}
 		return ln, nil
 	}
-	log, hook := test.NewNullLogger()
+	log, hook := newLogWatch()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { Serve(ctx, "status_listen", listen, hello, o, log); close(done) }()
@@ -101,7 +101,15 @@ func dial(t *testing.T, addr string) client {
 }
 
 func TestLimitListenerRefusesBeyondMax(t *testing.T) {
-	addr, hook := serveOnce(t, Options{MaxConns: 2, ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute})
+	// freed hears of every slot given back; it never blocks the server.
+	freed := make(chan struct{}, 16)
+	released := func() {
+		select {
+		case freed <- struct{}{}:
+		default:
+		}
+	}
+	addr, hook := serveOnce(t, Options{MaxConns: 2, ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute, released: released})
 	// Two kept-alive connections, each answered once: both slots are held.
 	held := []client{dial(t, addr), dial(t, addr)}
 	for i, h := range held {
@@ -113,27 +121,26 @@ func TestLimitListenerRefusesBeyondMax(t *testing.T) {
 	if body, err := exchange(third.c, third.r); err == nil {
 		t.Fatalf("a third connection was served (%q) with MaxConns 2", body)
 	}
-	found := false
-	for _, e := range hook.AllEntries() {
-		found = found || (e.Level == logrus.WarnLevel && strings.Contains(e.Message, "too many connections") && e.Data["max_conns"] == 2)
-	}
-	if !found {
-		t.Errorf("no warning about the refused connection; logged %d entries", len(hook.AllEntries()))
-	}
-	// Closing one frees its slot for the next client.
+	// The warning follows the close the client has just seen.
+	hook.wait(t, "a warning about the refused connection", func(entries []*logrus.Entry) bool {
+		for _, e := range entries {
+			if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "too many connections") && e.Data["max_conns"] == 2 {
+				return true
+			}
+		}
+		return false
+	})
+	// Closing one frees its slot (once the server has read the EOF) for
+	// the next client.
 	held[0].c.Close()
-	deadline := time.Now().Add(guard)
-	for {
-		next := dial(t, addr)
-		body, err := exchange(next.c, next.r)
-		if err == nil && body == "rhi" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no slot came free after a connection closed: %v", err)
-		}
-		next.c.Close()
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-freed:
+	case <-time.After(guard):
+		t.Fatalf("no slot came free within %s after a connection closed", guard)
+	}
+	next := dial(t, addr)
+	if body, err := exchange(next.c, next.r); err != nil || body != "rhi" {
+		t.Fatalf("the freed slot did not serve the next client: %q, %v", body, err)
 	}
 	// The other held connection is still served.
 	if body, err := exchange(held[1].c, held[1].r); err != nil || body != "rhi" {
@@ -187,7 +194,7 @@ func TestServeRetriesWhileTheAddressIsTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := squatter.Addr().String()
-	log, hook := test.NewNullLogger()
+	log, hook := newLogWatch()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -195,9 +202,9 @@ func TestServeRetriesWhileTheAddressIsTaken(t *testing.T) {
 		close(done)
 	}()
 	// Failures are logged: once as an error, then as warnings.
-	eventually(t, "two failed attempts logged", func() bool {
+	hook.wait(t, "two failed attempts logged", func(entries []*logrus.Entry) bool {
 		var errs, warns int
-		for _, e := range hook.AllEntries() {
+		for _, e := range entries {
 			if e.Data["listener"] == "status_listen" && e.Data[logrus.ErrorKey] != nil {
 				switch e.Level {
 				case logrus.ErrorLevel:
@@ -213,15 +220,25 @@ func TestServeRetriesWhileTheAddressIsTaken(t *testing.T) {
 		return errs == 1 && warns >= 1
 	})
 	squatter.Close()
-	eventually(t, "rhi serving once the squatter left", func() bool {
-		resp, err := (&http.Client{Timeout: guard}).Get("http://" + addr + "/")
-		if err != nil {
-			return false
+	// Serve logs that it serves once it holds the listener: from then on
+	// the kernel queues connections for it.
+	hook.wait(t, "rhi listening once the squatter left", func(entries []*logrus.Entry) bool {
+		for _, e := range entries {
+			if e.Level == logrus.InfoLevel && e.Data["addr"] == addr {
+				return true
+			}
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b) == "rhi"
+		return false
 	})
+	resp, err := (&http.Client{Timeout: guard}).Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatalf("rhi not serving once listening: %v", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != "rhi" {
+		t.Fatalf("rhi once listening: %q, %v", b, err)
+	}
 	cancel()
 	select {
 	case <-done:
@@ -235,14 +252,52 @@ func TestServeRetriesWhileTheAddressIsTaken(t *testing.T) {
 	ln.Close()
 }
 
-// eventually polls ok until it holds or the guard's deadline passes.
-func eventually(t *testing.T, what string, ok func() bool) {
+// logWatch is a logrus hook that keeps every entry and wakes its waiters
+// on each one, so a test waits for a log line instead of polling for it.
+type logWatch struct {
+	mu      sync.Mutex
+	entries []*logrus.Entry
+	added   chan struct{} // closed and replaced by each entry
+}
+
+// newLogWatch is a logger that writes nowhere and its watch.
+func newLogWatch() (*logrus.Logger, *logWatch) {
+	log := logrus.New()
+	log.Out = io.Discard
+	log.Level = logrus.DebugLevel
+	w := &logWatch{added: make(chan struct{})}
+	log.AddHook(w)
+	return log, w
+}
+
+func (w *logWatch) Levels() []logrus.Level { return logrus.AllLevels }
+
+func (w *logWatch) Fire(e *logrus.Entry) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.entries = append(w.entries, &logrus.Entry{Level: e.Level, Message: e.Message, Data: e.Data, Time: e.Time})
+	close(w.added)
+	w.added = make(chan struct{})
+	return nil
+}
+
+// wait returns when ok holds for the entries logged so far, checking again
+// at each new entry; it fails the test if that takes longer than guard.
+func (w *logWatch) wait(t *testing.T, what string, ok func([]*logrus.Entry) bool) {
 	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", guard, what)
+	timeout := time.NewTimer(guard)
+	defer timeout.Stop()
+	for {
+		w.mu.Lock()
+		entries, added := slices.Clone(w.entries), w.added
+		w.mu.Unlock()
+		if ok(entries) {
+			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-added:
+		case <-timeout.C:
+			t.Fatalf("not within %s: %s (%d entries logged)", guard, what, len(entries))
+		}
 	}
 }

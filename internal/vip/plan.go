@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // op is one address change.
@@ -121,12 +123,8 @@ func dropTaken(iface string, adds []op, foreign []netip.Prefix, peers []Peer, er
 	})
 }
 
-// isHost reports whether p is a VIP rhi can manage: a /32 or a /128 that is
-// not an IPv4-mapped IPv6 address.
-//
-// Note (issue 12): the host-prefix rule is written three times, here, in
-// config's parseAddress and in drain.ParsePrefix; it belongs with the
-// shared words (internal/health) once that package exists.
+// isHost reports whether p is a VIP rhi can manage: a host prefix (a /32
+// or a /128, health.IsHost) that is not an IPv4-mapped IPv6 address.
 func isHost(p netip.Prefix) bool {
-	return p.IsValid() && p.Bits() == p.Addr().BitLen() && !p.Addr().Is4In6()
+	return health.IsHost(p) && !p.Addr().Is4In6()
 }

@@ -2,6 +2,7 @@ package apisixtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -123,6 +124,7 @@ type Server struct {
 	requests  int
 	lists     int // requests for the list
 	perRef    map[health.Ref]int
+	arrived   chan struct{} // closed and replaced by every request, for WaitRequests
 	release   chan struct{} // closed and replaced by Release
 	done      chan struct{} // closed by Close
 	closed    bool
@@ -136,6 +138,7 @@ func New() *Server {
 		res:     map[health.Ref]*resource{},
 		faults:  map[health.Ref]Fault{},
 		perRef:  map[health.Ref]int{},
+		arrived: make(chan struct{}),
 		release: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -292,6 +295,25 @@ func (s *Server) Requests() int {
 	return s.requests
 }
 
+// WaitRequests blocks until the server has received at least n requests
+// (a stalled request counts before it blocks) or ctx ends, whichever comes
+// first; then it returns ctx's error, with the count so far.
+func (s *Server) WaitRequests(ctx context.Context, n int) error {
+	for {
+		s.mu.Lock()
+		got, arrived := s.requests, s.arrived
+		s.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			return fmt.Errorf("apisixtest: %d requests, want %d: %w", got, n, ctx.Err())
+		}
+	}
+}
+
 // ListRequests is the number of requests received for the list,
 // GET /v1/healthcheck.
 func (s *Server) ListRequests() int {
@@ -328,6 +350,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ref, isResource := resourceOf(r)
 	s.mu.Lock()
 	s.requests++
+	close(s.arrived)
+	s.arrived = make(chan struct{})
 	fault := s.global
 	switch {
 	case isResource:

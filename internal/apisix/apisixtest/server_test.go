@@ -345,12 +345,10 @@ func TestSlow(t *testing.T) {
 // than hang it.
 func waitRequests(t *testing.T, srv *apisixtest.Server, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.Requests() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server saw %d requests in 10s, want %d", srv.Requests(), n)
-		}
-		time.Sleep(time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.WaitRequests(ctx, n); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -553,4 +551,30 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// WaitRequests returns once the count is reached, whether the requests came
+// before or during the wait, and returns the context's error otherwise.
+func TestWaitRequests(t *testing.T) {
+	srv := apisixtest.New()
+	ts := srv.Start()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	get(t, ts.URL, "/v1/healthcheck")
+	if err := srv.WaitRequests(ctx, 1); err != nil {
+		t.Fatalf("after one request: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.WaitRequests(ctx, 3) }()
+	get(t, ts.URL, "/v1/healthcheck")
+	get(t, ts.URL, "/nowhere")
+	if err := <-done; err != nil {
+		t.Fatalf("after three requests: %v", err)
+	}
+	short, cancelShort := context.WithCancel(context.Background())
+	cancelShort()
+	if err := srv.WaitRequests(short, 4); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "3 requests, want 4") {
+		t.Errorf("cancelled wait for a 4th request: %v, want the count and context.Canceled", err)
+	}
 }
