@@ -543,6 +543,9 @@ func (d *Daemon) logIfaceErr(err error, news bool) {
 
 func (d *Daemon) logChange(c decide.Change) {
 	e := d.log.WithFields(logrus.Fields{"vip": c.VIP.String(), "reason": string(c.To.Reason), "verdict": c.To.Verdict.String()})
+	if c.Detail != "" {
+		e = e.WithField("detail", c.Detail) // e.g. "api: 1 of 10 healthy, needs 50%"
+	}
 	switch {
 	case c.From.Announced != c.To.Announced && c.To.Announced:
 		e.WithField("action", "announce").Info("vip available: announcing")

@@ -13,6 +13,9 @@ type Change struct {
 	VIP  netip.Prefix
 	From State
 	To   State
+	// Detail names the upstreams that do not count as up, with their
+	// node counts and thresholds (Explain); "" when all are up.
+	Detail string
 }
 
 // Tick advances every VIP of cfg by one poll, updating states in place. A VIP
@@ -26,7 +29,7 @@ func Tick(cfg *config.Config, snap health.Snapshot, states map[netip.Prefix]Stat
 		prev := states[v.Address]
 		next := Step(v, cfg.FailurePolicy, prev, Evaluate(v, snap, cfg.FailurePolicy.NoChecker))
 		if next.Announced != prev.Announced || next.Reason != prev.Reason {
-			changes = append(changes, Change{VIP: v.Address, From: prev, To: next})
+			changes = append(changes, Change{VIP: v.Address, From: prev, To: next, Detail: Explain(v, snap, cfg.FailurePolicy.NoChecker)})
 		}
 		states[v.Address] = next
 	}
