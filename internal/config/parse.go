@@ -399,7 +399,7 @@ var (
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
-	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall", "min_healthy"}
+	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall", "min_healthy", "probe"}
 )
 
 func (p *parser) config(root *yaml.Node, c *Config) {
@@ -535,6 +535,9 @@ func (p *parser) vip(n *yaml.Node, path string, c *Config) (v VIP, ok bool) {
 	set(p, m["condition"], path+".condition", &v.Condition, enum(All, Any))
 	set(p, m["rise"], path+".rise", &v.Rise, parseCount)
 	set(p, m["fall"], path+".fall", &v.Fall, parseCount)
+	if pn := m["probe"]; pn != nil {
+		v.Probe = p.probe(pn, path+".probe")
+	}
 	return v, ok
 }
 

@@ -15,6 +15,7 @@ func Warnings(c *Config) []string {
 	if w := listenWarning(c.StatusListen); w != "" {
 		out = append(out, w)
 	}
+	out = append(out, probeWarnings(c)...)
 	return out
 }
 
