@@ -150,7 +150,10 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 		}
 		var ups []string
 		for _, u := range v.Upstreams {
-			ups = append(ups, fmt.Sprintf("%s=%s", shortKey(u.Key), u.Verdict))
+			ups = append(ups, upstreamCell(u))
+		}
+		if p := v.Probe; p != nil {
+			ups = append(ups, probeCell(p))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Address, want, onIface, birdCell(v.Bird), v.Verdict, v.Reason, ago(now, v.Since), strings.Join(ups, " "))
 	}
@@ -165,6 +168,9 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 			if u.Error != "" {
 				fmt.Fprintf(w, "\n%s: %s: %s", v.Address, u.Key, u.Error)
 			}
+		}
+		if p := v.Probe; p != nil && p.Error != "" {
+			fmt.Fprintf(w, "\n%s: probe %s: %s", v.Address, p.Result, p.Error)
 		}
 	}
 	fmt.Fprintln(w)
@@ -244,4 +250,28 @@ func ago(now, t time.Time) string {
 		return d.Round(time.Second).String()
 	}
 	return d.Round(time.Minute).String()
+}
+
+// upstreamCell is one upstream in the VIP table: "upstreams/api=up", with
+// its nodes and threshold when it has one: "upstreams/api=up(1/10<5)"
+// (issue 13).
+func upstreamCell(u status.UpstreamStatus) string {
+	c := shortKey(u.Key) + "=" + u.Verdict
+	if u.MinHealthy != "" {
+		rel := ">="
+		if u.Healthy < u.Needed {
+			rel = "<"
+		}
+		c += fmt.Sprintf("(%d/%d%s%d, min %s)", u.Healthy, u.Nodes, rel, u.Needed, u.MinHealthy)
+	}
+	return c
+}
+
+// probeCell is a VIP's probe in the VIP table: "probe=down(503 12ms)".
+func probeCell(p *status.ProbeStatus) string {
+	lat := time.Duration(p.LatencySeconds * float64(time.Second)).Round(time.Millisecond)
+	if p.Status != 0 {
+		return fmt.Sprintf("probe=%s(%d %s)", p.Result, p.Status, lat)
+	}
+	return fmt.Sprintf("probe=%s(%s)", p.Result, lat)
 }

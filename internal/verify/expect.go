@@ -37,7 +37,7 @@ type Wanted struct {
 	Prefix  netip.Prefix
 	Present bool
 	Judged  bool
-	Why     string // why it is not judged
+	Why     string // why it is not judged; or what withdrew it (a threshold, a probe), if anything did
 }
 
 // Running is what the running daemon says it manages (its /status), as
@@ -147,6 +147,7 @@ func ExpectFromPoll(ctx context.Context, cfg *config.Config, p Poller) (*Want, e
 		case decide.Available:
 			wv.Present = true
 		case decide.Unavailable:
+			wv.Why = thresholdWhy(v, snap, cfg.FailurePolicy.NoChecker) // "" unless a threshold decided it
 		default:
 			wv.Judged = false
 			wv.Why = "health unknown (" + unsettled(v, snap, cfg.FailurePolicy.NoChecker) + ")"
