@@ -15,7 +15,9 @@ import (
 
 type snapPoller health.Snapshot
 
-func (s snapPoller) Poll(context.Context, []health.Upstream) health.Snapshot { return health.Snapshot(s) }
+func (s snapPoller) Poll(context.Context, []health.Upstream) health.Snapshot {
+	return health.Snapshot(s)
+}
 
 type urlProber map[string]probe.Result
 
