@@ -148,13 +148,7 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 		if v.OnInterface != v.Desired {
 			onIface += "!"
 		}
-		var ups []string
-		for _, u := range v.Upstreams {
-			ups = append(ups, upstreamCell(u))
-		}
-		if p := v.Probe; p != nil {
-			ups = append(ups, probeCell(p))
-		}
+		ups := vipCells(v)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Address, want, onIface, birdCell(v.Bird), v.Verdict, v.Reason, ago(now, v.Since), strings.Join(ups, " "))
 	}
 	tw.Flush()
@@ -163,7 +157,14 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 			fmt.Fprintf(w, "\n%s: BIRD disagrees: %s", v.Address, v.Bird.Problem)
 		}
 	}
-	for _, v := range s.VIPs {
+	writeVIPErrors(w, s.VIPs)
+	fmt.Fprintln(w)
+}
+
+// writeVIPErrors writes why each upstream could not be read and why each
+// probe is not up, a line each.
+func writeVIPErrors(w io.Writer, vips []status.VIPStatus) {
+	for _, v := range vips {
 		for _, u := range v.Upstreams {
 			if u.Error != "" {
 				fmt.Fprintf(w, "\n%s: %s: %s", v.Address, u.Key, u.Error)
@@ -173,7 +174,18 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 			fmt.Fprintf(w, "\n%s: probe %s: %s", v.Address, p.Result, p.Error)
 		}
 	}
-	fmt.Fprintln(w)
+}
+
+// vipCells are the upstream cells of a VIP's row, and its probe's.
+func vipCells(v status.VIPStatus) []string {
+	var cells []string
+	for _, u := range v.Upstreams {
+		cells = append(cells, upstreamCell(u))
+	}
+	if p := v.Probe; p != nil {
+		cells = append(cells, probeCell(p))
+	}
+	return cells
 }
 
 // writeReload says, on one line, that the last reload was rejected, and
