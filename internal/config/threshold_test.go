@@ -97,6 +97,11 @@ func TestUpstreamThresholds(t *testing.T) {
 	if !reflect.DeepEqual(c.VIPs, again.VIPs) {
 		t.Errorf("round trip: got %+v, want %+v", again.VIPs, c.VIPs)
 	}
+	// A changed threshold is a reloadable change of vips.
+	again.VIPs[0].Upstreams[1].MinHealthy = health.MinHealthy{Count: 3}
+	if ch := Diff(c, again); !cmp.Equal(ch.Keys, []string{"vips"}) || !ch.Reloadable() {
+		t.Errorf("a changed threshold: Diff = %+v, want a reloadable change of vips", ch)
+	}
 }
 
 func TestUpstreamThresholdErrors(t *testing.T) {

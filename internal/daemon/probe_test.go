@@ -155,3 +155,38 @@ func logHas(r *rig, action, detail string) bool {
 	}
 	return false
 }
+
+// TestThresholdReload: a reload that adds a threshold the upstream meets
+// leaves the VIP alone (no interface write); one it does not meet
+// withdraws the VIP at the reload's tick; removing it brings it back.
+func TestThresholdReload(t *testing.T) {
+	r := newRig(t, seed(config.Withdraw), newFakeLink())
+	r.health.set(health.Up, api, auth, admin, primary, reserve) // 1 of 1 node healthy
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	writes := r.link.writeCount()
+
+	met := seed(config.Withdraw)
+	met.VIPs[0].Upstreams[0].MinHealthy = health.MinHealthy{Percent: 100}
+	r.d.applyReload(met)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	if n := r.link.writeCount(); n != writes {
+		t.Errorf("a met threshold wrote to the interface %d times", n-writes)
+	}
+	if u := r.d.Status().VIPs[0].Upstreams[0]; u.MinHealthy != "100%" || u.Needed != 1 {
+		t.Errorf("status upstream %+v, want min_healthy 100%%, needed 1", u)
+	}
+
+	unmet := seed(config.Withdraw)
+	unmet.VIPs[0].Upstreams[0].MinHealthy = health.MinHealthy{Count: 2}
+	r.d.applyReload(unmet)
+	r.tick(t)
+	r.expect(t, "10.0.0.101 10.0.0.102")
+	if !logHas(r, "withdraw", "api: 1 of 1 healthy, needs 2") {
+		t.Errorf("no withdraw log line naming the threshold")
+	}
+	r.d.applyReload(seed(config.Withdraw))
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+}
