@@ -31,11 +31,8 @@ type probes struct {
 // start sends the probes of cfg's VIPs in the background, under timeout
 // (the poll's deadline, apisix_timeout) and ctx, and returns a function
 // that waits for them and files their results. With no probe configured it
-// sends nothing and the results say so.
+// sends nothing and keeps no results (every VIP decides without a probe).
 func (p *probes) start(ctx context.Context, cfg *config.Config, timeout time.Duration) (wait func()) {
-	n := len(cfg.VIPs)
-	p.results = resize(p.results, n)
-	p.outcomes = resize(p.outcomes, n)
 	p.specs, p.idx = p.specs[:0], p.idx[:0]
 	for i := range cfg.VIPs {
 		if s := cfg.VIPs[i].Probe; s != nil {
@@ -43,9 +40,13 @@ func (p *probes) start(ctx context.Context, cfg *config.Config, timeout time.Dur
 			p.idx = append(p.idx, i)
 		}
 	}
-	if len(p.specs) == 0 || p.src == nil {
+	if len(p.specs) == 0 { // p.src is never nil: New sets it
+		// Nothing to keep: a config without probes costs no per-VIP slice.
+		p.results, p.outcomes = p.results[:0], p.outcomes[:0]
 		return func() {}
 	}
+	p.results = resize(p.results, len(cfg.VIPs))
+	p.outcomes = resize(p.outcomes, len(cfg.VIPs))
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	done := make(chan []probe.Result, 1)
 	go func() { done <- p.src.Probe(pctx, p.specs) }()
