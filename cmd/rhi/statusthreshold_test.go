@@ -20,3 +20,22 @@ func TestUpstreamAndProbeCells(t *testing.T) {
 		}
 	}
 }
+
+func TestCapacityWhy(t *testing.T) {
+	v := status.VIPStatus{
+		Upstreams: []status.UpstreamStatus{
+			{Key: "/apisix/upstreams/api", Verdict: "up", Healthy: 1, Nodes: 4, MinHealthy: "50%", Needed: 2},
+			{Key: "/apisix/upstreams/web", Verdict: "up", Healthy: 2, Nodes: 4, MinHealthy: "50%", Needed: 2},
+			{Key: "/apisix/upstreams/img", Verdict: "down", Healthy: 0, Nodes: 2},
+		},
+		Probe: &status.ProbeStatus{Result: "down", Status: 503, Error: "GET http://127.0.0.1:9080/ : status 503 (expected 200)"},
+	}
+	const want = "upstreams/api: 1 of 4 healthy, needs 50%; probe down: GET http://127.0.0.1:9080/ : status 503 (expected 200)"
+	if got := capacityWhy(v); got != want {
+		t.Errorf("capacityWhy = %q, want %q", got, want)
+	}
+	v.Desired = true
+	if got := capacityWhy(v); got != "" {
+		t.Errorf("capacityWhy of a desired VIP = %q, want empty", got)
+	}
+}

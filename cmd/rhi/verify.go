@@ -357,7 +357,7 @@ func expect(ctx context.Context, cfg *config.Config) (*verify.Want, error) {
 func running(st status.Status) verify.Running {
 	r := verify.Running{Interface: st.Interface.Name, Withdrawing: st.Interface.Withdrawing}
 	for _, v := range st.VIPs {
-		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired})
+		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired, Why: capacityWhy(v)})
 	}
 	return r
 }

@@ -89,6 +89,13 @@ func TestCapacityThreshold(t *testing.T) {
 		if val, ok := s.metricValue(t, `rhi_upstream_nodes{upstream="/apisix/upstreams/api"}`); !ok || val != 4 {
 			t.Errorf("rhi_upstream_nodes = %v (present %v), want 4", val, ok)
 		}
+		if st.healthy == 1 {
+			out, code, err := s.RHICommand(context.Background(), "verify")
+			const why = "expected absent: 10.0.0.100/32: upstreams/api: 1 of 4 healthy, needs 50%"
+			if err != nil || code != 0 || !strings.Contains(out, why) {
+				t.Errorf("rhi verify at 1 of 4: exit %d, %v, want 0 and %q:\n%s", code, err, why, out)
+			}
+		}
 	}
 	b, err := os.ReadFile(filepath.Join(s.DC.Dir, "rhi-main.log"))
 	if err != nil {

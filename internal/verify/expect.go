@@ -52,6 +52,9 @@ type Running struct {
 type RunningVIP struct {
 	Address string
 	Desired bool
+	// Why, for a VIP not desired, names a capacity threshold or a probe
+	// that withdrew it (issue 13); "" otherwise.
+	Why string
 }
 
 // ExpectFromDaemon takes the daemon's decisions. The daemon's VIPs are the
@@ -70,7 +73,7 @@ func ExpectFromDaemon(cfg *config.Config, run Running) (*Want, error) {
 			return nil, fmt.Errorf("status from %s: vip %q: %w", cfg.ControlSocket, v.Address, err)
 		}
 		running[p] = true
-		w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: v.Desired, Judged: true})
+		w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: v.Desired, Judged: true, Why: v.Why})
 	}
 	withdrawing := map[netip.Prefix]bool{}
 	for _, a := range run.Withdrawing {
