@@ -21,6 +21,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/daemon"
 	"github.com/rhi-daemon/rhi/internal/logfile"
 	"github.com/rhi-daemon/rhi/internal/owned"
+	"github.com/rhi-daemon/rhi/internal/probe"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
@@ -150,6 +151,7 @@ func newDeps(cfg *config.Config, dryRun bool, log *logrus.Logger) (deps *daemon.
 		Log:       log,
 		DryRun:    dryRun,
 		Confirmer: birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
+		Prober:    probe.New(probe.Options{Version: version}),
 	}, func() { nl.Close() }, exitOK
 }
 

@@ -148,10 +148,7 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 		if v.OnInterface != v.Desired {
 			onIface += "!"
 		}
-		var ups []string
-		for _, u := range v.Upstreams {
-			ups = append(ups, fmt.Sprintf("%s=%s", shortKey(u.Key), u.Verdict))
-		}
+		ups := vipCells(v)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Address, want, onIface, birdCell(v.Bird), v.Verdict, v.Reason, ago(now, v.Since), strings.Join(ups, " "))
 	}
 	tw.Flush()
@@ -160,14 +157,35 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 			fmt.Fprintf(w, "\n%s: BIRD disagrees: %s", v.Address, v.Bird.Problem)
 		}
 	}
-	for _, v := range s.VIPs {
+	writeVIPErrors(w, s.VIPs)
+	fmt.Fprintln(w)
+}
+
+// writeVIPErrors writes why each upstream could not be read and why each
+// probe is not up, a line each.
+func writeVIPErrors(w io.Writer, vips []status.VIPStatus) {
+	for _, v := range vips {
 		for _, u := range v.Upstreams {
 			if u.Error != "" {
 				fmt.Fprintf(w, "\n%s: %s: %s", v.Address, u.Key, u.Error)
 			}
 		}
+		if p := v.Probe; p != nil && p.Error != "" {
+			fmt.Fprintf(w, "\n%s: probe %s: %s", v.Address, p.Result, p.Error)
+		}
 	}
-	fmt.Fprintln(w)
+}
+
+// vipCells are the upstream cells of a VIP's row, and its probe's.
+func vipCells(v status.VIPStatus) []string {
+	var cells []string
+	for _, u := range v.Upstreams {
+		cells = append(cells, upstreamCell(u))
+	}
+	if p := v.Probe; p != nil {
+		cells = append(cells, probeCell(p))
+	}
+	return cells
 }
 
 // writeReload says, on one line, that the last reload was rejected, and
@@ -244,4 +262,28 @@ func ago(now, t time.Time) string {
 		return d.Round(time.Second).String()
 	}
 	return d.Round(time.Minute).String()
+}
+
+// upstreamCell is one upstream in the VIP table: "upstreams/api=up", with
+// its nodes and threshold when it has one: "upstreams/api=up(1/10<5)"
+// (issue 13).
+func upstreamCell(u status.UpstreamStatus) string {
+	c := shortKey(u.Key) + "=" + u.Verdict
+	if u.MinHealthy != "" {
+		rel := ">="
+		if u.Healthy < u.Needed {
+			rel = "<"
+		}
+		c += fmt.Sprintf("(%d/%d%s%d, min %s)", u.Healthy, u.Nodes, rel, u.Needed, u.MinHealthy)
+	}
+	return c
+}
+
+// probeCell is a VIP's probe in the VIP table: "probe=down(503 12ms)".
+func probeCell(p *status.ProbeStatus) string {
+	lat := time.Duration(p.LatencySeconds * float64(time.Second)).Round(time.Millisecond)
+	if p.Status != 0 {
+		return fmt.Sprintf("probe=%s(%d %s)", p.Result, p.Status, lat)
+	}
+	return fmt.Sprintf("probe=%s(%s)", p.Result, lat)
 }

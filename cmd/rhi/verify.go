@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/probe"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
@@ -268,6 +269,11 @@ func (o verifyOutput) table(run *verifyRun) int {
 	for _, n := range w.Notes {
 		fmt.Fprintln(&buf, "note: "+n)
 	}
+	for _, v := range w.VIPs {
+		if v.Judged && v.Why != "" { // a threshold or a probe withdrew it (issue 13)
+			fmt.Fprintf(&buf, "expected absent: %s: %s\n", v.Prefix, v.Why)
+		}
+	}
 	notJudged := w.NotJudged()
 	for _, v := range notJudged {
 		fmt.Fprintf(&buf, "NOT JUDGED: %s: %s; checked against the interface (%s)\n", v.Prefix, v.Why, presence(v.Present))
@@ -341,7 +347,7 @@ func expect(ctx context.Context, cfg *config.Config) (*verify.Want, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no expected state: %s; %w", fallback, err)
 	}
-	w, err := verify.ExpectFromPoll(ctx, cfg, client)
+	w, err := verify.ExpectFromPollProbed(ctx, cfg, client, probe.New(probe.Options{Version: version}))
 	if err != nil {
 		return nil, fmt.Errorf("no expected state: %s; %w", fallback, err)
 	}
@@ -353,7 +359,7 @@ func expect(ctx context.Context, cfg *config.Config) (*verify.Want, error) {
 func running(st status.Status) verify.Running {
 	r := verify.Running{Interface: st.Interface.Name, Withdrawing: st.Interface.Withdrawing}
 	for _, v := range st.VIPs {
-		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired})
+		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired, Why: capacityWhy(v)})
 	}
 	return r
 }

@@ -37,9 +37,20 @@ func Control(srv *apisixtest.Server) http.Handler {
 			return
 		}
 		status := orDefault(r.FormValue("status"), apisixtest.Healthy)
+		// healthy, if given, makes the first that many nodes healthy and
+		// the rest status (capacity thresholds, issue 13).
+		healthy, err := strconv.Atoi(orDefault(r.FormValue("healthy"), "0"))
+		if err != nil || healthy < 0 || healthy > count {
+			http.Error(w, "healthy: want 0-count", http.StatusBadRequest)
+			return
+		}
 		nodes := make([]apisixtest.Node, count)
 		for i := range nodes {
-			nodes[i] = apisixtest.Node{IP: fmt.Sprintf("192.0.2.%d", i%250+1), Port: 8000 + i, Status: status}
+			st := status
+			if i < healthy {
+				st = apisixtest.Healthy
+			}
+			nodes[i] = apisixtest.Node{IP: fmt.Sprintf("192.0.2.%d", i%250+1), Port: 8000 + i, Status: st}
 		}
 		srv.SetNodes(ref, nodes...)
 		if f := r.FormValue("format"); f != "" {
@@ -150,6 +161,12 @@ func (c *Client) Requests() (int, error) {
 // SetNodes creates or replaces ref's checker with count nodes of status.
 func (c *Client) SetNodes(ref health.Ref, count int, status string) error {
 	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&status=%s", ref.Type, ref.ID, count, status))
+}
+
+// SetHealthyOf replaces ref's checker with total nodes, the first healthy
+// of them healthy and the others unhealthy.
+func (c *Client) SetHealthyOf(ref health.Ref, healthy, total int) error {
+	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&healthy=%d&status=unhealthy", ref.Type, ref.ID, total, healthy))
 }
 
 // SetFormat switches ref to the 2.x ("v2") or 3.x ("v3") body format; the

@@ -69,6 +69,9 @@ type VIP struct {
 	Address   string
 	Upstreams []string // keys, e.g. "/apisix/upstreams/api"
 	Condition string   // "" = all
+	// Extra is more YAML of the VIP, as written under its address (e.g.
+	// "min_healthy: 50%"); each line is indented to the VIP's keys.
+	Extra string
 }
 
 // Config is what varies in a site's rhi.yaml; the rest comes from the site.
@@ -82,6 +85,14 @@ type Config struct {
 	PollMode       string        // apisix_poll_mode, default per_upstream
 	Unmanaged      string        // unmanaged_addresses, default report
 	VIPs           []VIP
+}
+
+// ExtraLines is Extra, a line each, for the template.
+func (v VIP) ExtraLines() []string {
+	if v.Extra == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(v.Extra, "\n"), "\n")
 }
 
 // Seed is the design note's example.
@@ -121,6 +132,9 @@ vips:
 {{- end}}
 {{- if .Condition}}
     condition: {{.Condition}}
+{{- end}}
+{{- range .ExtraLines}}
+    {{.}}
 {{- end}}
 {{- end}}
 `))

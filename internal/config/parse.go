@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -398,7 +399,7 @@ var (
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
-	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall"}
+	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall", "min_healthy", "probe"}
 )
 
 func (p *parser) config(root *yaml.Node, c *Config) {
@@ -560,17 +561,22 @@ func (p *parser) vip(n *yaml.Node, path string, c *Config) (v VIP, ok bool) {
 	}
 	ok = set(p, m["address"], path+".address", &v.Address, parseAddress)
 	set(p, m["description"], path+".description", &v.Description, text)
-	v.Upstreams = p.upstreams(n, m["upstreams"], path+".upstreams")
+	var minHealthy health.MinHealthy // the default of the VIP's upstreams
+	set(p, m["min_healthy"], path+".min_healthy", &minHealthy, parseMinHealthy)
+	v.Upstreams = p.upstreams(n, m["upstreams"], path+".upstreams", minHealthy)
 	set(p, m["condition"], path+".condition", &v.Condition, enum(All, Any))
 	set(p, m["rise"], path+".rise", &v.Rise, parseCount)
 	set(p, m["fall"], path+".fall", &v.Fall, parseCount)
+	if pn := m["probe"]; pn != nil {
+		v.Probe = p.probe(pn, path+".probe")
+	}
 	return v, ok
 }
 
 // upstreams reads a VIP's upstream list: required, non-empty, every key
 // valid, no resource named twice (also not under two etcd prefixes, which
 // would be the same health checker).
-func (p *parser) upstreams(vipNode, n *yaml.Node, path string) []health.Upstream {
+func (p *parser) upstreams(vipNode, n *yaml.Node, path string, minHealthy health.MinHealthy) []health.Upstream {
 	if n == nil {
 		p.report(vipNode, path, "", issue{msg: "required key missing"})
 		return nil
@@ -587,20 +593,24 @@ func (p *parser) upstreams(vipNode, n *yaml.Node, path string) []health.Upstream
 	seen := make(map[health.Ref]int, len(items))
 	for i, it := range items {
 		ipath := index(path, i)
-		s, ok := p.scalar(it, ipath)
+		s, keyNode, mh, ok := p.upstreamItem(it, ipath)
 		if !ok {
 			continue
 		}
+		if keyNode != it {
+			ipath += ".key"
+		}
 		u, is := parseUpstream(s)
 		if !is.ok() {
-			p.report(it, ipath, s, is)
+			p.report(keyNode, ipath, s, is)
 			continue
 		}
+		u.MinHealthy = cmp.Or(mh, minHealthy)
 		if l, dup := seen[u.Ref]; dup {
-			p.report(it, ipath, s, issue{msg: "same upstream as line " + strconv.Itoa(l)})
+			p.report(keyNode, ipath, s, issue{msg: "same upstream as line " + strconv.Itoa(l)})
 			continue
 		}
-		seen[u.Ref] = it.Line
+		seen[u.Ref] = keyNode.Line
 		ups = append(ups, u)
 	}
 	return ups

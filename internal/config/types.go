@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/probespec"
 )
 
 // Condition says how a VIP's upstream verdicts combine.
@@ -126,4 +127,6 @@ type VIP struct {
 	Condition Condition         `yaml:"condition"`
 	Rise      int               `yaml:"rise"` // effective value: the global one unless overridden
 	Fall      int               `yaml:"fall"`
+	// Probe is the VIP's data-path probe (issue 13); nil: none.
+	Probe *probespec.Spec `yaml:"probe,omitempty"`
 }

@@ -17,11 +17,12 @@ func Warnings(c *Config) []string {
 	}
 	if c.Interface == "lo" {
 		w := "interface: lo carries the host's own addresses, and any global /32 or /128 put on it by anyone is announced by BIRD with no health check; prefer a dedicated interface (rhi0)"
-		if c.Unmanaged == "withdraw" {
+		if c.Unmanaged == UnmanagedWithdraw {
 			w += "; unmanaged_addresses: withdraw deletes every global host address on lo that the config does not list (loopback addresses are never touched)"
 		}
 		out = append(out, w)
 	}
+	out = append(out, probeWarnings(c)...)
 	return out
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/probe"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -72,6 +73,9 @@ type Deps struct {
 	// interface, written before the owned set grows and after it shrinks.
 	// nil keeps none (a dry run passes owned.ReadOnly).
 	Record OwnershipRecord
+	// Prober, if set, sends the VIPs' data-path probes (vips[].probe);
+	// nil: a probe.Prober.
+	Prober ProbeSource
 }
 
 // applyTimeout bounds one Set: netlink calls carry their own socket timeout,
@@ -121,6 +125,8 @@ type Daemon struct {
 	unmanaged unmanagedAddrs
 
 	views views // what Status renders
+
+	probes probes // the data-path probes of the last poll (issue 13)
 }
 
 // New builds a daemon for a validated config.
@@ -157,6 +163,10 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 	}
 	if deps.Confirmer != nil {
 		d.conf = newConfirmer(deps.Confirmer, cfg.Bird.Socket, d.log, d.now, d.queueRenew)
+	}
+	d.probes.src = deps.Prober
+	if d.probes.src == nil {
+		d.probes.src = probe.New(probe.Options{})
 	}
 	d.setConfig(cfg)
 	return d
@@ -352,7 +362,10 @@ func (d *Daemon) tick(ctx context.Context) {
 	// (apisix.Client.Poll), the one place that also serves `rhi verify`'s
 	// fresh poll, and a reload that changes the timeout builds a new client.
 	// ctx only cancels the poll on shutdown.
+	// The probes run alongside, under the same deadline (probe.go).
+	probed := d.probes.start(ctx, d.cfg, d.cfg.Timeout)
 	snap := d.health.Poll(ctx, d.keys)
+	probed()
 	if ctx.Err() != nil {
 		return // shutting down: a poll cut short says nothing about health
 	}
@@ -363,7 +376,7 @@ func (d *Daemon) tick(ctx context.Context) {
 		d.onPoll(polled.Sub(start), unreadable)
 	}
 
-	changes := decide.Tick(d.cfg, snap, d.states)
+	changes := decide.TickProbed(d.cfg, snap, d.probes.outcomes, d.states)
 	d.stats.settled(d.anySettled(), polled)
 	for _, c := range changes {
 		if c.From.Announced != c.To.Announced {
@@ -544,6 +557,9 @@ func (d *Daemon) logIfaceErr(err error, news bool) {
 
 func (d *Daemon) logChange(c decide.Change) {
 	e := d.log.WithFields(logrus.Fields{"vip": c.VIP.String(), "reason": string(c.To.Reason), "verdict": c.To.Verdict.String()})
+	if c.Detail != "" {
+		e = e.WithField("detail", c.Detail) // e.g. "api: 1 of 10 healthy, needs 50%"
+	}
 	switch {
 	case c.From.Announced != c.To.Announced && c.To.Announced:
 		e.WithField("action", "announce").Info("vip available: announcing")

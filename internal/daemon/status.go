@@ -9,6 +9,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/probe"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -27,6 +28,7 @@ type view struct {
 	tickEnd   time.Time
 	unmanaged []netip.Prefix // sorted; shared with the loop, which replaces it
 	recordErr string
+	probes    []probe.Result // per VIP, as vips; zero for a VIP without a probe
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -81,6 +83,7 @@ func (d *Daemon) publish() {
 		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p]})
 	}
 	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
+	v.probes = append(v.probes[:0], d.probes.results...)
 	v.orphans = v.orphans[:0]
 	for p := range d.orphans {
 		v.orphans = append(v.orphans, p)
@@ -160,7 +163,13 @@ func renderVIP(v *view, i int) status.VIPStatus {
 		if r.Err != nil {
 			us.Error = r.Err.Error()
 		}
+		if !u.MinHealthy.IsZero() {
+			us.MinHealthy, us.Needed = u.MinHealthy.String(), decide.Needed(u.MinHealthy, r.Total)
+		}
 		vs.Upstreams = append(vs.Upstreams, us)
+	}
+	if c.Probe != nil && i < len(v.probes) {
+		vs.Probe = probeStatus(*c.Probe, v.probes[i])
 	}
 	return vs
 }

@@ -100,7 +100,8 @@ func Classify(r health.Result, noChecker config.CountAs) UpstreamState {
 	}
 }
 
-// Evaluate applies a VIP's condition over its upstreams' results. An upstream
+// Evaluate applies a VIP's condition over its upstreams' results, each
+// judged against its capacity threshold (ClassifyUpstream). An upstream
 // missing from the snapshot counts as failed.
 func Evaluate(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) Availability {
 	var up, down, failed int
@@ -110,7 +111,7 @@ func Evaluate(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) Ava
 			failed++
 			continue
 		}
-		switch Classify(r, noChecker) {
+		switch ClassifyUpstream(&v.Upstreams[i], r, noChecker) {
 		case UpstreamUp:
 			up++
 		case UpstreamDown:

@@ -23,6 +23,7 @@ func TestPureDependencies(t *testing.T) {
 		forbidden []string
 	}{
 		{"github.com/rhi-daemon/rhi/internal/decide", []string{"net/http", "crypto/tls", "github.com/rhi-daemon/rhi/internal/apisix"}},
+		{"github.com/rhi-daemon/rhi/internal/probespec", []string{"net/http", "crypto/tls", "github.com/rhi-daemon/rhi/internal/probe"}},
 		{"github.com/rhi-daemon/rhi/internal/health", []string{"net/http", "crypto/tls", "gopkg.in/yaml.v3", "github.com/rhi-daemon/rhi/internal/apisix"}},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,9 @@ type Change struct {
 	VIP  netip.Prefix
 	From State
 	To   State
+	// Detail names the upstreams that do not count as up, with their
+	// node counts and thresholds (Explain); "" when all are up.
+	Detail string
 }
 
 // Tick advances every VIP of cfg by one poll, updating states in place. A VIP
@@ -20,15 +23,5 @@ type Change struct {
 // VIPs with Initial first. It returns the changes of Announced or Reason, in
 // config order.
 func Tick(cfg *config.Config, snap health.Snapshot, states map[netip.Prefix]State) []Change {
-	var changes []Change
-	for i := range cfg.VIPs {
-		v := &cfg.VIPs[i]
-		prev := states[v.Address]
-		next := Step(v, cfg.FailurePolicy, prev, Evaluate(v, snap, cfg.FailurePolicy.NoChecker))
-		if next.Announced != prev.Announced || next.Reason != prev.Reason {
-			changes = append(changes, Change{VIP: v.Address, From: prev, To: next})
-		}
-		states[v.Address] = next
-	}
-	return changes
+	return TickProbed(cfg, snap, nil, states)
 }

@@ -146,6 +146,9 @@ func ParseRef(key string) (Ref, error) {
 type Upstream struct {
 	Key string // e.g. "/apisix/upstreams/api"
 	Ref Ref
+	// MinHealthy is the capacity threshold (min_healthy); zero: none, up
+	// with one healthy node. See decide.Met.
+	MinHealthy MinHealthy
 }
 
 // ParseUpstream parses key into an Upstream; see ParseRef.

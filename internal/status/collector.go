@@ -55,6 +55,14 @@ var (
 		"Host addresses on the VIP interface that are neither configured nor owned by rhi: announced without a health check.", []string{"iface"}, nil)
 	descUnmanagedAddr = prometheus.NewDesc("rhi_unmanaged_address",
 		"1 for each host address on the VIP interface that is neither configured nor owned by rhi.", []string{"iface", "address"}, nil)
+	descUpstreamHealthy = prometheus.NewDesc("rhi_upstream_healthy_nodes",
+		"Healthy nodes of the upstream in the last poll (healthy and mostly healthy).", []string{"upstream"}, nil)
+	descUpstreamNodes = prometheus.NewDesc("rhi_upstream_nodes",
+		"Nodes counted for the upstream in the last poll (nodes pending purge left out).", []string{"upstream"}, nil)
+	descProbeSuccess = prometheus.NewDesc("rhi_probe_success",
+		"1 if the VIP's data-path probe was up in the last poll; only for VIPs with a probe.", []string{"vip"}, nil)
+	descProbeDuration = prometheus.NewDesc("rhi_probe_duration_seconds",
+		"Latency of the VIP's data-path probe in the last poll; only for VIPs with a probe.", []string{"vip"}, nil)
 	descRecordError = prometheus.NewDesc("rhi_ownership_record_error",
 		"1 while the ownership record (state_file) cannot be written.", nil, nil)
 )
@@ -73,7 +81,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
 		descDryRun, descWriteErrors, descLastSettled,
 		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
-		descUnmanaged, descUnmanagedAddr, descRecordError} {
+		descUnmanaged, descUnmanagedAddr, descRecordError,
+		descUpstreamHealthy, descUpstreamNodes, descProbeSuccess, descProbeDuration} {
 		ch <- d
 	}
 }
@@ -137,6 +146,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			for _, name := range verdicts {
 				gauge(descUpstream, b2f(u.Verdict == name), u.Key, name)
 			}
+			gauge(descUpstreamHealthy, float64(u.Healthy), u.Key)
+			gauge(descUpstreamNodes, float64(u.Nodes), u.Key)
+		}
+		if p := v.Probe; p != nil {
+			gauge(descProbeSuccess, b2f(p.Result == "up"), v.Address)
+			gauge(descProbeDuration, p.LatencySeconds, v.Address)
 		}
 	}
 }

@@ -108,6 +108,19 @@ type VIPStatus struct {
 	// Bird is BIRD's view of the VIP in the last confirmation; nil when
 	// confirmation is off or has not run yet.
 	Bird *VIPConfirm `json:"bird,omitempty"`
+	// Probe is the VIP's data-path probe in the last poll; nil when the
+	// VIP has none (issue 13).
+	Probe *ProbeStatus `json:"probe,omitempty"`
+}
+
+// ProbeStatus is what a VIP's data-path probe said in the last poll.
+type ProbeStatus struct {
+	Target string `json:"target"` // "GET URL (host HOST)", user info masked
+	Result string `json:"result"` // up, down, unreachable
+	// Status is the HTTP status received; 0 (left out) when none came.
+	Status         int     `json:"status,omitempty"`
+	LatencySeconds float64 `json:"latency_seconds"` // request to response headers, or to the failure
+	Error          string  `json:"error,omitempty"`
 }
 
 // UpstreamStatus is one upstream's verdict in the last poll.
@@ -117,6 +130,10 @@ type UpstreamStatus struct {
 	Healthy int    `json:"healthy"`
 	Nodes   int    `json:"nodes"`
 	Error   string `json:"error,omitempty"`
+	// MinHealthy is the capacity threshold ("3", "50%"), Needed the
+	// healthy nodes it asks of Nodes; both left out without one.
+	MinHealthy string `json:"min_healthy,omitempty"`
+	Needed     int    `json:"needed,omitempty"`
 }
 
 // BirdStatus is BIRD's side of the status; VIPConfirm what BIRD said about

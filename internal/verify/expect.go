@@ -37,7 +37,7 @@ type Wanted struct {
 	Prefix  netip.Prefix
 	Present bool
 	Judged  bool
-	Why     string // why it is not judged
+	Why     string // why it is not judged; or what withdrew it (a threshold, a probe), if anything did
 }
 
 // Running is what the running daemon says it manages (its /status), as
@@ -52,6 +52,9 @@ type Running struct {
 type RunningVIP struct {
 	Address string
 	Desired bool
+	// Why, for a VIP not desired, names a capacity threshold or a probe
+	// that withdrew it (issue 13); "" otherwise.
+	Why string
 }
 
 // ExpectFromDaemon takes the daemon's decisions. The daemon's VIPs are the
@@ -70,7 +73,7 @@ func ExpectFromDaemon(cfg *config.Config, run Running) (*Want, error) {
 			return nil, fmt.Errorf("status from %s: vip %q: %w", cfg.ControlSocket, v.Address, err)
 		}
 		running[p] = true
-		w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: v.Desired, Judged: true})
+		w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: v.Desired, Judged: true, Why: v.Why})
 	}
 	withdrawing := map[netip.Prefix]bool{}
 	for _, a := range run.Withdrawing {
@@ -147,6 +150,7 @@ func ExpectFromPoll(ctx context.Context, cfg *config.Config, p Poller) (*Want, e
 		case decide.Available:
 			wv.Present = true
 		case decide.Unavailable:
+			wv.Why = thresholdWhy(v, snap, cfg.FailurePolicy.NoChecker) // "" unless a threshold decided it
 		default:
 			wv.Judged = false
 			wv.Why = "health unknown (" + unsettled(v, snap, cfg.FailurePolicy.NoChecker) + ")"
