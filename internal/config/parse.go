@@ -46,6 +46,7 @@ func Default() Config {
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     UnmanagedReport,
 		ControlSocket: "/run/rhi/rhi.sock",
+		Degraded:      Degraded{Interface: DefaultDegradedInterface},
 	}
 }
 
@@ -395,10 +396,11 @@ var (
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
 		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
 		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "vips",
+		"degraded",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
-	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall"}
+	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall", "degraded"}
 )
 
 func (p *parser) config(root *yaml.Node, c *Config) {
@@ -434,9 +436,13 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 		}
 	}
 	set(p, m["unmanaged_addresses"], "unmanaged_addresses", &c.Unmanaged, enum(UnmanagedReport, UnmanagedWithdraw))
+	if n := m["degraded"]; n != nil {
+		p.degradedGlobal(n, c)
+	}
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)
 	}
+	p.degradedClash(m, c)
 }
 
 func (p *parser) failurePolicy(n *yaml.Node, fp *FailurePolicy) {
@@ -522,7 +528,7 @@ func (p *parser) vip(n *yaml.Node, path string, c *Config) (v VIP, ok bool) {
 		p.report(n, path, "", issue{msg: "empty list item, expected a VIP"})
 		return VIP{}, false
 	}
-	v = VIP{Condition: All, Rise: c.Rise, Fall: c.Fall}
+	v = VIP{Condition: All, Rise: c.Rise, Fall: c.Fall, Degraded: Degraded{Below: c.Degraded.Below}}
 	if m["address"] == nil {
 		p.report(n, path+".address", "", issue{msg: "required key missing"})
 	}
@@ -532,6 +538,9 @@ func (p *parser) vip(n *yaml.Node, path string, c *Config) (v VIP, ok bool) {
 	set(p, m["condition"], path+".condition", &v.Condition, enum(All, Any))
 	set(p, m["rise"], path+".rise", &v.Rise, parseCount)
 	set(p, m["fall"], path+".fall", &v.Fall, parseCount)
+	if dn := m["degraded"]; dn != nil {
+		p.degradedVIP(dn, path, c, &v)
+	}
 	return v, ok
 }
 

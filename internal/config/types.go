@@ -98,6 +98,9 @@ type Config struct {
 	// neither has in its config nor in its record.
 	Unmanaged UnmanagedAction `yaml:"unmanaged_addresses"`
 	VIPs      []VIP           `yaml:"vips"`
+	// Degraded is the degraded tier's default for every VIP, and its one
+	// interface (issue 14).
+	Degraded Degraded `yaml:"degraded"`
 }
 
 // FailurePolicy is the failure_policy section.
@@ -126,4 +129,7 @@ type VIP struct {
 	Condition Condition         `yaml:"condition"`
 	Rise      int               `yaml:"rise"` // effective value: the global one unless overridden
 	Fall      int               `yaml:"fall"`
+	// Degraded is the VIP's effective degraded tier: the global one unless
+	// the VIP sets its own below.
+	Degraded Degraded `yaml:"degraded"`
 }

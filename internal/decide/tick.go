@@ -8,7 +8,7 @@ import (
 )
 
 // Change records a VIP whose state changed in a way worth a log line: its
-// announcement, or its reason.
+// announcement, its tier, or its reason.
 type Change struct {
 	VIP  netip.Prefix
 	From State
@@ -25,7 +25,8 @@ func Tick(cfg *config.Config, snap health.Snapshot, states map[netip.Prefix]Stat
 		v := &cfg.VIPs[i]
 		prev := states[v.Address]
 		next := Step(v, cfg.FailurePolicy, prev, Evaluate(v, snap, cfg.FailurePolicy.NoChecker))
-		if next.Announced != prev.Announced || next.Reason != prev.Reason {
+		next = StepTier(v, prev, next, Belowness(v, snap, cfg.FailurePolicy.NoChecker))
+		if next.Announced != prev.Announced || next.Reason != prev.Reason || next.Degraded != prev.Degraded {
 			changes = append(changes, Change{VIP: v.Address, From: prev, To: next})
 		}
 		states[v.Address] = next
