@@ -27,6 +27,7 @@ type view struct {
 	tickEnd   time.Time
 	unmanaged []netip.Prefix // sorted; shared with the loop, which replaces it
 	recordErr string
+	degraded  vip.State // the degraded interface (issue 14); zero without one
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -88,6 +89,7 @@ func (d *Daemon) publish() {
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
 	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
 	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
+	v.degraded = d.tier.iface
 	d.views.publish(v)
 }
 
@@ -154,6 +156,7 @@ func renderVIP(v *view, i int) status.VIPStatus {
 		OnInterface: v.iface.Has(c.Address), Since: rec.since,
 		FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
 	}
+	renderTier(&vs, v, c.Address, st)
 	for _, u := range c.Upstreams {
 		r := v.run.snap[u.Key]
 		us := status.UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
