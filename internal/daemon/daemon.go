@@ -686,7 +686,7 @@ func (d *Daemon) confirmJob() confirmJob {
 		if want {
 			exp = verify.Present
 		}
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.onEither(p)})
+		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.onEither(p), Tier: d.tierExpected(i, want)})
 	}
 	for p := range d.orphans {
 		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.onEither(p)})

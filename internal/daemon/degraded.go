@@ -10,6 +10,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/status"
+	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -185,4 +186,22 @@ func renderTier(vs *status.VIPStatus, v *view, p netip.Prefix, st decide.State) 
 	if vs.Desired {
 		vs.Tier = st.Tier()
 	}
+}
+
+// tierExpected is how BIRD must export the i-th VIP when want says it is
+// present: verify.TierDegraded or verify.TierFull while its tier is on, ""
+// (not checked) otherwise. A dry run holds BIRD to the interface as it is.
+func (d *Daemon) tierExpected(i int, want bool) string {
+	v := &d.cfg.VIPs[i]
+	if !want || !d.tier.on() || !v.Degraded.On() {
+		return ""
+	}
+	degraded := d.states[v.Address].Degraded
+	if d.dryRun {
+		degraded = d.tier.has(v.Address)
+	}
+	if degraded {
+		return verify.TierDegraded
+	}
+	return verify.TierFull
 }

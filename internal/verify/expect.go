@@ -38,6 +38,9 @@ type Wanted struct {
 	Present bool
 	Judged  bool
 	Why     string // why it is not judged
+	// Tier is how BIRD must export a present VIP (TierFull, TierDegraded),
+	// "" when not checked.
+	Tier string
 }
 
 // Running is what the running daemon says it manages (its /status), as
@@ -52,6 +55,7 @@ type Running struct {
 type RunningVIP struct {
 	Address string
 	Desired bool
+	Tier    string // its /status tier: announced, degraded, withdrawn
 }
 
 // ExpectFromDaemon takes the daemon's decisions. The daemon's VIPs are the
@@ -70,7 +74,7 @@ func ExpectFromDaemon(cfg *config.Config, run Running) (*Want, error) {
 			return nil, fmt.Errorf("status from %s: vip %q: %w", cfg.ControlSocket, v.Address, err)
 		}
 		running[p] = true
-		w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: v.Desired, Judged: true})
+		w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: v.Desired, Judged: true, Tier: runningTier(cfg, p, v)})
 	}
 	withdrawing := map[netip.Prefix]bool{}
 	for _, a := range run.Withdrawing {
@@ -205,7 +209,7 @@ func (w *Want) Input(held []netip.Prefix, protocols []string, timeout time.Durat
 		if !v.Judged {
 			v.Present = on[v.Prefix]
 		}
-		in.VIPs = append(in.VIPs, VIP{Prefix: v.Prefix, Expected: expected(v.Present), OnInterface: on[v.Prefix]})
+		in.VIPs = append(in.VIPs, VIP{Prefix: v.Prefix, Expected: expected(v.Present), OnInterface: on[v.Prefix], Tier: v.Tier})
 	}
 	var names []string
 	for _, p := range held {
