@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
+	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -138,14 +139,19 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 		switch {
 		case v.Drained:
 			want = "drained"
+		case v.Desired && v.Tier == decide.TierDegraded:
+			want = "degraded"
 		case v.Desired:
 			want = "announce"
 		}
 		onIface := "absent"
-		if v.OnInterface {
+		switch {
+		case v.OnDegraded:
+			onIface = "degraded" // on degraded.interface
+		case v.OnInterface:
 			onIface = "present"
 		}
-		if v.OnInterface != v.Desired {
+		if v.OnInterface != v.Desired || v.Desired && v.OnDegraded != (v.Tier == decide.TierDegraded) {
 			onIface += "!"
 		}
 		var ups []string
