@@ -66,20 +66,20 @@ func TestDaemonDegraded(t *testing.T) {
 		t.Fatalf("router: dc1 is not best at full weight before the moves: %v", err)
 	}
 
-	var down, up []time.Duration
+	var down, up, downPoll, upPoll []time.Duration
 	for i := 0; i < trials(t); i++ {
-		d, err := degradeTrial(ctx, w, s1, 1, p2, true)
+		d, fromPoll, err := degradeTrial(ctx, w, s1, 1, p2, true)
 		if err != nil {
 			t.Fatalf("trial %d, degrading: %v", i+1, err)
 		}
-		down = append(down, d)
+		down, downPoll = append(down, d), append(downPoll, fromPoll)
 		if i == 0 {
 			checkDegradedSite(t, ctx, s1)
 		}
-		if d, err = degradeTrial(ctx, w, s1, 0, p1, false); err != nil {
+		if d, fromPoll, err = degradeTrial(ctx, w, s1, 0, p1, false); err != nil {
 			t.Fatalf("trial %d, recovering: %v", i+1, err)
 		}
-		up = append(up, d)
+		up, upPoll = append(up, d), append(upPoll, fromPoll)
 	}
 	if out, code, err := s1.RHICommand(ctx, "verify"); err != nil || code != 0 {
 		t.Errorf("rhi verify on dc1 at full weight: exit %d, %v\n%s", code, err, out)
@@ -102,28 +102,39 @@ func TestDaemonDegraded(t *testing.T) {
 	t.Logf("router looked at %d times", w.looks)
 	t.Logf("BENCH rhi degraded tier (poll %v), %d trials: health below -> router prefers dc2: median %v, worst %v; health back -> dc1 best: median %v, worst %v",
 		daemonPoll, len(down), median(down), slices.Max(down), median(up), slices.Max(up))
+	t.Logf("BENCH rhi degraded tier, from the end of the deciding poll (/status since): to dc2: median %v, worst %v; back to dc1: median %v, worst %v",
+		median(downPoll), slices.Max(downPoll), median(upPoll), slices.Max(upPoll))
 }
 
 // degradeTrial makes `unhealthy` of s's two api nodes unhealthy and waits
 // for the router to prefer bestAfter with s's path degraded (or not) in its
 // table. It returns the time from the health change to the router's best
-// path being bestAfter.
-func degradeTrial(ctx context.Context, w *watcher, s *site.Site, unhealthy int, bestAfter string, degraded bool) (time.Duration, error) {
+// path being bestAfter, and the time from the end of the poll that decided
+// the move (the VIP's /status since) to then.
+func degradeTrial(ctx context.Context, w *watcher, s *site.Site, unhealthy int, bestAfter string, degraded bool) (time.Duration, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	start := time.Now()
 	if err := s.API.SetMixed(api, 2-unhealthy, unhealthy); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	at, err := w.until(ctx, start, func(x sample) bool { return x.best() == bestAfter })
 	if err != nil {
-		return 0, fmt.Errorf("router never preferred %s: %w", bestAfter, err)
+		return 0, 0, fmt.Errorf("router never preferred %s: %w", bestAfter, err)
 	}
 	proto := s.DC.PeerProtos[0]
 	if _, err := w.until(ctx, start, func(x sample) bool { return degradedAt(x, proto, s.DC.ASN, degraded) }); err != nil {
-		return 0, fmt.Errorf("router: %s's path with degraded=%v: %w", proto, degraded, err)
+		return 0, 0, fmt.Errorf("router: %s's path with degraded=%v: %w", proto, degraded, err)
 	}
-	return at.Sub(start), nil
+	st, err := s.Status(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	v := st.VIPs[0]
+	if (v.Tier == decide.TierDegraded) != degraded || v.Since.Before(start) || v.Since.After(at) {
+		return 0, 0, fmt.Errorf("status: tier %q since %v, the health changed at %v and the router moved at %v", v.Tier, v.Since, start, at)
+	}
+	return at.Sub(start), at.Sub(v.Since), nil
 }
 
 // checkDegradedSite checks a degraded site from rhi's side: /status says

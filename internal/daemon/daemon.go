@@ -512,7 +512,7 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	for p, want := range d.owned {
 		if st.Has(p) != d.iface.Has(p) {
 			moved = true
-			if d.owns(p) {
+			if d.owns(p) && d.tier.presenceChanged(p, st, d.iface) {
 				d.since[p] = now
 			}
 		}

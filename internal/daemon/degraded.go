@@ -23,6 +23,7 @@ type tiers struct {
 	ann    Announcer // nil: no degraded interface is managed
 	pair   vip.Pair
 	iface  vip.State // the degraded interface after the last Set
+	prev   vip.State // the degraded interface before the last Set
 	moved  bool      // the last Set changed what the degraded interface holds
 	err    string    // the last error setting it, logged once per change
 	places map[netip.Prefix]vip.Place
@@ -64,6 +65,17 @@ func (d *Daemon) seedTier() {
 	}
 }
 
+// presenceChanged reports whether p's presence on either interface
+// changed in the last Set, main going from before to after: a move
+// between the interfaces is no change of presence (the tier's change has
+// its own time).
+func (t *tiers) presenceChanged(p netip.Prefix, after, before vip.State) bool {
+	if !t.on() {
+		return true // the caller saw main's presence change
+	}
+	return (after.Has(p) || t.iface.Has(p)) != (before.Has(p) || t.prev.Has(p))
+}
+
 // onEither reports whether p is on the main or the degraded interface.
 func (d *Daemon) onEither(p netip.Prefix) bool { return d.iface.Has(p) || d.tier.has(p) }
 
@@ -96,6 +108,7 @@ func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 		degErr = nil // no degraded interface, and no VIP needs one
 	}
 	d.noteDegradedErr(degErr)
+	d.tier.prev = d.tier.iface
 	d.tier.moved = deg.Changed > 0 || !slices.Equal(deg.Present, d.tier.iface.Present) || deg.Up != d.tier.iface.Up
 	if degErr == nil || deg.Exists || errors.Is(degErr, vip.ErrNoInterface) {
 		d.tier.iface = deg
