@@ -135,25 +135,7 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VIP\tWANT\tIFACE\tBIRD\tVERDICT\tREASON\tSINCE\tUPSTREAMS")
 	for _, v := range s.VIPs {
-		want := "withdraw"
-		switch {
-		case v.Drained:
-			want = "drained"
-		case v.Desired && v.Tier == decide.TierDegraded:
-			want = "degraded"
-		case v.Desired:
-			want = "announce"
-		}
-		onIface := "absent"
-		switch {
-		case v.OnDegraded:
-			onIface = "degraded" // on degraded.interface
-		case v.OnInterface:
-			onIface = "present"
-		}
-		if v.OnInterface != v.Desired || v.Desired && v.OnDegraded != (v.Tier == decide.TierDegraded) {
-			onIface += "!"
-		}
+		want, onIface := wantCells(v)
 		var ups []string
 		for _, u := range v.Upstreams {
 			ups = append(ups, fmt.Sprintf("%s=%s", shortKey(u.Key), u.Verdict))
@@ -174,6 +156,32 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// wantCells are a VIP's WANT and IFACE cells: what rhi wants (withdraw,
+// drained, announce, degraded) and where the VIP is (absent, present, or
+// degraded: on degraded.interface), marked "!" when they disagree.
+func wantCells(v status.VIPStatus) (want, onIface string) {
+	want = "withdraw"
+	switch {
+	case v.Drained:
+		want = "drained"
+	case v.Desired && v.Tier == decide.TierDegraded:
+		want = "degraded"
+	case v.Desired:
+		want = "announce"
+	}
+	onIface = "absent"
+	switch {
+	case v.OnDegraded:
+		onIface = "degraded" // on degraded.interface
+	case v.OnInterface:
+		onIface = "present"
+	}
+	if v.OnInterface != v.Desired || v.Desired && v.OnDegraded != (v.Tier == decide.TierDegraded) {
+		onIface += "!"
+	}
+	return want, onIface
 }
 
 // writeReload says, on one line, that the last reload was rejected, and

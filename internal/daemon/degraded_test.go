@@ -216,3 +216,39 @@ func countLogs(h *logtest.Hook, msg string) int {
 	}
 	return n
 }
+
+// TestDegradedTierReload: a reload that turns a VIP's tier off moves it
+// back to full weight at once; one that lowers the threshold below its share
+// restores it after its rise polls; a VIP that stays is not flapped.
+func TestDegradedTierReload(t *testing.T) {
+	r := newTierRig(t, newFakeLink(), newFakeLink())
+	r.tick(t, 1)
+	r.expect(t, "", "10.0.0.100", decide.TierDegraded)
+	lower := *r.d.cfg
+	lower.VIPs = []config.VIP{lower.VIPs[0]}
+	lower.VIPs[0].Degraded.Below = 20 // 25 % is not below 20 %
+	r.d.applyReload(&lower)
+	writes := r.main.writeCount() + r.deg.writeCount()
+	r.d.reapply(context.Background())
+	if w := r.main.writeCount() + r.deg.writeCount(); w != writes {
+		t.Errorf("the reload itself wrote %d times", w-writes)
+	}
+	r.tick(t, 1) // rise 1: restored
+	r.expect(t, "10.0.0.100", "", decide.TierAnnounced)
+	r.tick(t, 0)
+	r.tick(t, 0)
+	r.tick(t, 1) // back, still above 20 %? 1 of 4 is 25 %: announced
+	r.expect(t, "10.0.0.100", "", decide.TierAnnounced)
+	off := lower
+	off.VIPs = []config.VIP{lower.VIPs[0]}
+	off.VIPs[0].Degraded.Below = 90
+	r.d.applyReload(&off)
+	r.tick(t, 1)
+	r.tick(t, 1) // fall 2
+	r.expect(t, "", "10.0.0.100", decide.TierDegraded)
+	off.VIPs = []config.VIP{off.VIPs[0]}
+	off.VIPs[0].Degraded.Below = 0
+	r.d.applyReload(&off)
+	r.tick(t, 1) // tier off: at full weight at once
+	r.expect(t, "10.0.0.100", "", decide.TierAnnounced)
+}

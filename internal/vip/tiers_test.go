@@ -132,3 +132,29 @@ func TestMoveSetWithoutDegradedInterface(t *testing.T) {
 var errTest = errors.New("injected failure")
 
 func errorsIsNoIface(err error) bool { return errors.Is(err, ErrNoInterface) }
+
+// TestMoveSetDryRun: dry-run announcers on both interfaces write nothing
+// and log the add to rhi1 a degrading move would make.
+func TestMoveSetDryRun(t *testing.T) {
+	f := newFakeKernel()
+	f.addLink(iface, "10.0.0.1/32")
+	f.addLink(degIface)
+	log, hook := test.NewNullLogger()
+	p := &Pair{Main: NewDryRun(f, iface, log), Degraded: NewDryRun(f, degIface, log)}
+	p.LastMain = State{Exists: true, Up: true, Present: prefixes("10.0.0.1/32")}
+	if _, _, errM, errD := p.MoveSet(context.Background(), places("10.0.0.1/32", Degraded)); errM != nil || errD != nil {
+		t.Fatalf("%v / %v", errM, errD)
+	}
+	if f.writes != 0 {
+		t.Errorf("dry run wrote %d times: %v", f.writes, f.trace)
+	}
+	found := false
+	for _, e := range hook.AllEntries() {
+		if e.Data["iface"] == degIface && e.Data["would_add"] == "10.0.0.1/32" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no dry-run line about adding to %s: %v", degIface, logged(hook))
+	}
+}
