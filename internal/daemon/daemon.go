@@ -521,7 +521,7 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 			d.own.dirty = true
 		}
 	}
-	d.noteUnmanaged(st)
+	d.noteUnmanaged(d.tier.withForeign(st))
 	d.iface = st
 	return moved, err
 }

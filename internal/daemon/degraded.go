@@ -76,6 +76,22 @@ func (t *tiers) presenceChanged(p netip.Prefix, after, before vip.State) bool {
 	return (after.Has(p) || t.iface.Has(p)) != (before.Has(p) || t.prev.Has(p))
 }
 
+// withForeign is main with the degraded interface's addresses added, for
+// the unmanaged-address check: a host address on rhi1 that rhi neither
+// has in its config nor is withdrawing is unmanaged there too (reported,
+// and deleted under unmanaged_addresses: withdraw).
+func (t *tiers) withForeign(main vip.State) vip.State {
+	if !t.on() || len(t.iface.Foreign)+len(t.iface.Present) == 0 {
+		return main
+	}
+	both := main
+	both.Foreign = append(slices.Clone(main.Foreign), t.iface.Foreign...)
+	both.Present = append(slices.Clone(main.Present), t.iface.Present...)
+	slices.SortFunc(both.Present, netip.Prefix.Compare)
+	both.Present = slices.Compact(both.Present)
+	return both
+}
+
 // onEither reports whether p is on the main or the degraded interface.
 func (d *Daemon) onEither(p netip.Prefix) bool { return d.iface.Has(p) || d.tier.has(p) }
 

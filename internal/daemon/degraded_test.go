@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/owned"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -251,4 +254,35 @@ func TestDegradedTierReload(t *testing.T) {
 	r.d.applyReload(&off)
 	r.tick(t, 1) // tier off: at full weight at once
 	r.expect(t, "10.0.0.100", "", decide.TierAnnounced)
+}
+
+// TestDegradedTierOwnership: at start-up, an address the ownership record
+// lists that is on rhi1 but no longer configured is withdrawn from rhi1;
+// a host address on rhi1 that rhi neither has nor recorded is reported as
+// unmanaged, and left in place under unmanaged_addresses: report.
+func TestDegradedTierOwnership(t *testing.T) {
+	main, deg := newFakeLink(), newFakeLink("10.0.0.9/32", "10.0.0.77/32")
+	r := newTierRig(t, main, deg)
+	rec := owned.File(filepath.Join(t.TempDir(), "owned"))
+	if err := rec.Write(owned.Record{Iface: "rhi0", VIPs: []netip.Prefix{netip.MustParsePrefix("10.0.0.9/32")}}); err != nil {
+		t.Fatal(err)
+	}
+	r.d.own.file = rec
+	r.tick(t, 1)
+	r.tick(t, 1)
+	if got := deg.text(); got != "10.0.0.77 10.0.0.100" {
+		t.Errorf("rhi1 holds %q, want the degraded VIP and the unmanaged address", got)
+	}
+	if got := r.d.Status().Interface.Unmanaged; !slices.Equal(got, []string{"10.0.0.77/32"}) {
+		t.Errorf("unmanaged %v, want [10.0.0.77/32]", got)
+	}
+	if len(r.d.orphans) != 0 {
+		t.Errorf("orphans left: %v", r.d.orphans)
+	}
+	r.d.cfg.Unmanaged = config.UnmanagedWithdraw
+	r.tick(t, 1)
+	r.tick(t, 1)
+	if got := deg.text(); got != "10.0.0.100" {
+		t.Errorf("under unmanaged_addresses: withdraw, rhi1 holds %q", got)
+	}
 }
