@@ -8,6 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
@@ -27,6 +28,24 @@ type tiers struct {
 	moved  bool      // the last Set changed what the degraded interface holds
 	err    string    // the last error setting it, logged once per change
 	places map[netip.Prefix]vip.Place
+	// onFor is the config onCfg was computed for: whether any of its VIPs
+	// can be degraded.
+	onFor *config.Config
+	onCfg bool
+}
+
+// needed reports whether the pair must set both interfaces: some VIP of
+// cfg can be degraded, or the degraded interface holds something of rhi's
+// (from start-up, or a tier turned off by a reload). Otherwise the main
+// interface alone is set, as without the tier, at no extra cost per tick.
+func (t *tiers) needed(cfg *config.Config) bool {
+	if t.onFor != cfg {
+		t.onFor, t.onCfg = cfg, false
+		for i := range cfg.VIPs {
+			t.onCfg = t.onCfg || cfg.VIPs[i].Degraded.On()
+		}
+	}
+	return t.onCfg || len(t.iface.Present) > 0
 }
 
 // on reports whether the daemon manages a degraded interface.
@@ -102,6 +121,12 @@ func (d *Daemon) onEither(p netip.Prefix) bool { return d.iface.Has(p) || d.tier
 func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 	if !d.tier.on() {
 		return d.ann.Set(ctx, d.owned)
+	}
+	if !d.tier.needed(d.cfg) {
+		st, err := d.ann.Set(ctx, d.owned)
+		d.tier.prev, d.tier.moved = d.tier.iface, false
+		d.tier.pair.LastMain = known(st, err, d.tier.pair.LastMain)
+		return st, err
 	}
 	if d.tier.places == nil {
 		d.tier.places = map[netip.Prefix]vip.Place{}
@@ -233,4 +258,13 @@ func (d *Daemon) tierExpected(i int, want bool) string {
 		return verify.TierDegraded
 	}
 	return verify.TierFull
+}
+
+// known is what a Set says the main interface holds: st, or last when it
+// could not be read at all (as vip.Pair keeps it).
+func known(st vip.State, err error, last vip.State) vip.State {
+	if err != nil && !st.Exists && !errors.Is(err, vip.ErrNoInterface) {
+		return last
+	}
+	return st
 }

@@ -34,6 +34,17 @@ type Pair struct {
 	// LastMain and LastDegraded are what the previous MoveSet left on each
 	// (the zero State before the first, or from Observe at start-up).
 	LastMain, LastDegraded State
+
+	degA, mainB, degB map[netip.Prefix]bool // reused by every MoveSet
+}
+
+// scratch returns m cleared, or a new map.
+func scratch(m map[netip.Prefix]bool, n int) map[netip.Prefix]bool {
+	if m == nil {
+		return make(map[netip.Prefix]bool, n)
+	}
+	clear(m)
+	return m
 }
 
 // MoveSet sets both interfaces to want, which maps every VIP rhi owns to
@@ -55,7 +66,8 @@ type Pair struct {
 // interface it does not belong on. The errors are each Set's (the
 // degraded one's last).
 func (p *Pair) MoveSet(ctx context.Context, want map[netip.Prefix]Place) (main, deg State, mainErr, degErr error) {
-	degA := make(map[netip.Prefix]bool, len(want))
+	p.degA, p.mainB, p.degB = scratch(p.degA, len(want)), scratch(p.mainB, len(want)), scratch(p.degB, len(want))
+	degA, mainB, degB := p.degA, p.mainB, p.degB
 	for v, pl := range want {
 		degA[v] = pl == Degraded || (pl == Main && p.LastDegraded.Has(v) && !p.LastMain.Has(v))
 	}
@@ -63,13 +75,11 @@ func (p *Pair) MoveSet(ctx context.Context, want map[netip.Prefix]Place) (main, 
 	// Without a degraded interface at all, a degraded VIP is announced at
 	// full weight rather than not at all: it is available.
 	noDeg := errors.Is(degErr, ErrNoInterface)
-	mainB := make(map[netip.Prefix]bool, len(want))
 	for v, pl := range want {
 		mainB[v] = pl == Main || (pl == Degraded && !deg.Has(v) && (noDeg || p.LastMain.Has(v)))
 	}
 	main, mainErr = p.Main.Set(ctx, mainB)
 	mainView := known(main, mainErr, p.LastMain)
-	degB := make(map[netip.Prefix]bool, len(want))
 	for v, pl := range want {
 		degB[v] = pl == Degraded || (pl == Main && !mainView.Has(v) && deg.Has(v))
 	}
