@@ -555,6 +555,9 @@ func (d *Daemon) logIfaceErr(err error, news bool) {
 
 func (d *Daemon) logChange(c decide.Change) {
 	e := d.log.WithFields(logrus.Fields{"vip": c.VIP.String(), "reason": string(c.To.Reason), "verdict": c.To.Verdict.String()})
+	if c.To.Degraded {
+		e = e.WithField("tier", string(decide.TierDegraded))
+	}
 	switch {
 	case c.From.Announced != c.To.Announced && c.To.Announced:
 		e.WithField("action", "announce").Info("vip available: announcing")
