@@ -119,6 +119,10 @@ cat >"$tmp/files.want" <<'LIST'
 -rw-r--r-- ./usr/share/rhi/bird/adc.conf
 -rw-r--r-- ./usr/share/rhi/bird/base.conf
 -rw-r--r-- ./usr/share/rhi/bird/examples/bird.conf
+-rw-r--r-- ./usr/share/rhi/bird/tiers.conf
+-rw-r--r-- ./usr/share/rhi/bird/examples/bird-tiers.conf
+-rw-r--r-- ./usr/share/rhi/networkd/50-rhi1.netdev
+-rw-r--r-- ./usr/share/rhi/networkd/50-rhi1.network
 -rw-r--r-- ./usr/share/rhi/grafana/rhi.json
 -rw-r--r-- ./usr/share/rhi/prometheus/rhi-alerts.yml
 -rw-r--r-- ./usr/share/rhi/prometheus/rhi-alerts_test.yml
@@ -157,6 +161,10 @@ deploy/networkd/50-rhi0.network /usr/lib/systemd/network/50-rhi0.network
 deploy/bird/adc.conf /usr/share/rhi/bird/adc.conf
 deploy/bird/base.conf /usr/share/rhi/bird/base.conf
 deploy/bird/examples/bird.conf /usr/share/rhi/bird/examples/bird.conf
+deploy/bird/tiers.conf /usr/share/rhi/bird/tiers.conf
+deploy/bird/examples/bird-tiers.conf /usr/share/rhi/bird/examples/bird-tiers.conf
+deploy/networkd/50-rhi1.netdev /usr/share/rhi/networkd/50-rhi1.netdev
+deploy/networkd/50-rhi1.network /usr/share/rhi/networkd/50-rhi1.network
 packaging/README.Debian /usr/share/doc/rhi/README.Debian
 packaging/copyright /usr/share/doc/rhi/copyright
 packaging/lintian-overrides /usr/share/lintian/overrides/rhi
@@ -201,6 +209,13 @@ if need bird "bird -p -c on the shipped BIRD files"; then
 		ok "bird -p -c examples/bird.conf (with base.conf and adc.conf as shipped)"
 	else
 		fail "bird -p -c examples/bird.conf: $out"
+	fi
+	tiers_example=$root/usr/share/rhi/bird/examples/bird-tiers.conf
+	sed "s#^include \"/#include \"$root/#" "$tiers_example" >"$tmp/bird-tiers.conf"
+	if out=$(bird -p -c "$tmp/bird-tiers.conf" 2>&1); then
+		ok "bird -p -c examples/bird-tiers.conf (with base.conf and tiers.conf as shipped)"
+	else
+		fail "bird -p -c examples/bird-tiers.conf: $out"
 	fi
 	# Debian's stock bird.conf, as the installed bird2 has it, with our
 	# include appended (README.Debian, step 2).

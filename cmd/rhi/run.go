@@ -85,6 +85,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	go handleSignals(ctx, sigs, *path, cfg, d, reloads, metrics, logs, log)
 	go watchdog(ctx, d, time.Now, log)
 	go vip.Watch(ctx, cfg.Interface, d.Hint, log)
+	if degradedOn(cfg) {
+		go vip.Watch(ctx, cfg.Degraded.Interface, d.Hint, log)
+	}
 	defer notifyStopping()
 
 	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface}).Info("rhi starting")
@@ -136,10 +139,14 @@ func newDeps(cfg *config.Config, dryRun bool, log *logrus.Logger) (deps *daemon.
 		return nil, nil, exitFailure
 	}
 	var ann daemon.Announcer = vip.New(nl, cfg.Interface, log)
+	// The degraded interface is always managed, so that a reload may turn
+	// the tier on; while it is off and rhi1 is missing, nothing is said.
+	var deg daemon.Announcer = vip.New(nl, cfg.Degraded.Interface, log)
 	var record daemon.OwnershipRecord = owned.File(cfg.StateFile)
 	if dryRun {
 		record = owned.ReadOnly(cfg.StateFile) // a dry run changes no file either
 		ann = vip.NewDryRun(nl, cfg.Interface, log)
+		deg = vip.NewDryRun(nl, cfg.Degraded.Interface, log)
 		log.Warn("dry run: rhi will not change the interface")
 	}
 	return &daemon.Deps{
@@ -147,6 +154,7 @@ func newDeps(cfg *config.Config, dryRun bool, log *logrus.Logger) (deps *daemon.
 		Health:    health,
 		NewHealth: healthFor(log),
 		Announcer: ann,
+		Degraded:  deg,
 		Record:    record,
 		Log:       log,
 		DryRun:    dryRun,
@@ -290,4 +298,14 @@ func reload(path string, started *config.Config, d reloader, log logrus.FieldLog
 		return nil, fmt.Errorf("%s: these keys take effect only on restart: %s", path, keys)
 	}
 	return d.Reload(cfg), nil
+}
+
+// degradedOn reports whether some VIP of cfg can be degraded (issue 14).
+func degradedOn(cfg *config.Config) bool {
+	for i := range cfg.VIPs {
+		if cfg.VIPs[i].Degraded.On() {
+			return true
+		}
+	}
+	return false
 }

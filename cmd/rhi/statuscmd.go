@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
+	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -134,20 +135,7 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VIP\tWANT\tIFACE\tBIRD\tVERDICT\tREASON\tSINCE\tUPSTREAMS")
 	for _, v := range s.VIPs {
-		want := "withdraw"
-		switch {
-		case v.Drained:
-			want = "drained"
-		case v.Desired:
-			want = "announce"
-		}
-		onIface := "absent"
-		if v.OnInterface {
-			onIface = "present"
-		}
-		if v.OnInterface != v.Desired {
-			onIface += "!"
-		}
+		want, onIface := wantCells(v)
 		ups := vipCells(v)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Address, want, onIface, birdCell(v.Bird), v.Verdict, v.Reason, ago(now, v.Since), strings.Join(ups, " "))
 	}
@@ -186,6 +174,32 @@ func vipCells(v status.VIPStatus) []string {
 		cells = append(cells, probeCell(p))
 	}
 	return cells
+}
+
+// wantCells are a VIP's WANT and IFACE cells: what rhi wants (withdraw,
+// drained, announce, degraded) and where the VIP is (absent, present, or
+// degraded: on degraded.interface), marked "!" when they disagree.
+func wantCells(v status.VIPStatus) (want, onIface string) {
+	want = "withdraw"
+	switch {
+	case v.Drained:
+		want = "drained"
+	case v.Desired && v.Tier == decide.TierDegraded:
+		want = "degraded"
+	case v.Desired:
+		want = "announce"
+	}
+	onIface = "absent"
+	switch {
+	case v.OnDegraded:
+		onIface = "degraded" // on degraded.interface
+	case v.OnInterface:
+		onIface = "present"
+	}
+	if v.OnInterface != v.Desired || v.Desired && v.OnDegraded != (v.Tier == decide.TierDegraded) {
+		onIface += "!"
+	}
+	return want, onIface
 }
 
 // writeReload says, on one line, that the last reload was rejected, and

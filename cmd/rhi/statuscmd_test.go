@@ -109,3 +109,22 @@ func TestStatusTableUnmanaged(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTableDegraded: a degraded VIP shows as such in WANT and IFACE,
+// and one on the wrong interface of the two is marked.
+func TestStatusTableDegraded(t *testing.T) {
+	s := statusSample()
+	s.VIPs = s.VIPs[:1]
+	s.VIPs[0].Desired, s.VIPs[0].OnInterface, s.VIPs[0].OnDegraded, s.VIPs[0].Tier = true, true, true, decide.TierDegraded
+	var b bytes.Buffer
+	writeStatus(&b, s, statusNow)
+	if !strings.Contains(b.String(), s.VIPs[0].Address+"  degraded  degraded  ") {
+		t.Errorf("rhi status does not show the VIP degraded:\n%s", b.String())
+	}
+	s.VIPs[0].OnDegraded = false // still on the main interface
+	b.Reset()
+	writeStatus(&b, s, statusNow)
+	if !strings.Contains(b.String(), s.VIPs[0].Address+"  degraded  present!  ") {
+		t.Errorf("rhi status does not mark a degraded VIP still at full weight:\n%s", b.String())
+	}
+}

@@ -193,7 +193,11 @@ func runVerify(ctx context.Context, cfg *config.Config, socket string, readIface
 	case !st.Up:
 		w.Notes = append(w.Notes, fmt.Sprintf("interface %q is down: BIRD announces nothing from it", w.Interface))
 	}
-	in := w.Input(held(st), cfg.Bird.Protocols, cfg.Bird.Timeout)
+	hs, err := withDegraded(ctx, cfg, held(st), readIface)
+	if err != nil {
+		return run, err
+	}
+	in := w.Input(hs, cfg.Bird.Protocols, cfg.Bird.Timeout)
 	run.rep = checkBird(ctx, socket, in)
 	run.code = run.rep.ExitCode()
 	if run.code == verify.ExitConsistent && len(w.NotJudged()) > 0 {
@@ -359,7 +363,7 @@ func expect(ctx context.Context, cfg *config.Config) (*verify.Want, error) {
 func running(st status.Status) verify.Running {
 	r := verify.Running{Interface: st.Interface.Name, Withdrawing: st.Interface.Withdrawing}
 	for _, v := range st.VIPs {
-		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired, Why: capacityWhy(v)})
+		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired, Why: capacityWhy(v), Tier: string(v.Tier)})
 	}
 	return r
 }
@@ -378,4 +382,27 @@ func held(st vip.State) []netip.Prefix {
 	}
 	slices.SortFunc(out, netip.Prefix.Compare)
 	return slices.Compact(out)
+}
+
+// withDegraded adds to held the host addresses on degraded.interface when
+// some VIP of cfg can be degraded (issue 14): a degraded VIP is on the
+// interface rhi announces from. A missing degraded interface holds none.
+func withDegraded(ctx context.Context, cfg *config.Config, held []netip.Prefix, readIface interfaceReader) ([]netip.Prefix, error) {
+	if !degradedOn(cfg) {
+		return held, nil
+	}
+	st, err := readIface(ctx, cfg.Degraded.Interface)
+	switch {
+	case errors.Is(err, vip.ErrNoInterface):
+		return held, nil
+	case err != nil:
+		return nil, fmt.Errorf("read interface %q: %w", cfg.Degraded.Interface, err)
+	}
+	out := slices.Clone(held)
+	for _, p := range st.Present {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }

@@ -3,7 +3,7 @@
 // steers it over a unix socket, which works across namespaces because it is
 // a file. The control protocol is plain HTTP:
 //
-//	PUT    /nodes/{type}/{id}?status=healthy&count=2[&format=v2]  create or replace a checker's nodes
+//	PUT    /nodes/{type}/{id}?status=healthy&count=2[&format=v2][&unhealthy=K]  create or replace a checker's nodes (the last K unhealthy)
 //	POST   /status/{type}/{id}?status=unhealthy                   set every node's status
 //	POST   /nochecker/{type}/{id}                                  the resource exists, no checker
 //	DELETE /resources/{type}/{id}                                  the resource is gone (404 not found)
@@ -44,6 +44,11 @@ func Control(srv *apisixtest.Server) http.Handler {
 			http.Error(w, "healthy: want 0-count", http.StatusBadRequest)
 			return
 		}
+		unhealthy, err := strconv.Atoi(orDefault(r.FormValue("unhealthy"), "0"))
+		if err != nil || unhealthy < 0 || unhealthy > count {
+			http.Error(w, "unhealthy: want 0-count", http.StatusBadRequest)
+			return
+		}
 		nodes := make([]apisixtest.Node, count)
 		for i := range nodes {
 			st := status
@@ -51,6 +56,9 @@ func Control(srv *apisixtest.Server) http.Handler {
 				st = apisixtest.Healthy
 			}
 			nodes[i] = apisixtest.Node{IP: fmt.Sprintf("192.0.2.%d", i%250+1), Port: 8000 + i, Status: st}
+			if i >= count-unhealthy {
+				nodes[i].Status = apisixtest.Unhealthy
+			}
 		}
 		srv.SetNodes(ref, nodes...)
 		if f := r.FormValue("format"); f != "" {
@@ -173,6 +181,12 @@ func (c *Client) SetHealthyOf(ref health.Ref, healthy, total int) error {
 // nodes are replaced by count nodes of status.
 func (c *Client) SetFormat(ref health.Ref, format string, count int, status string) error {
 	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&status=%s&format=%s", ref.Type, ref.ID, count, status, format))
+}
+
+// SetMixed replaces ref's checker with healthy healthy nodes and unhealthy
+// unhealthy ones (the degraded tier's share).
+func (c *Client) SetMixed(ref health.Ref, healthy, unhealthy int) error {
+	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&unhealthy=%d", ref.Type, ref.ID, healthy+unhealthy, unhealthy))
 }
 
 // SetStatus sets every node of ref to status.

@@ -84,7 +84,10 @@ type Config struct {
 	OnShutdown     string        // default keep
 	PollMode       string        // apisix_poll_mode, default per_upstream
 	Unmanaged      string        // unmanaged_addresses, default report
-	VIPs           []VIP
+	// DegradedBelow is degraded.below ("60%"); "" leaves the degraded
+	// tier out (off). Its interface is rhi1.
+	DegradedBelow string
+	VIPs          []VIP
 }
 
 // ExtraLines is Extra, a line each, for the template.
@@ -123,6 +126,11 @@ control_socket: {{.Dir}}/rhi.sock
 drain_file: {{.Dir}}/drain
 state_file: {{.Dir}}/owned
 unmanaged_addresses: {{.C.Unmanaged}}
+{{- if .C.DegradedBelow}}
+degraded:
+  below: "{{.C.DegradedBelow}}"
+  interface: rhi1
+{{- end}}
 vips:
 {{- range .C.VIPs}}
   - address: {{.Address}}

@@ -50,6 +50,7 @@ func TestSeedExample(t *testing.T) {
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     "report",
 		ControlSocket: "/run/rhi/rhi.sock",
+		Degraded:      Degraded{Interface: "rhi1"},
 		VIPs: []VIP{
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
@@ -94,6 +95,7 @@ func TestDefault(t *testing.T) {
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     "report",
 		ControlSocket: "/run/rhi/rhi.sock",
+		Degraded:      Degraded{Interface: "rhi1"},
 	}
 	if diff := cmp.Diff(want, Default(), cmpConfig); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)
@@ -220,7 +222,7 @@ func TestProblems(t *testing.T) {
 		{File: "rhi.yaml", Line: 18, Path: "vips[2].condition", Msg: "unknown value", Got: "most", Allowed: "all, any"},
 		{File: "rhi.yaml", Line: 19, Path: "vips[3].address", Msg: "same address as vips[0] at line 9", Got: "10.0.0.100"},
 		{File: "rhi.yaml", Line: 20, Path: "vips[3].upstreams", Msg: "must list at least one upstream"},
-		{File: "rhi.yaml", Line: 21, Path: "vips[3].condtion", Msg: "unknown key", Allowed: "address, description, upstreams, condition, rise, fall, min_healthy, probe"},
+		{File: "rhi.yaml", Line: 21, Path: "vips[3].condtion", Msg: "unknown key", Allowed: "address, description, upstreams, condition, rise, fall, min_healthy, probe, degraded"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)

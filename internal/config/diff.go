@@ -32,7 +32,7 @@ func (c Changes) Reloadable() bool { return len(c.RestartOnly) == 0 }
 func IsRestartOnly(key string) bool {
 	switch key {
 	case "interface", "main_log", "error_log", "log_format", "status_listen",
-		"control_socket", "bird.socket", "state_file":
+		"control_socket", "bird.socket", "state_file", "degraded.interface":
 		return true
 	}
 	return false

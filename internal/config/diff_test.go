@@ -76,7 +76,7 @@ func TestDiffKnowsEveryKey(t *testing.T) {
 	var all []string
 	v := reflect.ValueOf(Config{})
 	walk(v, v, "", func(key string, _, _ reflect.Value) { all = append(all, key) })
-	named := []string{"interface", "main_log", "error_log", "log_format", "status_listen", "control_socket", "bird.socket", "state_file",
+	named := []string{"interface", "main_log", "error_log", "log_format", "status_listen", "control_socket", "bird.socket", "state_file", "degraded.interface",
 		"apisix_control_url", "apisix_timeout", "apisix_poll_mode"}
 	for _, k := range named {
 		if !slices.Contains(all, k) {
@@ -89,7 +89,7 @@ func TestDiffKnowsEveryKey(t *testing.T) {
 			restartOnly = append(restartOnly, k)
 		}
 	}
-	if want := named[:8]; !slices.Equal(slices.Sorted(slices.Values(restartOnly)), slices.Sorted(slices.Values(want))) {
+	if want := named[:9]; !slices.Equal(slices.Sorted(slices.Values(restartOnly)), slices.Sorted(slices.Values(want))) {
 		t.Errorf("restart-only keys %v, want %v", restartOnly, want)
 	}
 	// Every leaf of the file is a key of its own, sections included.
@@ -161,7 +161,7 @@ func TestDiffComparesEveryAcceptedKey(t *testing.T) {
 	accepted := []string{}
 	for _, k := range topKeys {
 		switch k {
-		case "failure_policy", "bird":
+		case "failure_policy", "bird", "degraded":
 		default:
 			accepted = append(accepted, k)
 		}
@@ -171,6 +171,9 @@ func TestDiffComparesEveryAcceptedKey(t *testing.T) {
 	}
 	for _, k := range birdKeys {
 		accepted = append(accepted, "bird."+k)
+	}
+	for _, k := range degradedKeys {
+		accepted = append(accepted, "degraded."+k)
 	}
 	for _, k := range accepted {
 		if !slices.Contains(all, k) {

@@ -47,6 +47,7 @@ func Default() Config {
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     UnmanagedReport,
 		ControlSocket: "/run/rhi/rhi.sock",
+		Degraded:      Degraded{Interface: DefaultDegradedInterface},
 	}
 }
 
@@ -396,10 +397,11 @@ var (
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
 		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
 		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "vips",
+		"degraded",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
-	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall", "min_healthy", "probe"}
+	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall", "min_healthy", "probe", "degraded"}
 )
 
 func (p *parser) config(root *yaml.Node, c *Config) {
@@ -427,9 +429,13 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["state_file"], "state_file", &c.StateFile, checked(checkFilePath))
 	p.collisions(m, c)
 	set(p, m["unmanaged_addresses"], "unmanaged_addresses", &c.Unmanaged, enum(UnmanagedReport, UnmanagedWithdraw))
+	if n := m["degraded"]; n != nil {
+		p.degradedGlobal(n, c)
+	}
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)
 	}
+	p.degradedClash(m, c)
 }
 
 // collisions refuses two of rhi's files at one path: the record and the
@@ -555,7 +561,7 @@ func (p *parser) vip(n *yaml.Node, path string, c *Config) (v VIP, ok bool) {
 		p.report(n, path, "", issue{msg: "empty list item, expected a VIP"})
 		return VIP{}, false
 	}
-	v = VIP{Condition: All, Rise: c.Rise, Fall: c.Fall}
+	v = VIP{Condition: All, Rise: c.Rise, Fall: c.Fall, Degraded: Degraded{Below: c.Degraded.Below}}
 	if m["address"] == nil {
 		p.report(n, path+".address", "", issue{msg: "required key missing"})
 	}
@@ -569,6 +575,9 @@ func (p *parser) vip(n *yaml.Node, path string, c *Config) (v VIP, ok bool) {
 	set(p, m["fall"], path+".fall", &v.Fall, parseCount)
 	if pn := m["probe"]; pn != nil {
 		v.Probe = p.probe(pn, path+".probe")
+	}
+	if dn := m["degraded"]; dn != nil {
+		p.degradedVIP(dn, path, c, &v)
 	}
 	return v, ok
 }

@@ -99,6 +99,9 @@ type Config struct {
 	// neither has in its config nor in its record.
 	Unmanaged UnmanagedAction `yaml:"unmanaged_addresses"`
 	VIPs      []VIP           `yaml:"vips"`
+	// Degraded is the degraded tier's default for every VIP, and its one
+	// interface (issue 14).
+	Degraded Degraded `yaml:"degraded"`
 }
 
 // FailurePolicy is the failure_policy section.
@@ -129,4 +132,7 @@ type VIP struct {
 	Fall      int               `yaml:"fall"`
 	// Probe is the VIP's data-path probe (issue 13); nil: none.
 	Probe *probespec.Spec `yaml:"probe,omitempty"`
+	// Degraded is the VIP's effective degraded tier: the global one unless
+	// the VIP sets its own below.
+	Degraded Degraded `yaml:"degraded"`
 }

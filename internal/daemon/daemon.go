@@ -76,6 +76,9 @@ type Deps struct {
 	// Prober, if set, sends the VIPs' data-path probes (vips[].probe);
 	// nil: a probe.Prober.
 	Prober ProbeSource
+	// Degraded, if set, is the announcer of degraded.interface (issue 14):
+	// degraded VIPs live there instead of on Announcer's interface.
+	Degraded Announcer
 }
 
 // applyTimeout bounds one Set: netlink calls carry their own socket timeout,
@@ -123,6 +126,7 @@ type Daemon struct {
 	tickEnd   time.Time               // end of the last tick
 	own       ownership
 	unmanaged unmanagedAddrs
+	tier      tiers // the degraded interface, if any
 
 	views views // what Status renders
 
@@ -152,6 +156,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		orphans:   map[netip.Prefix]bool{},
 		owned:     map[netip.Prefix]bool{},
 		flips:     map[netip.Prefix]uint64{},
+		tier:      tiers{ann: deps.Degraded},
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -379,7 +384,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	changes := decide.TickProbed(d.cfg, snap, d.probes.outcomes, d.states)
 	d.stats.settled(d.anySettled(), polled)
 	for _, c := range changes {
-		if c.From.Announced != c.To.Announced {
+		if c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded {
 			d.since[c.VIP] = polled
 			d.flips[c.VIP]++
 		}
@@ -457,18 +462,25 @@ func (d *Daemon) start(ctx context.Context) bool {
 			return false
 		}
 	}
+	actx, cancel = context.WithTimeout(ctx, applyTimeout)
+	ok := d.observeDegraded(actx, st)
+	cancel()
+	if !ok {
+		return false
+	}
 	d.iface = st
 	now := d.now()
 	present := 0
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		d.states[p] = decide.Initial(st.Has(p))
+		d.states[p] = decide.Initial(d.onEither(p))
 		d.since[p] = now
-		if st.Has(p) {
+		if d.onEither(p) {
 			present++
 		}
 	}
-	d.adoptRecord(st)
+	d.seedTier()
+	d.adoptRecord(d.bothIfaces(st))
 	d.started = true
 	d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "vips": len(d.cfg.VIPs), "present": present}).Info("started; initial VIP state taken from the interface")
 	return true
@@ -499,7 +511,7 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	d.holdUnrecorded()
 	d.withdrawUnmanaged(ctx)
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
-	st, err := d.ann.Set(actx, d.owned)
+	st, err := d.setInterfaces(actx)
 	cancel()
 	d.noteWrite(err)
 	if err != nil && !st.Exists && !errors.Is(err, vip.ErrNoInterface) {
@@ -509,21 +521,21 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	}
 	// A repair or a link coming or going changes what BIRD should see even
 	// when the set of present addresses ends as it was.
-	moved = st.Changed > 0 || st.Up != d.iface.Up || st.Exists != d.iface.Exists
+	moved = st.Changed > 0 || st.Up != d.iface.Up || st.Exists != d.iface.Exists || d.tier.moved
 	now := d.now()
 	for p, want := range d.owned {
 		if st.Has(p) != d.iface.Has(p) {
 			moved = true
-			if d.owns(p) {
+			if d.owns(p) && d.tier.presenceChanged(p, st, d.iface) {
 				d.since[p] = now
 			}
 		}
-		if d.orphans[p] && !st.Has(p) && !want {
+		if d.orphans[p] && !st.Has(p) && !d.tier.has(p) && !want {
 			delete(d.orphans, p)
 			d.own.dirty = true
 		}
 	}
-	d.noteUnmanaged(st)
+	d.noteUnmanaged(d.tier.withForeign(st))
 	d.iface = st
 	return moved, err
 }
@@ -560,6 +572,9 @@ func (d *Daemon) logChange(c decide.Change) {
 	if c.Detail != "" {
 		e = e.WithField("detail", c.Detail) // e.g. "api: 1 of 10 healthy, needs 50%"
 	}
+	if c.To.Degraded {
+		e = e.WithField("tier", string(decide.TierDegraded))
+	}
 	switch {
 	case c.From.Announced != c.To.Announced && c.To.Announced:
 		e.WithField("action", "announce").Info("vip available: announcing")
@@ -569,6 +584,8 @@ func (d *Daemon) logChange(c decide.Change) {
 			return
 		}
 		e.WithField("action", "withdraw").Info("vip unavailable: withdrawing")
+	case c.From.Degraded != c.To.Degraded:
+		d.logTierChange(e, c)
 	case c.To.Reason == decide.ReasonPolicyWithdraw:
 		e.WithFields(logrus.Fields{"action": "keep", "failed_polls": c.To.FailedPolls}).Error("control API could not settle vip; failure policy withdraws it, and it is withdrawn already")
 	case c.To.Reason == decide.ReasonPolicyAnnounce:
@@ -596,9 +613,16 @@ func (d *Daemon) shutdown() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	defer cancel()
+	// Both interfaces, the degraded one first; a failure there is an
+	// error, but does not keep the main one from being withdrawn.
+	degErr := d.withdrawDegraded(ctx)
+	if degErr != nil {
+		d.log.WithError(degErr).Error("stopping; withdrawing VIPs from the degraded interface failed")
+	}
 	st, err := d.ann.Set(ctx, d.owned)
 	d.iface = st
-	if errors.Is(err, vip.ErrNoInterface) {
+	err = errors.Join(err, degErr)
+	if errors.Is(err, vip.ErrNoInterface) && degErr == nil {
 		// No interface, no addresses: BIRD announces nothing from it.
 		d.log.WithError(err).Warn("stopping; the interface is missing, so no VIP is announced from it")
 		return nil
@@ -676,16 +700,16 @@ func (d *Daemon) confirmJob() confirmJob {
 		p := d.cfg.VIPs[i].Address
 		want := d.desired(p)
 		if d.dryRun {
-			want = d.iface.Has(p) // a dry run changes nothing: BIRD is held to the interface as it is
+			want = d.onEither(p) // a dry run changes nothing: BIRD is held to the interface as it is
 		}
 		exp := verify.Absent
 		if want {
 			exp = verify.Present
 		}
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.iface.Has(p)})
+		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.onEither(p), Tier: d.tierExpected(i, want)})
 	}
 	for p := range d.orphans {
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.iface.Has(p)})
+		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.onEither(p)})
 	}
 	return confirmJob{In: in, Changed: maps.Clone(d.since), IfaceUp: d.iface.Exists && d.iface.Up}
 }
@@ -698,11 +722,11 @@ func (d *Daemon) renew(ctx context.Context, m map[netip.Prefix]bool) {
 		return // BIRD drops a down link's routes: nothing was missed
 	}
 	for p, present := range m {
-		if d.desired(p) != present || d.iface.Has(p) != present {
+		if d.desired(p) != present || d.onEither(p) != present {
 			continue // changed since: the next confirmation judges afresh
 		}
 		rctx, cancel := context.WithTimeout(ctx, applyTimeout)
-		err := d.ann.Renew(rctx, p, present)
+		err := d.announcerOf(p).Renew(rctx, p, present)
 		cancel()
 		if err != nil {
 			d.log.WithField("vip", p.String()).WithError(err).Warn("renewing address failed")

@@ -29,6 +29,7 @@ type view struct {
 	unmanaged []netip.Prefix // sorted; shared with the loop, which replaces it
 	recordErr string
 	probes    []probe.Result // per VIP, as vips; zero for a VIP without a probe
+	degraded  vip.State      // the degraded interface (issue 14); zero without one
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -91,6 +92,7 @@ func (d *Daemon) publish() {
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
 	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
 	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
+	v.degraded = d.tier.iface
 	d.views.publish(v)
 }
 
@@ -157,6 +159,7 @@ func renderVIP(v *view, i int) status.VIPStatus {
 		OnInterface: v.iface.Has(c.Address), Since: rec.since,
 		FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
 	}
+	renderTier(&vs, v, c.Address, st)
 	for _, u := range c.Upstreams {
 		r := v.run.snap[u.Key]
 		us := status.UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}

@@ -64,6 +64,12 @@ type State struct {
 	// the run.
 	Streak      int
 	FailedPolls int // consecutive polls that did not settle the VIP
+	// Degraded says that an announced VIP is on the degraded interface
+	// (StepTier); always false while withdrawn.
+	Degraded bool
+	// TierStreak counts the polls in a row whose share disagrees with
+	// Degraded (StepTier).
+	TierStreak int
 }
 
 // Initial is the state of a VIP at start-up: what the interface holds.

@@ -56,7 +56,8 @@ func TickProbed(cfg *config.Config, snap health.Snapshot, probes []Probe, states
 		}
 		prev := states[v.Address]
 		next := Step(v, cfg.FailurePolicy, prev, WithProbe(Evaluate(v, snap, cfg.FailurePolicy.NoChecker), pr))
-		if next.Announced != prev.Announced || next.Reason != prev.Reason {
+		next = StepTier(v, prev, next, Belowness(v, snap, cfg.FailurePolicy.NoChecker))
+		if next.Announced != prev.Announced || next.Reason != prev.Reason || next.Degraded != prev.Degraded {
 			changes = append(changes, Change{VIP: v.Address, From: prev, To: next, Detail: explainProbed(v, snap, cfg.FailurePolicy.NoChecker, pr)})
 		}
 		states[v.Address] = next

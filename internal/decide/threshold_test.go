@@ -13,9 +13,9 @@ import (
 func count(n int) health.MinHealthy { return health.MinHealthy{Count: n} }
 func share(p int) health.MinHealthy { return health.MinHealthy{Percent: p} }
 
-// nodes is a poll result with counted nodes, as the client makes it: up
+// counted is a poll result with counted nodes, as the client makes it: up
 // with at least one healthy node, down with none.
-func nodes(healthy, total int) health.Result {
+func counted(healthy, total int) health.Result {
 	v := health.Down
 	if healthy > 0 {
 		v = health.Up
@@ -78,12 +78,12 @@ func TestClassifyUpstream(t *testing.T) {
 		nc   config.CountAs
 		want UpstreamState
 	}{
-		{"plain up", health.MinHealthy{}, nodes(1, 10), config.CountHealthy, UpstreamUp},
-		{"plain down", health.MinHealthy{}, nodes(0, 10), config.CountHealthy, UpstreamDown},
-		{"share below", share(50), nodes(1, 10), config.CountHealthy, UpstreamDown},
-		{"share met", share(50), nodes(5, 10), config.CountHealthy, UpstreamUp},
-		{"count met", count(2), nodes(2, 10), config.CountHealthy, UpstreamUp},
-		{"count below", count(2), nodes(1, 10), config.CountHealthy, UpstreamDown},
+		{"plain up", health.MinHealthy{}, counted(1, 10), config.CountHealthy, UpstreamUp},
+		{"plain down", health.MinHealthy{}, counted(0, 10), config.CountHealthy, UpstreamDown},
+		{"share below", share(50), counted(1, 10), config.CountHealthy, UpstreamDown},
+		{"share met", share(50), counted(5, 10), config.CountHealthy, UpstreamUp},
+		{"count met", count(2), counted(2, 10), config.CountHealthy, UpstreamUp},
+		{"count below", count(2), counted(1, 10), config.CountHealthy, UpstreamDown},
 		{"no checker healthy", share(50), noChecker, config.CountHealthy, UpstreamUp},
 		{"no checker unhealthy", share(50), noChecker, config.CountUnhealthy, UpstreamDown},
 		{"failed stays failed", count(1), failed, config.CountHealthy, UpstreamFailed},
@@ -109,14 +109,14 @@ func TestEvaluateMixedEntries(t *testing.T) {
 		plain, api health.Result
 		want       Availability
 	}{
-		{config.All, nodes(1, 10), nodes(5, 10), Available},
-		{config.All, nodes(1, 10), nodes(4, 10), Unavailable},
-		{config.All, nodes(0, 10), nodes(10, 10), Unavailable},
-		{config.Any, nodes(0, 10), nodes(5, 10), Available},
-		{config.Any, nodes(0, 10), nodes(4, 10), Unavailable},
-		{config.Any, nodes(1, 10), nodes(1, 10), Available},
-		{config.All, health.Result{Verdict: health.Failed}, nodes(4, 10), Unavailable},
-		{config.All, health.Result{Verdict: health.Failed}, nodes(5, 10), Unknown},
+		{config.All, counted(1, 10), counted(5, 10), Available},
+		{config.All, counted(1, 10), counted(4, 10), Unavailable},
+		{config.All, counted(0, 10), counted(10, 10), Unavailable},
+		{config.Any, counted(0, 10), counted(5, 10), Available},
+		{config.Any, counted(0, 10), counted(4, 10), Unavailable},
+		{config.Any, counted(1, 10), counted(1, 10), Available},
+		{config.All, health.Result{Verdict: health.Failed}, counted(4, 10), Unavailable},
+		{config.All, health.Result{Verdict: health.Failed}, counted(5, 10), Unknown},
 	}
 	for i, tt := range tests {
 		v := config.VIP{Upstreams: ups, Condition: tt.cond}
@@ -150,7 +150,7 @@ func TestTickThresholdSequence(t *testing.T) {
 		{0, "", "api: 0 of 4 healthy, needs 50%"},
 	}
 	for i, s := range steps {
-		changes := Tick(cfg, health.Snapshot{key: nodes(s.healthy, 4)}, states)
+		changes := Tick(cfg, health.Snapshot{key: counted(s.healthy, 4)}, states)
 		if got := announced(cfg, states); got != s.want {
 			t.Fatalf("step %d (%d of 4): announced %q, want %q", i, s.healthy, got, s.want)
 		}
@@ -168,16 +168,16 @@ func TestExplain(t *testing.T) {
 	ups[1].MinHealthy = count(2)
 	v := config.VIP{Upstreams: ups, Condition: config.All}
 	snap := health.Snapshot{
-		ups[0].Key: nodes(1, 10),
-		ups[1].Key: nodes(2, 3),
+		ups[0].Key: counted(1, 10),
+		ups[1].Key: counted(2, 3),
 		ups[2].Key: {Verdict: health.NoChecker},
 	}
 	const want = "api: 1 of 10 healthy, needs 50%; img: no_checker; gone: not polled"
 	if got := Explain(&v, snap, config.CountUnhealthy); got != want {
 		t.Errorf("Explain = %q, want %q", got, want)
 	}
-	snap[ups[0].Key] = nodes(5, 10)
-	snap[ups[3].Key] = nodes(1, 1)
+	snap[ups[0].Key] = counted(5, 10)
+	snap[ups[3].Key] = counted(1, 1)
 	if got := Explain(&v, snap, config.CountHealthy); got != "" {
 		t.Errorf("Explain with all up = %q, want empty", got)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // Change records a VIP whose state changed in a way worth a log line: its
-// announcement, or its reason.
+// announcement, its tier, or its reason.
 type Change struct {
 	VIP  netip.Prefix
 	From State

@@ -65,6 +65,8 @@ var (
 		"Latency of the VIP's data-path probe in the last poll; only for VIPs with a probe.", []string{"vip"}, nil)
 	descRecordError = prometheus.NewDesc("rhi_ownership_record_error",
 		"1 while the ownership record (state_file) cannot be written.", nil, nil)
+	descVIPDegraded = prometheus.NewDesc("rhi_vip_degraded",
+		"1 if rhi wants the VIP announced degraded (from the degraded interface, with a longer AS path).", []string{"vip"}, nil)
 )
 
 var verdicts = []string{"up", "down", "no_checker", "not_found", "failed"}
@@ -81,7 +83,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
 		descDryRun, descWriteErrors, descLastSettled,
 		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
-		descUnmanaged, descUnmanagedAddr, descRecordError,
+		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded,
 		descUpstreamHealthy, descUpstreamNodes, descProbeSuccess, descProbeDuration} {
 		ch <- d
 	}
@@ -135,6 +137,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descVIPDesired, b2f(v.Desired), v.Address)
 		gauge(descVIPOnIface, b2f(v.OnInterface), v.Address)
 		gauge(descVIPDrained, b2f(v.Drained), v.Address)
+		gauge(descVIPDegraded, b2f(v.Tier == decide.TierDegraded), v.Address)
 		gauge(descVIPPolicy, b2f(v.Reason == decide.ReasonPolicyWithdraw || v.Reason == decide.ReasonPolicyAnnounce), v.Address)
 		gauge(descVIPFailed, float64(v.FailedPolls), v.Address)
 		ch <- prometheus.MustNewConstMetric(descVIPTransitions, prometheus.CounterValue, float64(v.Transitions), v.Address)

@@ -108,6 +108,11 @@ type VIPStatus struct {
 	// Bird is BIRD's view of the VIP in the last confirmation; nil when
 	// confirmation is off or has not run yet.
 	Bird *VIPConfirm `json:"bird,omitempty"`
+	// The degraded tier (issue 14). Tier is the state rhi wants, drain
+	// included: announced, degraded or withdrawn. OnDegraded: the VIP is
+	// on the degraded interface (OnInterface: on either interface).
+	Tier       decide.Tier `json:"tier"`
+	OnDegraded bool        `json:"on_degraded_interface,omitempty"`
 	// Probe is the VIP's data-path probe in the last poll; nil when the
 	// VIP has none (issue 13).
 	Probe *ProbeStatus `json:"probe,omitempty"`

@@ -37,6 +37,9 @@ type VIP struct {
 	Prefix      netip.Prefix
 	Expected    Expectation
 	OnInterface bool
+	// Tier, for a present VIP, is how the sessions must export it:
+	// TierFull, TierDegraded, or "" (not checked). See tier.go.
+	Tier string
 }
 
 // Input is what Check needs besides BIRD.
@@ -82,6 +85,10 @@ type VIPReport struct {
 	Exported map[string]bool `json:"exported"`
 	Agrees   bool            `json:"agrees"`
 	Problem  string          `json:"problem,omitempty"` // what disagrees, for people
+	// Tier is the tier checked ("" when none is); ExportedTier holds, per
+	// protocol that exports the VIP, the tier it exports it with.
+	Tier         string            `json:"tier,omitempty"`
+	ExportedTier map[string]string `json:"exported_tier,omitempty"`
 }
 
 // Report is the result of Check.
@@ -345,6 +352,9 @@ func familiesOf(vips []VIP) []string {
 func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol, named bool) (VIPReport, error) {
 	family := bird.Family(v.Prefix)
 	vr := VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, DirectUp: direct.up[family], Exported: map[string]bool{}}
+	if v.Expected == Present && v.Tier != "" {
+		vr.Tier, vr.ExportedTier = v.Tier, map[string]string{}
+	}
 
 	for _, table := range direct.tables[family] {
 		cmd := bird.TableRouteCommand(v.Prefix, table)
@@ -382,7 +392,7 @@ func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bi
 		if !p.Established() {
 			continue // it exports nothing; reported with the protocols
 		}
-		cmd := bird.ExportCommand(p.Name, v.Prefix)
+		cmd := exportCommand(p.Name, v)
 		reply, err := b.Exec(ctx, cmd)
 		state, err := bird.ParseExport(reply, err)
 		if err != nil {
@@ -392,6 +402,13 @@ func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bi
 			// Guard against a reply meant for another question.
 			if _, err := routesOf(cmd, reply, v.Prefix); err != nil {
 				return vr, err
+			}
+			if vr.Tier != "" {
+				t, err := exportedTier(reply, v.Prefix)
+				if err != nil {
+					return vr, fmt.Errorf("%q: %w", cmd, err)
+				}
+				vr.ExportedTier[p.Name] = t
 			}
 		}
 		vr.Exported[p.Name] = state == bird.Exported
@@ -467,6 +484,7 @@ func judge(vr VIPReport, noCarrier string) (bool, string) {
 			slices.Sort(names)
 			problems = append(problems, "not exported to "+strings.Join(names, ", "))
 		}
+		problems = append(problems, tierProblems(vr)...)
 		if noCarrier != "" {
 			problems = append(problems, noCarrier)
 		}

@@ -38,6 +38,9 @@ type Wanted struct {
 	Present bool
 	Judged  bool
 	Why     string // why it is not judged; or what withdrew it (a threshold, a probe), if anything did
+	// Tier is how BIRD must export a present VIP (TierFull, TierDegraded),
+	// "" when not checked.
+	Tier string
 }
 
 // Running is what the running daemon says it manages (its /status), as
@@ -54,7 +57,8 @@ type RunningVIP struct {
 	Desired bool
 	// Why, for a VIP not desired, names a capacity threshold or a probe
 	// that withdrew it (issue 13); "" otherwise.
-	Why string
+	Why  string
+	Tier string // its /status tier: announced, degraded, withdrawn
 }
 
 // ExpectFromDaemon takes the daemon's decisions. The daemon's VIPs are the
@@ -73,7 +77,7 @@ func ExpectFromDaemon(cfg *config.Config, run Running) (*Want, error) {
 			return nil, fmt.Errorf("status from %s: vip %q: %w", cfg.ControlSocket, v.Address, err)
 		}
 		running[p] = true
-		w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: v.Desired, Judged: true, Why: v.Why})
+		w.VIPs = append(w.VIPs, Wanted{Prefix: p, Present: v.Desired, Judged: true, Why: v.Why, Tier: runningTier(cfg, p, v)})
 	}
 	withdrawing := map[netip.Prefix]bool{}
 	for _, a := range run.Withdrawing {
@@ -209,7 +213,7 @@ func (w *Want) Input(held []netip.Prefix, protocols []string, timeout time.Durat
 		if !v.Judged {
 			v.Present = on[v.Prefix]
 		}
-		in.VIPs = append(in.VIPs, VIP{Prefix: v.Prefix, Expected: expected(v.Present), OnInterface: on[v.Prefix]})
+		in.VIPs = append(in.VIPs, VIP{Prefix: v.Prefix, Expected: expected(v.Present), OnInterface: on[v.Prefix], Tier: v.Tier})
 	}
 	var names []string
 	for _, p := range held {

@@ -31,7 +31,9 @@ import (
 type fakeKernel struct {
 	links map[string]*fakeLink
 
-	ops    []string // every write attempted, in order: "add 10.0.0.1/32"
+	ops []string // every write attempted, in order: "add 10.0.0.1/32"
+	// trace is ops with the link's name: "rhi1 add 10.0.0.1/32", across links.
+	trace  []string
 	writes int
 
 	failAdd map[netip.Prefix]error // AddrAdd of this prefix fails with the error
@@ -175,6 +177,11 @@ func (f *fakeKernel) change(index int, c rtnl.AddrChange) error {
 		op = "add"
 	}
 	f.ops = append(f.ops, op+" "+c.Prefix.String())
+	for name, l := range f.links {
+		if l.index == index {
+			f.trace = append(f.trace, name+" "+op+" "+c.Prefix.String())
+		}
+	}
 	if f.beforeWrite != nil {
 		f.beforeWrite(op, c.Prefix)
 	}

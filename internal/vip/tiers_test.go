@@ -1,0 +1,160 @@
+package vip
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+)
+
+const degIface = "rhi1"
+
+func newPair(t *testing.T) (*fakeKernel, *Pair) {
+	t.Helper()
+	f := newFakeKernel()
+	f.addLink(iface)
+	f.addLink(degIface)
+	log, _ := test.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	return f, &Pair{Main: New(f, iface, log), Degraded: New(f, degIface, log)}
+}
+
+func places(kv ...any) map[netip.Prefix]Place {
+	m := map[netip.Prefix]Place{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[netip.MustParsePrefix(kv[i].(string))] = kv[i+1].(Place)
+	}
+	return m
+}
+
+func has(f *fakeKernel, link, p string) bool {
+	_, ok := f.links[link].addrs[netip.MustParsePrefix(p)]
+	return ok
+}
+
+// TestMoveSetAddsBeforeDeletes: a move either way adds the VIP to the new
+// interface before deleting it from the old one, and a tick that moves
+// nothing writes nothing.
+func TestMoveSetAddsBeforeDeletes(t *testing.T) {
+	f, p := newPair(t)
+	ctx := context.Background()
+	const v = "10.0.0.1/32"
+	steps := []struct {
+		place Place
+		trace []string
+	}{
+		{Main, []string{"rhi0 add " + v}},
+		{Main, nil},
+		{Degraded, []string{"rhi1 add " + v, "rhi0 del " + v}},
+		{Degraded, nil},
+		{Main, []string{"rhi0 add " + v, "rhi1 del " + v}},
+		{Degraded, []string{"rhi1 add " + v, "rhi0 del " + v}},
+		{Off, []string{"rhi1 del " + v}},
+		{Degraded, []string{"rhi1 add " + v}},
+	}
+	for i, s := range steps {
+		f.trace = nil
+		_, _, errM, errD := p.MoveSet(ctx, places(v, s.place))
+		if errM != nil || errD != nil {
+			t.Fatalf("step %d: %v / %v", i, errM, errD)
+		}
+		if diff := cmpDiff(s.trace, f.trace); diff != "" {
+			t.Errorf("step %d (to %v): trace (-want +got):\n%s", i, s.place, diff)
+		}
+		onMain, onDeg := has(f, iface, v), has(f, degIface, v)
+		if onMain != (s.place == Main) || onDeg != (s.place == Degraded) {
+			t.Errorf("step %d: on rhi0 %v, on rhi1 %v, want place %v", i, onMain, onDeg, s.place)
+		}
+	}
+}
+
+// TestMoveSetNeverLeavesAGap: after every single write of a move, the VIP
+// is on at least one interface.
+func TestMoveSetNeverLeavesAGap(t *testing.T) {
+	f, p := newPair(t)
+	ctx := context.Background()
+	const v = "10.0.0.1/32"
+	p.MoveSet(ctx, places(v, Main))
+	gap := false
+	f.beforeWrite = func(op string, q netip.Prefix) {
+		if op == "del" && !(has(f, iface, v) && has(f, degIface, v)) {
+			gap = true // deleting the only copy
+		}
+	}
+	for _, pl := range []Place{Degraded, Main, Degraded, Main} {
+		p.MoveSet(ctx, places(v, pl))
+	}
+	if gap {
+		t.Errorf("a delete removed the only copy of the VIP; trace %v", f.trace)
+	}
+}
+
+// TestMoveSetKeepsOldCopyWhenAddFails: a VIP whose add to the degraded
+// interface fails stays on main; once the add works it moves.
+func TestMoveSetKeepsOldCopyWhenAddFails(t *testing.T) {
+	f, p := newPair(t)
+	ctx := context.Background()
+	const v = "10.0.0.1/32"
+	p.MoveSet(ctx, places(v, Main))
+	f.failAdd = map[netip.Prefix]error{netip.MustParsePrefix(v): errTest}
+	_, _, errM, errD := p.MoveSet(ctx, places(v, Degraded))
+	if errM != nil || errD == nil {
+		t.Fatalf("errors %v / %v, want only the degraded one", errM, errD)
+	}
+	if !has(f, iface, v) || has(f, degIface, v) {
+		t.Fatalf("after a failed add: rhi0 %v rhi1 %v, want it kept on rhi0", has(f, iface, v), has(f, degIface, v))
+	}
+	f.failAdd = nil
+	p.MoveSet(ctx, places(v, Degraded))
+	if has(f, iface, v) || !has(f, degIface, v) {
+		t.Fatalf("after the retry: rhi0 %v rhi1 %v, want it on rhi1 only", has(f, iface, v), has(f, degIface, v))
+	}
+}
+
+// TestMoveSetWithoutDegradedInterface: without the degraded interface a
+// degraded VIP is announced at full weight, and VIPs at full weight are
+// set as without the tier.
+func TestMoveSetWithoutDegradedInterface(t *testing.T) {
+	f, p := newPair(t)
+	delete(f.links, degIface)
+	main, _, errM, errD := p.MoveSet(context.Background(), places("10.0.0.1/32", Degraded, "10.0.0.2/32", Main, "10.0.0.3/32", Off))
+	if errM != nil || !errorsIsNoIface(errD) {
+		t.Fatalf("errors %v / %v", errM, errD)
+	}
+	if diff := cmpDiff(prefixes("10.0.0.1/32", "10.0.0.2/32"), main.Present); diff != "" {
+		t.Errorf("main (-want +got):\n%s", diff)
+	}
+}
+
+var errTest = errors.New("injected failure")
+
+func errorsIsNoIface(err error) bool { return errors.Is(err, ErrNoInterface) }
+
+// TestMoveSetDryRun: dry-run announcers on both interfaces write nothing
+// and log the add to rhi1 a degrading move would make.
+func TestMoveSetDryRun(t *testing.T) {
+	f := newFakeKernel()
+	f.addLink(iface, "10.0.0.1/32")
+	f.addLink(degIface)
+	log, hook := test.NewNullLogger()
+	p := &Pair{Main: NewDryRun(f, iface, log), Degraded: NewDryRun(f, degIface, log)}
+	p.LastMain = State{Exists: true, Up: true, Present: prefixes("10.0.0.1/32")}
+	if _, _, errM, errD := p.MoveSet(context.Background(), places("10.0.0.1/32", Degraded)); errM != nil || errD != nil {
+		t.Fatalf("%v / %v", errM, errD)
+	}
+	if f.writes != 0 {
+		t.Errorf("dry run wrote %d times: %v", f.writes, f.trace)
+	}
+	found := false
+	for _, e := range hook.AllEntries() {
+		if e.Data["iface"] == degIface && e.Data["would_add"] == "10.0.0.1/32" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no dry-run line about adding to %s: %v", degIface, logged(hook))
+	}
+}
