@@ -161,7 +161,7 @@ func TestDiffComparesEveryAcceptedKey(t *testing.T) {
 	accepted := []string{}
 	for _, k := range topKeys {
 		switch k {
-		case "failure_policy", "bird":
+		case "failure_policy", "bird", "fail_open":
 		default:
 			accepted = append(accepted, k)
 		}
@@ -171,6 +171,9 @@ func TestDiffComparesEveryAcceptedKey(t *testing.T) {
 	}
 	for _, k := range birdKeys {
 		accepted = append(accepted, "bird."+k)
+	}
+	for _, k := range failOpenKeys {
+		accepted = append(accepted, "fail_open."+k)
 	}
 	for _, k := range accepted {
 		if !slices.Contains(all, k) {

@@ -46,6 +46,7 @@ func Default() Config {
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     UnmanagedReport,
 		ControlSocket: "/run/rhi/rhi.sock",
+		FailOpen:      defaultFailOpen(),
 	}
 }
 
@@ -394,7 +395,7 @@ var (
 	topKeys = []string{
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
 		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
-		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "vips",
+		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "fail_open", "vips",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
@@ -434,6 +435,9 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 		}
 	}
 	set(p, m["unmanaged_addresses"], "unmanaged_addresses", &c.Unmanaged, enum(UnmanagedReport, UnmanagedWithdraw))
+	if n := m["fail_open"]; n != nil {
+		p.failOpen(n, &c.FailOpen)
+	}
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)
 	}
