@@ -19,6 +19,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/guardbird"
 	"github.com/rhi-daemon/rhi/internal/logfile"
 	"github.com/rhi-daemon/rhi/internal/owned"
 	"github.com/rhi-daemon/rhi/internal/status"
@@ -139,6 +140,7 @@ func newDeps(cfg *config.Config, dryRun bool, log *logrus.Logger) (deps *daemon.
 		Log:       log,
 		DryRun:    dryRun,
 		Confirmer: birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
+		Guard:     guardbird.Socket{Path: cfg.Bird.Socket, Timeout: cfg.Bird.Timeout},
 	}, func() { nl.Close() }, exitOK
 }
 

@@ -50,6 +50,7 @@ func TestSeedExample(t *testing.T) {
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     "report",
 		ControlSocket: "/run/rhi/rhi.sock",
+		FailOpen:      FailOpen{Hold: 2 * time.Second, Release: 30 * time.Second},
 		VIPs: []VIP{
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
@@ -94,6 +95,7 @@ func TestDefault(t *testing.T) {
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     "report",
 		ControlSocket: "/run/rhi/rhi.sock",
+		FailOpen:      FailOpen{Hold: 2 * time.Second, Release: 30 * time.Second},
 	}
 	if diff := cmp.Diff(want, Default(), cmpConfig); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)

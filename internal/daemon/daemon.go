@@ -72,6 +72,10 @@ type Deps struct {
 	// interface, written before the owned set grows and after it shrinks.
 	// nil keeps none (a dry run passes owned.ReadOnly).
 	Record OwnershipRecord
+	// Guard, if set, asks BIRD's guard tables which other sites announce
+	// each VIP, for the fail-open guard (fail_open); nil: the guard never
+	// engages.
+	Guard GuardAsker
 }
 
 // applyTimeout bounds one Set: netlink calls carry their own socket timeout,
@@ -121,6 +125,8 @@ type Daemon struct {
 	unmanaged unmanagedAddrs
 
 	views views // what Status renders
+
+	fo failOpen // the fail-open guard (guard.go)
 }
 
 // New builds a daemon for a validated config.
@@ -146,6 +152,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		orphans:   map[netip.Prefix]bool{},
 		owned:     map[netip.Prefix]bool{},
 		flips:     map[netip.Prefix]uint64{},
+		fo:        newFailOpen(deps.Guard),
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -220,6 +227,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	confirmC, stopConfirm := d.startConfirmer(ctx)
 	defer stopConfirm()
 	defer d.watchDrain(ctx)()
+	defer d.startGuard(ctx)()
 	d.tick(ctx)
 	if d.ready != nil {
 		d.ready()
@@ -249,6 +257,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.renew(ctx, m)
 		case u := <-d.drains:
 			d.takeDrain(ctx, u)
+		case a := <-d.fo.answers:
+			d.takeGuard(ctx, a)
 		case <-d.hints:
 			d.reapply(ctx)
 		}
@@ -291,6 +301,7 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 			}
 		}
 	}
+	d.guarded()
 }
 
 // applyReload swaps the config. VIPs that stay keep their state and are not
@@ -371,6 +382,7 @@ func (d *Daemon) tick(ctx context.Context) {
 			d.flips[c.VIP]++
 		}
 	}
+	d.stepGuards(polled)
 	moved, err := d.apply(ctx)
 	d.writes.ticked(err)
 	// Logged once the interface is set: at 1,000 VIPs writing the lines
@@ -462,9 +474,9 @@ func (d *Daemon) start(ctx context.Context) bool {
 }
 
 // desired reports whether a VIP should be on the interface now: announced
-// by health, and not drained by an operator.
+// by health or by the fail-open guard, and not drained by an operator.
 func (d *Daemon) desired(p netip.Prefix) bool {
-	return d.states[p].Announced && !d.drained.Has(p)
+	return (d.states[p].Announced || d.fo.engaged(p)) && !d.drained.Has(p)
 }
 
 // apply sets the interface to the desired state, and reports whether that

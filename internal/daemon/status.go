@@ -9,6 +9,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/guard"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
@@ -27,6 +28,7 @@ type view struct {
 	tickEnd   time.Time
 	unmanaged []netip.Prefix // sorted; shared with the loop, which replaces it
 	recordErr string
+	guardErr  string // why the fail-open guard cannot ask BIRD; "" if it can
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -34,6 +36,7 @@ type vipRec struct {
 	state decide.State
 	since time.Time
 	flips uint64
+	guard guard.State // the fail-open guard's state
 }
 
 // views hands the loop's results to Status. Two views take turns, so that
@@ -78,7 +81,7 @@ func (d *Daemon) publish() {
 	v.vips = v.vips[:0]
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p]})
+		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p], guard: d.fo.states[p]})
 	}
 	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
 	v.orphans = v.orphans[:0]
@@ -88,6 +91,7 @@ func (d *Daemon) publish() {
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
 	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
 	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
+	v.guardErr = d.guardErr()
 	d.views.publish(v)
 }
 
@@ -154,6 +158,7 @@ func renderVIP(v *view, i int) status.VIPStatus {
 		OnInterface: v.iface.Has(c.Address), Since: rec.since,
 		FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
 	}
+	renderFailOpen(&vs, v, rec)
 	for _, u := range c.Upstreams {
 		r := v.run.snap[u.Key]
 		us := status.UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/decide"
 )
 
 // Observation is what BIRD's guard table said about one VIP.
@@ -176,3 +177,6 @@ func Kept(n int, o Observation) bool {
 	}
 	return higher < n
 }
+
+// Reason is the /status reason of a VIP the guard announces.
+const Reason decide.Reason = "fail_open"

@@ -57,6 +57,8 @@ var (
 		"1 for each host address on the VIP interface that is neither configured nor owned by rhi.", []string{"iface", "address"}, nil)
 	descRecordError = prometheus.NewDesc("rhi_ownership_record_error",
 		"1 while the ownership record (state_file) cannot be written.", nil, nil)
+	descVIPFailOpen = prometheus.NewDesc("rhi_vip_fail_open",
+		"1 while the fail-open guard announces the VIP although health would withdraw it; absent while the guard is off.", []string{"vip"}, nil)
 )
 
 var verdicts = []string{"up", "down", "no_checker", "not_found", "failed"}
@@ -128,6 +130,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descVIPDrained, b2f(v.Drained), v.Address)
 		gauge(descVIPPolicy, b2f(v.Reason == decide.ReasonPolicyWithdraw || v.Reason == decide.ReasonPolicyAnnounce), v.Address)
 		gauge(descVIPFailed, float64(v.FailedPolls), v.Address)
+		if v.FailOpen != nil {
+			gauge(descVIPFailOpen, b2f(v.FailOpen.Engaged), v.Address)
+		}
 		ch <- prometheus.MustNewConstMetric(descVIPTransitions, prometheus.CounterValue, float64(v.Transitions), v.Address)
 		for _, u := range v.Upstreams {
 			if seen[u.Key] {

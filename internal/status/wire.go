@@ -108,6 +108,21 @@ type VIPStatus struct {
 	// Bird is BIRD's view of the VIP in the last confirmation; nil when
 	// confirmation is off or has not run yet.
 	Bird *VIPConfirm `json:"bird,omitempty"`
+	// FailOpen is the fail-open guard's view of the VIP; nil while the
+	// guard is off (fail_open.min_other_sites 0).
+	FailOpen *VIPFailOpen `json:"fail_open,omitempty"`
+}
+
+// VIPFailOpen is the fail-open guard's state for one VIP.
+type VIPFailOpen struct {
+	// Engaged: the guard announces the VIP although health would
+	// withdraw it (the VIP's reason is then "fail_open").
+	Engaged bool      `json:"engaged"`
+	Since   time.Time `json:"since,omitzero"` // when it engaged
+	// OtherSites is how many other sites BIRD last said announce the VIP;
+	// -1 when BIRD could not be asked (Error says why).
+	OtherSites int    `json:"other_sites"`
+	Error      string `json:"error,omitempty"`
 }
 
 // UpstreamStatus is one upstream's verdict in the last poll.
