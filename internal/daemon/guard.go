@@ -89,6 +89,10 @@ func (d *Daemon) askLoop(ctx context.Context, tick <-chan time.Time) {
 			continue
 		case <-tick:
 		}
+		select { // a new list that came with the tick
+		case vips = <-d.fo.vips:
+		default:
+		}
 		if len(vips) == 0 {
 			continue
 		}
