@@ -25,8 +25,8 @@ const failOpenYAML = "fail_open:\n  min_other_sites: 1\n  hold: 2s\n  release: 3
 func foSites(t *testing.T, guarded bool) (*lab.Lab, []*site.Site) {
 	t.Helper()
 	l := tierLab(t, 2, lab.Options{})
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
+	// The processes live as long as ctx: the test's, not a bounded one.
+	ctx := t.Context()
 	bins, err := site.Build(ctx, "rhitiers-fo-bin-")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,14 @@ func setAll(t *testing.T, sites []*site.Site, status string) {
 	errs := make([]error, len(sites))
 	for i, s := range sites {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = s.SetAll(status, site.Keys(foVIPs)...) }()
+		go func() {
+			defer wg.Done()
+			// The fake API's control socket may close an idle kept-alive
+			// connection under the first request (EOF): try again.
+			errs[i] = lab.Eventually(t.Context(), 5*time.Second, 20*time.Millisecond, func(context.Context) error {
+				return s.SetAll(status, site.Keys(foVIPs)...)
+			})
+		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
