@@ -556,6 +556,8 @@ func (d *Daemon) logIfaceErr(err error, news bool) {
 func (d *Daemon) logChange(c decide.Change) {
 	e := d.log.WithFields(logrus.Fields{"vip": c.VIP.String(), "reason": string(c.To.Reason), "verdict": c.To.Verdict.String()})
 	switch {
+	case c.From.Announced && !c.To.Announced && d.fo.engaged(c.VIP) && !d.drained.Has(c.VIP):
+		e.WithField("action", "keep").Warn("vip unavailable, but the fail-open guard keeps it announced")
 	case c.From.Announced != c.To.Announced && c.To.Announced:
 		e.WithField("action", "announce").Info("vip available: announcing")
 	case c.From.Announced != c.To.Announced:

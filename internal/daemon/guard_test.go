@@ -347,3 +347,27 @@ func TestRunAsksBird(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGuardLastSiteNeverWithdraws: a site that has been the only one
+// announcing the VIP for hold when its health fails keeps it announced:
+// no withdrawal at all, and the log says why.
+func TestGuardLastSiteNeverWithdraws(t *testing.T) {
+	r, a := guardRig(t, fo1)
+	r.tick(t)
+	r.answer(t, a) // nobody else, from now on
+	r.tick(t)
+	r.answer(t, a)
+	before := r.link.writeCount()
+	r.health.set(health.Down, api)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	if w := r.link.writeCount() - before; w != 0 {
+		t.Errorf("%d interface writes, want none", w)
+	}
+	if n := r.count(logrus.WarnLevel, "fail-open guard keeps it announced"); n != 1 {
+		t.Errorf("%d lines saying the guard keeps it, want 1", n)
+	}
+	if n := r.count(logrus.InfoLevel, "vip unavailable: withdrawing"); n != 0 {
+		t.Errorf("%d lines saying it is withdrawn, want 0", n)
+	}
+}
