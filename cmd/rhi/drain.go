@@ -56,6 +56,9 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	if on {
+		warnLastSite(ctx, cfg, targets, stderr)
+	}
 	if err := updateDrain(ctx, cfg.DrainFile, func(set drain.Set) drain.Set { return set.Apply(op, targets, vips) }); err != nil {
 		fmt.Fprintf(stderr, "rhi %s: %v\n", name, err)
 		return exitFailure

@@ -19,6 +19,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/daemon"
+	"github.com/rhi-daemon/rhi/internal/guardbird"
 	"github.com/rhi-daemon/rhi/internal/logfile"
 	"github.com/rhi-daemon/rhi/internal/owned"
 	"github.com/rhi-daemon/rhi/internal/probe"
@@ -160,6 +161,7 @@ func newDeps(cfg *config.Config, dryRun bool, log *logrus.Logger) (deps *daemon.
 		DryRun:    dryRun,
 		Confirmer: birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
 		Prober:    probe.New(probe.Options{Version: version}),
+		Guard:     guardbird.Socket{Path: cfg.Bird.Socket, Timeout: cfg.Bird.Timeout},
 	}, func() { nl.Close() }, exitOK
 }
 

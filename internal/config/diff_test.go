@@ -161,7 +161,7 @@ func TestDiffComparesEveryAcceptedKey(t *testing.T) {
 	accepted := []string{}
 	for _, k := range topKeys {
 		switch k {
-		case "failure_policy", "bird", "degraded":
+		case "failure_policy", "bird", "degraded", "fail_open":
 		default:
 			accepted = append(accepted, k)
 		}
@@ -174,6 +174,9 @@ func TestDiffComparesEveryAcceptedKey(t *testing.T) {
 	}
 	for _, k := range degradedKeys {
 		accepted = append(accepted, "degraded."+k)
+	}
+	for _, k := range failOpenKeys {
+		accepted = append(accepted, "fail_open."+k)
 	}
 	for _, k := range accepted {
 		if !slices.Contains(all, k) {

@@ -48,6 +48,7 @@ func Default() Config {
 		Unmanaged:     UnmanagedReport,
 		ControlSocket: "/run/rhi/rhi.sock",
 		Degraded:      Degraded{Interface: DefaultDegradedInterface},
+		FailOpen:      defaultFailOpen(),
 	}
 }
 
@@ -396,7 +397,7 @@ var (
 	topKeys = []string{
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
 		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
-		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "vips",
+		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "fail_open", "vips",
 		"degraded",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
@@ -431,6 +432,9 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["unmanaged_addresses"], "unmanaged_addresses", &c.Unmanaged, enum(UnmanagedReport, UnmanagedWithdraw))
 	if n := m["degraded"]; n != nil {
 		p.degradedGlobal(n, c)
+	}
+	if n := m["fail_open"]; n != nil {
+		p.failOpen(n, &c.FailOpen)
 	}
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)

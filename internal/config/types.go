@@ -98,7 +98,10 @@ type Config struct {
 	// Unmanaged is what to do with host addresses on the interface that rhi
 	// neither has in its config nor in its record.
 	Unmanaged UnmanagedAction `yaml:"unmanaged_addresses"`
-	VIPs      []VIP           `yaml:"vips"`
+	// FailOpen is the fail-open guard (issue 14); off while MinOtherSites
+	// is 0.
+	FailOpen FailOpen `yaml:"fail_open"`
+	VIPs     []VIP    `yaml:"vips"`
 	// Degraded is the degraded tier's default for every VIP, and its one
 	// interface (issue 14).
 	Degraded Degraded `yaml:"degraded"`

@@ -79,6 +79,10 @@ type Deps struct {
 	// Degraded, if set, is the announcer of degraded.interface (issue 14):
 	// degraded VIPs live there instead of on Announcer's interface.
 	Degraded Announcer
+	// Guard, if set, asks BIRD's guard tables which other sites announce
+	// each VIP, for the fail-open guard (fail_open); nil: the guard never
+	// engages.
+	Guard GuardAsker
 }
 
 // applyTimeout bounds one Set: netlink calls carry their own socket timeout,
@@ -130,7 +134,8 @@ type Daemon struct {
 
 	views views // what Status renders
 
-	probes probes // the data-path probes of the last poll (issue 13)
+	probes probes   // the data-path probes of the last poll (issue 13)
+	fo     failOpen // the fail-open guard (guard.go)
 }
 
 // New builds a daemon for a validated config.
@@ -157,6 +162,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		owned:     map[netip.Prefix]bool{},
 		flips:     map[netip.Prefix]uint64{},
 		tier:      tiers{ann: deps.Degraded},
+		fo:        newFailOpen(deps.Guard),
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -235,6 +241,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	confirmC, stopConfirm := d.startConfirmer(ctx)
 	defer stopConfirm()
 	defer d.watchDrain(ctx)()
+	defer d.startGuard(ctx)()
 	d.tick(ctx)
 	if d.ready != nil {
 		d.ready()
@@ -264,6 +271,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.renew(ctx, m)
 		case u := <-d.drains:
 			d.takeDrain(ctx, u)
+		case a := <-d.fo.answers:
+			d.takeGuard(ctx, a)
 		case <-d.hints:
 			d.reapply(ctx)
 		}
@@ -306,6 +315,7 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 			}
 		}
 	}
+	d.guarded()
 }
 
 // applyReload swaps the config. VIPs that stay keep their state and are not
@@ -389,6 +399,7 @@ func (d *Daemon) tick(ctx context.Context) {
 			d.flips[c.VIP]++
 		}
 	}
+	d.stepGuards(polled)
 	moved, err := d.apply(ctx)
 	d.writes.ticked(err)
 	// Logged once the interface is set: at 1,000 VIPs writing the lines
@@ -487,9 +498,9 @@ func (d *Daemon) start(ctx context.Context) bool {
 }
 
 // desired reports whether a VIP should be on the interface now: announced
-// by health, and not drained by an operator.
+// by health or by the fail-open guard, and not drained by an operator.
 func (d *Daemon) desired(p netip.Prefix) bool {
-	return d.states[p].Announced && !d.drained.Has(p)
+	return (d.states[p].Announced || d.fo.engaged(p)) && !d.drained.Has(p)
 }
 
 // apply sets the interface to the desired state, and reports whether that
@@ -576,6 +587,8 @@ func (d *Daemon) logChange(c decide.Change) {
 		e = e.WithField("tier", string(decide.TierDegraded))
 	}
 	switch {
+	case c.From.Announced && !c.To.Announced && d.fo.engaged(c.VIP) && !d.drained.Has(c.VIP):
+		e.WithField("action", "keep").Warn("vip unavailable, but the fail-open guard keeps it announced")
 	case c.From.Announced != c.To.Announced && c.To.Announced:
 		e.WithField("action", "announce").Info("vip available: announcing")
 	case c.From.Announced != c.To.Announced:

@@ -9,6 +9,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/guard"
 	"github.com/rhi-daemon/rhi/internal/probe"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/vip"
@@ -30,6 +31,7 @@ type view struct {
 	recordErr string
 	probes    []probe.Result // per VIP, as vips; zero for a VIP without a probe
 	degraded  vip.State      // the degraded interface (issue 14); zero without one
+	guardErr  string         // why the fail-open guard cannot ask BIRD; "" if it can
 }
 
 // vipRec is one VIP in a view: what the loop's maps say of it.
@@ -37,6 +39,7 @@ type vipRec struct {
 	state decide.State
 	since time.Time
 	flips uint64
+	guard guard.State // the fail-open guard's state
 }
 
 // views hands the loop's results to Status. Two views take turns, so that
@@ -81,7 +84,7 @@ func (d *Daemon) publish() {
 	v.vips = v.vips[:0]
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p]})
+		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p], guard: d.fo.states[p]})
 	}
 	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
 	v.probes = append(v.probes[:0], d.probes.results...)
@@ -93,6 +96,7 @@ func (d *Daemon) publish() {
 	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
 	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
 	v.degraded = d.tier.iface
+	v.guardErr = d.guardErr()
 	d.views.publish(v)
 }
 
@@ -160,6 +164,7 @@ func renderVIP(v *view, i int) status.VIPStatus {
 		FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
 	}
 	renderTier(&vs, v, c.Address, st)
+	renderFailOpen(&vs, v, rec)
 	for _, u := range c.Upstreams {
 		r := v.run.snap[u.Key]
 		us := status.UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}

@@ -67,6 +67,8 @@ var (
 		"1 while the ownership record (state_file) cannot be written.", nil, nil)
 	descVIPDegraded = prometheus.NewDesc("rhi_vip_degraded",
 		"1 if rhi wants the VIP announced degraded (from the degraded interface, with a longer AS path).", []string{"vip"}, nil)
+	descVIPFailOpen = prometheus.NewDesc("rhi_vip_fail_open",
+		"1 while the fail-open guard announces the VIP although health would withdraw it; absent while the guard is off.", []string{"vip"}, nil)
 )
 
 var verdicts = []string{"up", "down", "no_checker", "not_found", "failed"}
@@ -83,7 +85,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
 		descDryRun, descWriteErrors, descLastSettled,
 		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
-		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded,
+		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded, descVIPFailOpen,
 		descUpstreamHealthy, descUpstreamNodes, descProbeSuccess, descProbeDuration} {
 		ch <- d
 	}
@@ -140,6 +142,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descVIPDegraded, b2f(v.Tier == decide.TierDegraded), v.Address)
 		gauge(descVIPPolicy, b2f(v.Reason == decide.ReasonPolicyWithdraw || v.Reason == decide.ReasonPolicyAnnounce), v.Address)
 		gauge(descVIPFailed, float64(v.FailedPolls), v.Address)
+		if v.FailOpen != nil {
+			gauge(descVIPFailOpen, b2f(v.FailOpen.Engaged), v.Address)
+		}
 		ch <- prometheus.MustNewConstMetric(descVIPTransitions, prometheus.CounterValue, float64(v.Transitions), v.Address)
 		for _, u := range v.Upstreams {
 			if seen[u.Key] {

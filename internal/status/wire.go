@@ -116,6 +116,21 @@ type VIPStatus struct {
 	// Probe is the VIP's data-path probe in the last poll; nil when the
 	// VIP has none (issue 13).
 	Probe *ProbeStatus `json:"probe,omitempty"`
+	// FailOpen is the fail-open guard's view of the VIP; nil while the
+	// guard is off (fail_open.min_other_sites 0).
+	FailOpen *VIPFailOpen `json:"fail_open,omitempty"`
+}
+
+// VIPFailOpen is the fail-open guard's state for one VIP.
+type VIPFailOpen struct {
+	// Engaged: the guard announces the VIP although health would
+	// withdraw it (the VIP's reason is then "fail_open").
+	Engaged bool      `json:"engaged"`
+	Since   time.Time `json:"since,omitzero"` // when it engaged
+	// OtherSites is how many other sites BIRD last said announce the VIP;
+	// -1 when BIRD could not be asked (Error says why).
+	OtherSites int    `json:"other_sites"`
+	Error      string `json:"error,omitempty"`
 }
 
 // ProbeStatus is what a VIP's data-path probe said in the last poll.

@@ -1,0 +1,145 @@
+// Package guardbird asks BIRD's guard tables (deploy/bird/tiers.conf's
+// rhi_guard4 and rhi_guard6) which other sites announce each VIP, for the
+// fail-open guard (package guard) and `rhi drain`'s warning.
+package guardbird
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rhi-daemon/rhi/bird"
+	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
+)
+
+// Answer is one round of questions to BIRD.
+type Answer struct {
+	At time.Time // when the round ended
+	// Err is set when BIRD could not be asked at all (dial, a broken
+	// connection before any answer): every VIP is then unknown.
+	Err error
+	// Self is this site's AS, the "Local AS" of its BGP sessions when
+	// they all agree; 0 if unknown.
+	Self uint32
+	// Origins maps each VIP BIRD answered for to the origin ASes of the
+	// other sites' paths (bird.Announcers.Origins). A VIP missing from it
+	// is unknown: BIRD failed for it, or the round ran out of time.
+	Origins map[netip.Prefix][]uint32
+	// Failed counts the VIPs asked about and not answered; VIPErr is the
+	// first such error.
+	Failed int
+	VIPErr error
+}
+
+// Execer runs one command on BIRD's control socket (*bird.Conn).
+type Execer interface {
+	Exec(ctx context.Context, cmd string) (bird.Reply, error)
+}
+
+// Table is the guard table that holds p's family.
+func Table(p netip.Prefix) string {
+	if p.Addr().Is6() {
+		return birdconf.GuardTable6
+	}
+	return birdconf.GuardTable4
+}
+
+// Socket asks BIRD at Path; each exchange is bounded by Timeout (0: none
+// but ctx's).
+type Socket struct {
+	Path    string
+	Timeout time.Duration
+}
+
+// Ask dials BIRD and asks about every VIP; ctx bounds the whole round.
+func (s Socket) Ask(ctx context.Context, vips []netip.Prefix) Answer {
+	dctx, cancel := s.bound(ctx)
+	conn, err := bird.Dial(dctx, s.Path)
+	cancel()
+	if err != nil {
+		return Answer{Err: err}
+	}
+	defer conn.Close()
+	return AskOn(ctx, timed{conn, s.Timeout}, vips)
+}
+
+func (s Socket) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.Timeout > 0 {
+		return context.WithTimeout(ctx, s.Timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// timed bounds each exchange.
+type timed struct {
+	c Execer
+	d time.Duration
+}
+
+func (t timed) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
+	if t.d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.d)
+		defer cancel()
+	}
+	return t.c.Exec(ctx, cmd)
+}
+
+// AskOn asks e about every VIP, one "show route <VIP> table <guard> all"
+// each, and the sessions' local AS. It stops at the first error that
+// leaves the connection unusable (the rest are unknown) and when ctx ends.
+func AskOn(ctx context.Context, e Execer, vips []netip.Prefix) Answer {
+	a := Answer{Origins: make(map[netip.Prefix][]uint32, len(vips))}
+	r, err := e.Exec(ctx, "show protocols all")
+	if err != nil && !isBirdError(err) {
+		return Answer{Err: fmt.Errorf("show protocols all: %w", err)}
+	}
+	a.Self = LocalAS(r)
+	for i, p := range vips {
+		table := Table(p)
+		r, err := e.Exec(ctx, bird.GuardCommand(p, table))
+		an, err := bird.ParseAnnouncers(r, err, p, table)
+		if err != nil {
+			a.Failed++
+			if a.VIPErr == nil {
+				a.VIPErr = fmt.Errorf("%s: %w", bird.GuardCommand(p, table), err)
+			}
+			if !isBirdError(err) { // the connection is out of step, or ctx ended
+				a.Failed += len(vips) - i - 1
+				break
+			}
+			continue
+		}
+		a.Origins[p] = an.Origins
+	}
+	return a
+}
+
+// isBirdError reports whether err is BIRD's own error reply, after which
+// the connection stays usable.
+func isBirdError(err error) bool {
+	var be *bird.Error
+	return errors.As(err, &be)
+}
+
+// LocalAS reads the "Local AS:" lines of "show protocols all": the AS
+// when every BGP protocol has the same, else 0.
+func LocalAS(r bird.Reply) uint32 {
+	var as uint32
+	for _, l := range r.Lines {
+		v, ok := strings.CutPrefix(strings.TrimSpace(l.Text), "Local AS:")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+		if err != nil || n == 0 || (as != 0 && uint32(n) != as) {
+			return 0
+		}
+		as = uint32(n)
+	}
+	return as
+}

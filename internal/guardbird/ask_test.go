@@ -1,0 +1,87 @@
+package guardbird
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rhi-daemon/rhi/bird"
+	"github.com/rhi-daemon/rhi/bird/birdtest"
+)
+
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../bird/testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var (
+	vip4 = netip.MustParsePrefix("10.255.0.10/32")
+	vip6 = netip.MustParsePrefix("fd00:255::10/128")
+	gone = netip.MustParsePrefix("10.255.0.11/32")
+)
+
+const notFound = "8001 Network not found\n"
+
+func TestAsk(t *testing.T) {
+	srv := birdtest.NewServer(t, map[string]string{
+		"show protocols all":                                                     fixture(t, "bird2.0.12-show-protocols-all.viptable-up-vip.txt"),
+		bird.GuardCommand(vip4, "rhi_guard4"):                                    fixture(t, "tiers/bird2.0.12-tiers-show-route-vip-table-rhi_guard4-all.own-and-two-sites.txt"),
+		bird.GuardCommand(gone, "rhi_guard4"):                                    notFound,
+		bird.GuardCommand(netip.MustParsePrefix("10.255.0.12/32"), "rhi_guard4"): "9001 syntax error\n",
+	})
+	a := Socket{Path: srv.Path, Timeout: 2 * time.Second}.Ask(context.Background(), []netip.Prefix{vip4, gone, netip.MustParsePrefix("10.255.0.12/32")})
+	if a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	if a.Self != 65001 {
+		t.Errorf("self %d, want 65001", a.Self)
+	}
+	if got := a.Origins[vip4]; !slices.Equal(got, []uint32{65002, 65003}) {
+		t.Errorf("%s: origins %v, want [65002 65003]", vip4, got)
+	}
+	if got, ok := a.Origins[gone]; !ok || len(got) != 0 {
+		t.Errorf("%s: origins %v (known %v), want none, known", gone, got, ok)
+	}
+	if _, ok := a.Origins[netip.MustParsePrefix("10.255.0.12/32")]; ok || a.Failed != 1 || a.VIPErr == nil {
+		t.Errorf("a BIRD error must leave the VIP unknown: %+v", a)
+	}
+}
+
+func TestAskUnreachable(t *testing.T) {
+	a := Socket{Path: t.TempDir() + "/nobird.ctl", Timeout: time.Second}.Ask(context.Background(), []netip.Prefix{vip4})
+	if a.Err == nil || len(a.Origins) != 0 {
+		t.Errorf("got %+v, want an error and no VIP known", a)
+	}
+}
+
+// TestAskStalled: a BIRD that stops answering leaves the rest unknown
+// within the exchange timeout.
+func TestAskStalled(t *testing.T) {
+	srv := birdtest.NewServer(t, map[string]string{
+		"show protocols all":                  fixture(t, "bird2.0.12-show-protocols-all.viptable-up-vip.txt"),
+		bird.GuardCommand(vip6, "rhi_guard6"): fixture(t, "tiers/bird2.0.12-tiers-show-route-vip6-table-rhi_guard6-all.two-sites.txt"),
+	})
+	srv.Stall(bird.GuardCommand(vip4, "rhi_guard4"))
+	a := Socket{Path: srv.Path, Timeout: 100 * time.Millisecond}.Ask(context.Background(), []netip.Prefix{vip4, vip6})
+	if a.Err != nil || a.Failed != 2 || len(a.Origins) != 0 {
+		t.Errorf("got %+v, want both unknown", a)
+	}
+}
+
+func TestLocalAS(t *testing.T) {
+	r := bird.Reply{Lines: []bird.Line{{Text: "    Local AS:         65001"}, {Text: "    Local AS:         65001"}}}
+	if got := LocalAS(r); got != 65001 {
+		t.Errorf("got %d", got)
+	}
+	r.Lines = append(r.Lines, bird.Line{Text: "  Local AS: 65009"})
+	if got := LocalAS(r); got != 0 {
+		t.Errorf("two ASes: got %d, want 0", got)
+	}
+}
