@@ -142,6 +142,9 @@ func TestSequences(t *testing.T) {
 
 func TestTurnedOffWhileEngaged(t *testing.T) {
 	s, ev, _ := Step(cfg1, State{}, Input{Obs: seen(), Now: t0})
+	if s.Engaged || ev != None {
+		t.Fatalf("engaged before hold: %+v %v", s, ev)
+	}
 	s, ev, _ = Step(cfg1, s, Input{Obs: seen(), Now: t0.Add(3 * time.Second)})
 	if !s.Engaged || ev != Engage {
 		t.Fatalf("not engaged: %+v %v", s, ev)
