@@ -77,8 +77,11 @@ func (d *Daemon) publish() {
 	v := d.views.next()
 	v.vips = v.vips[:0]
 	for i := range d.cfg.VIPs {
-		p := d.cfg.VIPs[i].Address
-		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p]})
+		var r vipRec
+		if d.vs.ready {
+			r = vipRec{state: d.vs.state[i], since: d.vs.since[i], flips: d.vs.flips[i]}
+		}
+		v.vips = append(v.vips, r)
 	}
 	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
 	v.orphans = v.orphans[:0]
