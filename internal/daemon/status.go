@@ -60,6 +60,12 @@ func (vs *views) publish(v *view) {
 	vs.mu.Lock()
 	vs.spare, vs.cur = vs.cur, v
 	vs.mu.Unlock()
+	if vs.spare != nil {
+		// No reader holds it now: let its poll's snapshot and its config go
+		// (at 10,000 VIPs a snapshot is ~1 MiB; after a reload the old
+		// config too), keeping only the slices next reuses.
+		vs.spare.run, vs.spare.cfg = pollRun{}, nil
+	}
 }
 
 // read calls f with the view published last, nil before the first, under
