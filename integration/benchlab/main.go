@@ -127,6 +127,8 @@ func scenarios() []scenario {
 		{"poll1000", scale(1000, "per_upstream")},
 		{"poll10000", scale(10000, "per_upstream")},
 		{"poll10000-list", scale(10000, "list")},
+		{"poll1000-auto", scale(1000, "auto")},
+		{"poll10000-auto", scale(10000, "auto")},
 	}
 }
 

@@ -46,7 +46,7 @@ type Options struct {
 	// It also bounds one entry of the list (at least 64 KiB).
 	MaxBodyBytes int64
 	// Mode is how a poll reads the control API (apisix_poll_mode); empty
-	// is ModePerUpstream.
+	// is ModeAuto, the config's default.
 	Mode Mode
 	// MaxListBytes bounds the body of the list (GET /v1/healthcheck); a
 	// longer list is not used and its keys are fetched one by one.
@@ -96,7 +96,7 @@ func NewClient(baseURL string, opts Options) (*Client, error) {
 		timeout:     cmp.Or(opts.Timeout, DefaultTimeout),
 		maxBody:     cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes),
 		maxInFlight: cmp.Or(opts.MaxInFlight, DefaultMaxInFlight),
-		mode:        cmp.Or(opts.Mode, ModePerUpstream),
+		mode:        cmp.Or(opts.Mode, ModeAuto),
 		maxList:     cmp.Or(opts.MaxListBytes, DefaultMaxListBytes),
 		maxEntries:  cmp.Or(opts.MaxListEntries, DefaultMaxListEntries),
 		hc:          opts.HTTPClient,

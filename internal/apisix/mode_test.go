@@ -24,7 +24,7 @@ func TestConfigPollModesAreClientModes(t *testing.T) {
 			t.Errorf("config mode %q: %v", pm, err)
 		}
 	}
-	if c := config.Default(); apisix.Mode(c.PollMode) != apisix.ModePerUpstream {
-		t.Errorf("default poll mode %q, want the client's default %q", c.PollMode, apisix.ModePerUpstream)
+	if c := config.Default(); apisix.Mode(c.PollMode) != apisix.ModeAuto {
+		t.Errorf("default poll mode %q, want the client's default %q", c.PollMode, apisix.ModeAuto)
 	}
 }

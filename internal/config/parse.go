@@ -27,7 +27,7 @@ func Default() Config {
 		PollInterval: 3 * time.Second,
 		ControlURL:   "http://127.0.0.1:9090",
 		Timeout:      5 * time.Second,
-		PollMode:     PollPerUpstream,
+		PollMode:     PollAuto,
 		Interface:    "rhi0",
 		LogFormat:    LogText,
 		FailurePolicy: FailurePolicy{

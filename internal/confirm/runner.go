@@ -2,6 +2,7 @@ package confirm
 
 import (
 	"context"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -21,11 +22,26 @@ type Checker interface {
 // Job is what the loop hands the runner: the expected state of every owned
 // VIP and when it last changed.
 type Job struct {
-	In      verify.Input
-	Changed map[netip.Prefix]time.Time
+	In verify.Input
+	// ChangedAt is when each VIP of In last changed, in In.VIPs' order
+	// (zero: not known); the daemon's loop fills it, a slice rather than
+	// a map of 10,000 entries per job (issue 15). Changed, keyed by
+	// prefix, is read for a VIP that ChangedAt does not cover.
+	ChangedAt []time.Time
+	Changed   map[netip.Prefix]time.Time
 	// IfaceUp is false when the interface is down or missing: BIRD then
 	// has no route for any VIP, rightly, and no renewal can help.
 	IfaceUp bool
+}
+
+// changed is when the VIP p, the i-th of the report, last changed: from
+// ChangedAt when the report's i-th VIP is the job's i-th (verify.Check
+// keeps In's order), else from Changed.
+func (j *Job) changed(i int, p netip.Prefix) time.Time {
+	if i < len(j.ChangedAt) && i < len(j.In.VIPs) && j.In.VIPs[i].Prefix == p {
+		return j.ChangedAt[i]
+	}
+	return j.Changed[p]
 }
 
 // Runner runs checks on its own goroutine so a slow or stalled BIRD never
@@ -195,9 +211,10 @@ func (c *Runner) step(job Job, rep verify.Report, now time.Time) map[netip.Prefi
 	c.status.Agree, c.status.Disagree = 0, 0
 	renew := map[netip.Prefix]bool{}
 	var vlog vipLog // one line per problem, not one per VIP
+	var shared exportsSeen
 	vips := make(map[netip.Prefix]VIP, len(rep.VIPs))
-	for _, r := range rep.VIPs {
-		v, a := Step(c.vips[r.Prefix], r, job.Changed[r.Prefix], job.IfaceUp, now)
+	for i, r := range rep.VIPs {
+		v, a := Step(c.vips[r.Prefix], r, job.changed(i, r.Prefix), job.IfaceUp, now)
 		if r.Agrees {
 			c.status.Agree++
 		} else {
@@ -208,6 +225,7 @@ func (c *Runner) step(job Job, rep verify.Report, now time.Time) map[netip.Prefi
 			renew[r.Prefix] = r.Expected == verify.Present
 			v = v.Renewing(now)
 		}
+		v.Exported = shared.intern(v.Exported)
 		vips[r.Prefix] = v
 	}
 	vlog.flush(c.log)
@@ -225,4 +243,29 @@ func (c *Runner) Snapshot() (Status, map[netip.Prefix]VIP) {
 		vips[p] = v
 	}
 	return c.status, vips
+}
+
+// exportsSeen interns the exported maps of one report: nearly every VIP
+// has one of very few (exported to every session, or to none), so the
+// records share those instead of keeping a map each (2.5 MiB at 10,000
+// VIPs, issue 15). The maps are read, never changed, once in a record.
+type exportsSeen []map[string]bool
+
+// maxExportsSeen bounds the distinct maps kept for sharing.
+const maxExportsSeen = 8
+
+// intern returns a map equal to m seen before, or m.
+func (e *exportsSeen) intern(m map[string]bool) map[string]bool {
+	if m == nil {
+		return nil
+	}
+	for _, s := range *e {
+		if maps.Equal(s, m) {
+			return s
+		}
+	}
+	if len(*e) < maxExportsSeen {
+		*e = append(*e, m)
+	}
+	return m
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -112,11 +111,10 @@ type Daemon struct {
 
 	// Owned by the loop goroutine.
 	cfg       *config.Config
-	keys      []health.Upstream // distinct upstream keys of cfg, with their parsed refs
-	states    map[netip.Prefix]decide.State
-	since     map[netip.Prefix]time.Time // last change of Announced or presence
-	orphans   map[netip.Prefix]bool      // dropped by a reload, still to withdraw
-	owned     map[netip.Prefix]bool      // scratch: desired presence, rebuilt per tick
+	keys      []health.Upstream     // distinct upstream keys of cfg, with their parsed refs
+	vs        vipStates             // per-VIP state, in config order
+	orphans   map[netip.Prefix]bool // dropped by a reload, still to withdraw
+	owned     map[netip.Prefix]bool // scratch: desired presence, rebuilt per tick
 	upstreams upstreamLog
 	iface     vip.State
 	writes    ifaceWrites
@@ -126,8 +124,7 @@ type Daemon struct {
 	last      pollRun // the last tick's poll
 	confirmed bool    // a confirmation has been requested at least once
 	stats     pollStats
-	flips     map[netip.Prefix]uint64 // changes of Announced, per VIP
-	tickEnd   time.Time               // end of the last tick
+	tickEnd   time.Time // end of the last tick
 	own       ownership
 	unmanaged unmanagedAddrs
 	tier      tiers // the degraded interface, if any
@@ -156,11 +153,8 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		hints:     make(chan struct{}, 1),
 		drainW:    drain.NewWatcher(cfg.DrainFile),
 		drains:    make(chan drain.Update, 1),
-		states:    map[netip.Prefix]decide.State{},
-		since:     map[netip.Prefix]time.Time{},
 		orphans:   map[netip.Prefix]bool{},
 		owned:     map[netip.Prefix]bool{},
-		flips:     map[netip.Prefix]uint64{},
 		tier:      tiers{ann: deps.Degraded},
 		fo:        newFailOpen(deps.Guard),
 	}
@@ -305,6 +299,7 @@ func skipLate(c <-chan time.Time) {
 
 func (d *Daemon) setConfig(cfg *config.Config) {
 	d.cfg = cfg
+	d.vs.index(cfg.VIPs)
 	seen := map[string]bool{}
 	d.keys = d.keys[:0]
 	for i := range cfg.VIPs {
@@ -334,37 +329,22 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 	if old.DrainFile != cfg.DrainFile {
 		d.drainW.SetPath(cfg.DrainFile)
 	}
-	keep := make(map[netip.Prefix]bool, len(cfg.VIPs))
-	for i := range cfg.VIPs {
-		keep[cfg.VIPs[i].Address] = true
-	}
-	var added, dropped int
-	for p := range d.states {
-		if !keep[p] {
-			delete(d.states, p)
-			delete(d.since, p)
-			delete(d.flips, p)
-			d.orphans[p] = true
-			dropped++
-			d.log.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Info("vip removed from config; withdrawing")
-		}
+	gone, added := d.vs.reload(cfg.VIPs, func(p netip.Prefix) decide.State {
+		// The last Set saw it as foreign, being unowned then.
+		return decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
+	}, d.now())
+	for _, p := range gone {
+		d.orphans[p] = true
+		d.log.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Info("vip removed from config; withdrawing")
 	}
 	d.setConfig(cfg)
-	d.own.dirty = d.own.dirty || dropped > 0 || old.Interface != cfg.Interface
+	d.own.dirty = d.own.dirty || len(gone) > 0 || added > 0 || old.Interface != cfg.Interface
 	if d.started {
 		for i := range cfg.VIPs {
-			p := cfg.VIPs[i].Address
-			delete(d.orphans, p)
-			if _, ok := d.states[p]; !ok {
-				// The last Set saw it as foreign, being unowned then.
-				d.states[p] = decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
-				d.since[p] = d.now()
-				added++
-				d.own.dirty = true
-			}
+			delete(d.orphans, cfg.VIPs[i].Address)
 		}
 	}
-	d.log.WithFields(logrus.Fields{"vips": len(cfg.VIPs), "added": added, "removed": dropped}).Info("configuration reloaded")
+	d.log.WithFields(logrus.Fields{"vips": len(cfg.VIPs), "added": added, "removed": len(gone)}).Info("configuration reloaded")
 }
 
 // tick is one turn of the loop: poll, decide, apply, publish.
@@ -391,12 +371,12 @@ func (d *Daemon) tick(ctx context.Context) {
 		d.onPoll(polled.Sub(start), unreadable)
 	}
 
-	changes := decide.TickProbed(d.cfg, snap, d.probes.outcomes, d.states)
+	changes := decide.TickStates(d.cfg, snap, d.probes.outcomes, d.vs.state)
 	d.stats.settled(d.anySettled(), polled)
 	for _, c := range changes {
-		if c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded {
-			d.since[c.VIP] = polled
-			d.flips[c.VIP]++
+		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
+			d.vs.since[i] = polled
+			d.vs.flips[i]++
 		}
 	}
 	d.stepGuards(polled)
@@ -429,7 +409,7 @@ func (d *Daemon) anySettled() bool {
 		return true
 	}
 	for i := range d.cfg.VIPs {
-		if d.states[d.cfg.VIPs[i].Address].FailedPolls == 0 {
+		if d.vs.state[i].FailedPolls == 0 {
 			return true
 		}
 	}
@@ -482,11 +462,9 @@ func (d *Daemon) start(ctx context.Context) bool {
 	d.iface = st
 	now := d.now()
 	present := 0
+	d.vs.seed(d.onEither, now)
 	for i := range d.cfg.VIPs {
-		p := d.cfg.VIPs[i].Address
-		d.states[p] = decide.Initial(d.onEither(p))
-		d.since[p] = now
-		if d.onEither(p) {
+		if d.onEither(d.cfg.VIPs[i].Address) {
 			present++
 		}
 	}
@@ -500,7 +478,16 @@ func (d *Daemon) start(ctx context.Context) bool {
 // desired reports whether a VIP should be on the interface now: announced
 // by health or by the fail-open guard, and not drained by an operator.
 func (d *Daemon) desired(p netip.Prefix) bool {
-	return (d.states[p].Announced || d.fo.engaged(p)) && !d.drained.Has(p)
+	return (d.vs.get(p).Announced || d.fo.engaged(p)) && !d.drained.Has(p)
+}
+
+// desiredAt is desired of the i-th VIP of the config, without a lookup.
+func (d *Daemon) desiredAt(i int) bool {
+	if !d.vs.ready {
+		return false
+	}
+	p := d.cfg.VIPs[i].Address
+	return (d.vs.state[i].Announced || d.fo.engaged(p)) && !d.drained.Has(p)
 }
 
 // apply sets the interface to the desired state, and reports whether that
@@ -510,8 +497,7 @@ func (d *Daemon) desired(p netip.Prefix) bool {
 func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	clear(d.owned)
 	for i := range d.cfg.VIPs {
-		p := d.cfg.VIPs[i].Address
-		d.owned[p] = d.desired(p)
+		d.owned[d.cfg.VIPs[i].Address] = d.desiredAt(i)
 	}
 	for p := range d.orphans {
 		d.owned[p] = false
@@ -537,8 +523,8 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	for p, want := range d.owned {
 		if st.Has(p) != d.iface.Has(p) {
 			moved = true
-			if d.owns(p) && d.tier.presenceChanged(p, st, d.iface) {
-				d.since[p] = now
+			if i, ok := d.vs.at(p); ok && d.tier.presenceChanged(p, st, d.iface) {
+				d.vs.since[i] = now
 			}
 		}
 		if d.orphans[p] && !st.Has(p) && !d.tier.has(p) && !want {
@@ -618,8 +604,8 @@ func (d *Daemon) shutdown() error {
 		return nil
 	}
 	clear(d.owned)
-	for p := range d.states {
-		d.owned[p] = false
+	for i := range d.vs.state {
+		d.owned[d.vs.vips[i].Address] = false
 	}
 	for p := range d.orphans {
 		d.owned[p] = false
@@ -711,7 +697,7 @@ func (d *Daemon) confirmJob() confirmJob {
 	}
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		want := d.desired(p)
+		want := d.desiredAt(i)
 		if d.dryRun {
 			want = d.onEither(p) // a dry run changes nothing: BIRD is held to the interface as it is
 		}
@@ -724,7 +710,9 @@ func (d *Daemon) confirmJob() confirmJob {
 	for p := range d.orphans {
 		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.onEither(p)})
 	}
-	return confirmJob{In: in, Changed: maps.Clone(d.since), IfaceUp: d.iface.Exists && d.iface.Up}
+	at := make([]time.Time, len(in.VIPs)) // orphans: zero, as they have none
+	copy(at, d.vs.since)
+	return confirmJob{In: in, ChangedAt: at, IfaceUp: d.iface.Exists && d.iface.Up}
 }
 
 // renew re-notifies BIRD about addresses it missed, if rhi still wants them

@@ -270,7 +270,7 @@ func TestReload(t *testing.T) {
 	next.VIPs[0] = vipCfg("10.0.0.100/32", config.Any, api, "/apisix/upstreams/new")
 	next.VIPs[2] = vipCfg("10.0.0.103/32", config.All, "/apisix/upstreams/new")
 	r.d.applyReload(next)
-	if st := r.d.states[netip.MustParsePrefix("10.0.0.103/32")]; !st.Announced || st.Reason != decide.ReasonInitial {
+	if st := r.d.vs.get(netip.MustParsePrefix("10.0.0.103/32")); !st.Announced || st.Reason != decide.ReasonInitial {
 		t.Errorf("new VIP starts %+v, want announced from the interface", st)
 	}
 	before := r.link.writeCount()

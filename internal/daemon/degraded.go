@@ -77,9 +77,8 @@ func (d *Daemon) observeDegraded(ctx context.Context, main vip.State) bool {
 func (d *Daemon) seedTier() {
 	for i := range d.cfg.VIPs {
 		v := &d.cfg.VIPs[i]
-		if st := d.states[v.Address]; st.Announced && v.Degraded.On() && d.tier.has(v.Address) {
+		if st := &d.vs.state[i]; st.Announced && v.Degraded.On() && d.tier.has(v.Address) {
 			st.Degraded = true
-			d.states[v.Address] = st
 		}
 	}
 }
@@ -137,7 +136,7 @@ func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 		pl := vip.Off
 		if want {
 			pl = vip.Main
-			if d.states[p].Degraded {
+			if d.vs.get(p).Degraded {
 				pl, anyDegraded = vip.Degraded, true
 			}
 		}
@@ -250,7 +249,7 @@ func (d *Daemon) tierExpected(i int, want bool) string {
 	if !want || !d.tier.on() || !v.Degraded.On() {
 		return ""
 	}
-	degraded := d.states[v.Address].Degraded
+	degraded := d.vs.get(v.Address).Degraded
 	if d.dryRun {
 		degraded = d.tier.has(v.Address)
 	}

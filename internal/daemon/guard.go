@@ -136,13 +136,13 @@ func (d *Daemon) observe(p netip.Prefix, now time.Time) guard.Observation {
 // whether that changed what should be on the interface.
 func (d *Daemon) stepGuards(now time.Time) bool {
 	cfg := d.cfg.FailOpen
-	if !cfg.Enabled() && len(d.fo.states) == 0 {
+	if !d.vs.ready || (!cfg.Enabled() && len(d.fo.states) == 0) {
 		return false
 	}
 	changed, noBird := false, false
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		health := d.states[p].Announced
+		health := d.vs.state[i].Announced
 		in := guard.Input{Health: health, Drained: d.drained.Has(p), Obs: d.observe(p, now), Now: now}
 		next, ev, why := guard.Step(cfg, d.fo.states[p], in)
 		d.fo.states[p] = next
@@ -153,15 +153,15 @@ func (d *Daemon) stepGuards(now time.Time) bool {
 		d.logGuard(p, ev, why, next)
 		if !health && !in.Drained {
 			changed = true
-			d.since[p] = now
-			d.flips[p]++
+			d.vs.since[i] = now
+			d.vs.flips[i]++
 		}
 	}
 	if !cfg.Enabled() {
 		clear(d.fo.states)
 	}
 	for p := range d.fo.states {
-		if _, ok := d.states[p]; !ok {
+		if !d.owns(p) {
 			delete(d.fo.states, p) // dropped by a reload
 		}
 	}

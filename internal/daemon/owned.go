@@ -282,7 +282,7 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 
 // owns reports whether p is a VIP of the configuration.
 func (d *Daemon) owns(p netip.Prefix) bool {
-	_, ok := d.states[p]
+	_, ok := d.vs.at(p)
 	return ok
 }
 

@@ -305,7 +305,7 @@ func TestUnmanagedAddressesAreWithdrawn(t *testing.T) {
 	if got := rec.vips(t); got != "10.0.0.100 10.0.0.101 10.0.0.102" {
 		t.Errorf("an unmanaged address entered the record: %q", got)
 	}
-	if _, ok := r.d.since[netip.MustParsePrefix("10.0.0.77/32")]; ok {
+	if _, ok := r.d.vs.at(netip.MustParsePrefix("10.0.0.77/32")); ok {
 		t.Errorf("an unmanaged address got a VIP's bookkeeping")
 	}
 

@@ -66,6 +66,12 @@ func (vs *views) publish(v *view) {
 	vs.mu.Lock()
 	vs.spare, vs.cur = vs.cur, v
 	vs.mu.Unlock()
+	if vs.spare != nil {
+		// No reader holds it now: let its poll's snapshot and its config go
+		// (at 10,000 VIPs a snapshot is ~1 MiB; after a reload the old
+		// config too), keeping only the slices next reuses.
+		vs.spare.run, vs.spare.cfg = pollRun{}, nil
+	}
 }
 
 // read calls f with the view published last, nil before the first, under
@@ -83,8 +89,11 @@ func (d *Daemon) publish() {
 	v := d.views.next()
 	v.vips = v.vips[:0]
 	for i := range d.cfg.VIPs {
-		p := d.cfg.VIPs[i].Address
-		v.vips = append(v.vips, vipRec{state: d.states[p], since: d.since[p], flips: d.flips[p], guard: d.fo.states[p]})
+		var r vipRec
+		if d.vs.ready {
+			r = vipRec{state: d.vs.state[i], since: d.vs.since[i], flips: d.vs.flips[i], guard: d.fo.states[d.cfg.VIPs[i].Address]}
+		}
+		v.vips = append(v.vips, r)
 	}
 	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
 	v.probes = append(v.probes[:0], d.probes.results...)

@@ -8,9 +8,13 @@ import (
 )
 
 // upstreamLog logs each upstream's verdict once per change, not once per
-// poll. The loop alone uses it.
+// poll. The loop alone uses it. It keeps the keys of the last note and,
+// per key in that order, the verdict last logged: slices rather than a map
+// keyed by the key (issue 15), rebuilt when the keys change (a reload).
 type upstreamLog struct {
-	last map[string]health.Verdict // the last verdict logged, per key
+	keys   []string         // the keys of the last note, in its order
+	last   []health.Verdict // the last verdict logged, per keys[i]
+	logged []bool           // whether keys[i] has a verdict logged
 }
 
 // note logs the verdicts of snap for keys that changed since the last
@@ -19,28 +23,50 @@ type upstreamLog struct {
 // policy says what an upstream without a health checker counts as, for
 // the warning.
 func (u *upstreamLog) note(log logrus.FieldLogger, keys []health.Upstream, snap health.Snapshot, policy config.FailurePolicy) (unreadable int) {
-	if u.last == nil {
-		u.last = map[string]health.Verdict{}
-	}
-	for _, up := range keys {
+	u.rekey(keys)
+	for i, up := range keys {
 		k := up.Key
-		r := snap[k]
+		r, ok := snap[k]
 		if r.Verdict == health.Failed || r.Verdict == health.NotFound {
 			unreadable++
 		}
-		prev, seen := u.last[k]
-		if seen && prev == r.Verdict {
-			continue
+		if !(u.logged[i] && u.last[i] == r.Verdict) {
+			u.last[i] = r.Verdict
+			logVerdict(log, k, r, policy)
 		}
-		u.last[k] = r.Verdict
-		logVerdict(log, k, r, policy)
-	}
-	for k := range u.last {
-		if _, ok := snap[k]; !ok {
-			delete(u.last, k)
-		}
+		u.logged[i] = ok // a key snap lacks is forgotten
 	}
 	return unreadable
+}
+
+// rekey makes keys the keys of the log, carrying over what was logged for
+// those it had; a key it drops is forgotten.
+func (u *upstreamLog) rekey(keys []health.Upstream) {
+	if len(keys) == len(u.keys) {
+		same := true
+		for i := range keys {
+			if keys[i].Key != u.keys[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return
+		}
+	}
+	was := make(map[string]health.Verdict, len(u.keys))
+	for i, k := range u.keys {
+		if u.logged[i] {
+			was[k] = u.last[i]
+		}
+	}
+	u.keys = make([]string, len(keys))
+	u.last = make([]health.Verdict, len(keys))
+	u.logged = make([]bool, len(keys))
+	for i, up := range keys {
+		u.keys[i] = up.Key
+		u.last[i], u.logged[i] = was[up.Key]
+	}
 }
 
 // logVerdict logs upstream k's new verdict r.

@@ -50,3 +50,23 @@ func BenchmarkTick10000Thresholds(b *testing.B) {
 		Tick(cfg, snap, states)
 	}
 }
+
+// BenchmarkTickStates10000 is BenchmarkTick10000 with the states in
+// config order (the daemon's representation).
+func BenchmarkTickStates10000(b *testing.B) {
+	const n = 10000
+	cfg := &config.Config{FailurePolicy: policy(config.Withdraw, 3)}
+	snap := health.Snapshot{}
+	for i := range n {
+		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
+		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: health.MustUpstreams(key), Condition: config.All, Rise: 1, Fall: 1})
+		snap[key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 2}
+	}
+	states := make([]State, n)
+	TickStates(cfg, snap, nil, states)
+	b.ReportAllocs()
+	for b.Loop() {
+		TickStates(cfg, snap, nil, states)
+	}
+}

@@ -49,18 +49,12 @@ func WithProbe(a Availability, p Probe) Availability {
 func TickProbed(cfg *config.Config, snap health.Snapshot, probes []Probe, states map[netip.Prefix]State) []Change {
 	var changes []Change
 	for i := range cfg.VIPs {
-		v := &cfg.VIPs[i]
-		pr := NoProbe
-		if i < len(probes) {
-			pr = probes[i]
+		p := cfg.VIPs[i].Address
+		next, c, changed := stepVIP(cfg, i, snap, probes, states[p])
+		if changed {
+			changes = append(changes, c)
 		}
-		prev := states[v.Address]
-		next := Step(v, cfg.FailurePolicy, prev, WithProbe(Evaluate(v, snap, cfg.FailurePolicy.NoChecker), pr))
-		next = StepTier(v, prev, next, Belowness(v, snap, cfg.FailurePolicy.NoChecker))
-		if next.Announced != prev.Announced || next.Reason != prev.Reason || next.Degraded != prev.Degraded {
-			changes = append(changes, Change{VIP: v.Address, From: prev, To: next, Detail: explainProbed(v, snap, cfg.FailurePolicy.NoChecker, pr)})
-		}
-		states[v.Address] = next
+		states[p] = next
 	}
 	return changes
 }

@@ -1,0 +1,99 @@
+package daemon
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/decide"
+)
+
+// vipStates is the loop's state of each configured VIP, in config order:
+// entry i is cfg.VIPs[i]'s. Slices, rebuilt on reload, rather than maps
+// keyed by prefix: at 10,000 VIPs three such maps held 3.2 MiB, the slices
+// and their index hold 0.8 MiB (issue 15). Lookups by prefix go through
+// order, the positions sorted by address. The state is empty until seed
+// (the daemon's start): until then no VIP is known, as with the maps.
+type vipStates struct {
+	vips  []config.VIP   // cfg.VIPs, for the addresses
+	order []int32        // positions in vips, sorted by address
+	state []decide.State // per position; empty before seed
+	since []time.Time    // last change of Announced or presence
+	flips []uint64       // changes of Announced
+	ready bool           // seeded: the state is known
+}
+
+// index sets the configuration's VIPs and rebuilds the lookup order. It
+// leaves the state alone: setConfig calls it, and reload rebuilds the
+// state for the new order first.
+func (s *vipStates) index(vips []config.VIP) {
+	s.vips = vips
+	s.order = s.order[:0]
+	for i := range vips {
+		s.order = append(s.order, int32(i))
+	}
+	slices.SortFunc(s.order, func(a, b int32) int { return vips[a].Address.Compare(vips[b].Address) })
+}
+
+// at returns p's position, if p is a configured VIP and the state has
+// been seeded.
+func (s *vipStates) at(p netip.Prefix) (int, bool) {
+	k, ok := slices.BinarySearchFunc(s.order, p, func(i int32, p netip.Prefix) int { return s.vips[i].Address.Compare(p) })
+	if !ok || !s.ready {
+		return 0, false
+	}
+	return int(s.order[k]), true
+}
+
+// get returns p's state; the zero State (withdrawn) if p is not a VIP.
+func (s *vipStates) get(p netip.Prefix) decide.State {
+	if i, ok := s.at(p); ok {
+		return s.state[i]
+	}
+	return decide.State{}
+}
+
+// seed gives every VIP its initial state, present or not as present says.
+func (s *vipStates) seed(present func(netip.Prefix) bool, now time.Time) {
+	n := len(s.vips)
+	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint64, n)
+	for i := range s.vips {
+		s.state[i] = decide.Initial(present(s.vips[i].Address))
+		s.since[i] = now
+	}
+	s.ready = true
+}
+
+// reload moves the state to vips, the new configuration's VIPs: a VIP
+// that stays keeps its state, a new one starts from initial(p) at now.
+// It returns the VIPs dropped, in the old config order, and how many were
+// added. Before seed there is no state to move: it only re-indexes.
+func (s *vipStates) reload(vips []config.VIP, initial func(netip.Prefix) decide.State, now time.Time) (dropped []netip.Prefix, added int) {
+	if !s.ready {
+		s.index(vips)
+		return nil, 0
+	}
+	old := *s
+	n := len(vips)
+	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint64, n)
+	s.order = nil // old still uses its order
+	s.index(vips)
+	kept := make([]bool, len(old.vips))
+	for i := range vips {
+		p := vips[i].Address
+		if j, ok := old.at(p); ok {
+			s.state[i], s.since[i], s.flips[i] = old.state[j], old.since[j], old.flips[j]
+			kept[j] = true
+			continue
+		}
+		s.state[i], s.since[i] = initial(p), now
+		added++
+	}
+	for j := range old.vips {
+		if !kept[j] {
+			dropped = append(dropped, old.vips[j].Address)
+		}
+	}
+	return dropped, added
+}
