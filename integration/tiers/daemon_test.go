@@ -86,20 +86,7 @@ func TestDaemonDegraded(t *testing.T) {
 	}
 	stop()
 	<-done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		t.Fatalf("watching the router: %v", w.err)
-	}
-	for proto, n := range w.missing {
-		if n > 0 {
-			t.Errorf("router: %d of %d looks without %s's path", n, w.looks, proto)
-		}
-	}
-	if w.looks < 2*len(down) {
-		t.Errorf("router looked at only %d times over %d moves: the watch proves nothing", w.looks, 2*len(down))
-	}
-	t.Logf("router looked at %d times", w.looks)
+	w.check(t, 2*len(down))
 	t.Logf("BENCH rhi degraded tier (poll %v), %d trials: health below -> router prefers dc2: median %v, worst %v; health back -> dc1 best: median %v, worst %v",
 		daemonPoll, len(down), median(down), slices.Max(down), median(up), slices.Max(up))
 	t.Logf("BENCH rhi degraded tier, from the end of the deciding poll (/status since): to dc2: median %v, worst %v; back to dc1: median %v, worst %v",

@@ -177,20 +177,7 @@ func TestDegradedMove(t *testing.T) {
 	}
 	stop()
 	<-done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		t.Fatalf("watching the router: %v", w.err)
-	}
-	for proto, n := range w.missing {
-		if n > 0 {
-			t.Errorf("router: %d of %d looks without %s's path", n, w.looks, proto)
-		}
-	}
-	if w.looks < 2*len(down) {
-		t.Errorf("router looked at only %d times over %d moves: the watch proves nothing", w.looks, 2*len(down))
-	}
-	t.Logf("router looked at %d times", w.looks)
+	w.check(t, 2*len(down))
 	t.Logf("BENCH degraded move, %d trials: to rhi1 -> router prefers dc2: median %v, worst %v; back to rhi0 -> dc1 best: median %v, worst %v",
 		len(down), median(down), slices.Max(down), median(up), slices.Max(up))
 }
@@ -225,4 +212,25 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// check fails t if the watch of the router saw an error, or a look
+// without one of the sites' paths, or too few looks for moves moves to
+// prove anything.
+func (w *watcher) check(t *testing.T, moves int) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		t.Fatalf("watching the router: %v", w.err)
+	}
+	for proto, n := range w.missing {
+		if n > 0 {
+			t.Errorf("router: %d of %d looks without %s's path", n, w.looks, proto)
+		}
+	}
+	if w.looks < moves {
+		t.Errorf("router looked at only %d times over %d moves: the watch proves nothing", w.looks, moves)
+	}
+	t.Logf("router looked at %d times", w.looks)
 }
