@@ -244,3 +244,20 @@ render_warmup_urls() {
 		printf 'http://127.0.0.1:%d/%s/\n' "$LAB_APISIX_PORT" "$id"
 	done
 }
+
+# render_fakeapi_upstreams: the fake API's resources, one type/id a line: every
+# upstream key of deploy/rhi.yaml, as rhi asks for it.
+render_fakeapi_upstreams() {
+	local id
+	for id in "${LAB_UPSTREAMS[@]}"; do
+		printf 'upstreams/%s\n' "$id"
+	done
+}
+
+# render_fakeapi_env: /etc/rhi-lab/fakeapi.env, read by rhi-lab-fakeapi.service.
+render_fakeapi_env() {
+	local ids
+	ids=$(render_fakeapi_upstreams | paste -sd, -)
+	echo "# Rendered by integration/vagrant/lab.sh from deploy/rhi.yaml."
+	echo "RHI_LAB_FAKEAPI_HEALTHY=$ids"
+}

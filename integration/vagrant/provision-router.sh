@@ -17,10 +17,20 @@ source "$repo/integration/vagrant/lab.sh"
 export DEBIAN_FRONTEND=noninteractive
 log() { echo "provision $host: $*"; }
 
+# The lab's box has both already; only a box without them (and a route to
+# the mirror) needs apt. Offline, `apt-get update` would only warn.
 log "packages"
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-	frr curl >/dev/null
+if ! dpkg -s frr curl >/dev/null 2>&1; then
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+		frr curl >/dev/null
+fi
+# The box is shared with the ADCs: BIRD is theirs. Debian's bird.service would
+# fail here (no configuration for this host) and leave the VM degraded.
+if systemctl cat bird.service >/dev/null 2>&1; then
+	systemctl disable --now bird.service >/dev/null 2>&1
+	systemctl reset-failed bird.service 2>/dev/null || true
+fi
 
 log "FRR"
 conf=$(mktemp)
