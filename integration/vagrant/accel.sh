@@ -39,7 +39,7 @@ else
 		accel=kvm
 		why="a kernel booted under KVM"
 	else
-		why="no kernel booted under KVM in ${timeout}s: $(grep -m1 -iE 'error|fail' <<<"$out" || echo hung)"
+		why="the kernel did not boot under KVM within ${timeout}s: $(grep -m1 -iE 'error|fail' <<<"$out" || echo hung)"
 	fi
 fi
 if [[ -n $keep ]]; then

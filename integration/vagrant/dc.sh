@@ -22,11 +22,13 @@ esac
 case $mode in
 real) systemctl "$action" rhi-lab-backends.target ;;
 fake)
+	# One curl for all of them, so that they flip within milliseconds.
+	urls=()
 	while IFS= read -r ref; do
 		[[ -z $ref || $ref == \#* ]] && continue
-		curl -fsS --max-time 5 --unix-socket /run/rhi-lab-fakeapi/control.sock \
-			-X POST "http://fake/status/$ref?status=$want"
+		urls+=("http://fake/status/$ref?status=$want")
 	done </etc/rhi-lab/fakeapi-upstreams
+	curl -fsS --max-time 5 --unix-socket /run/rhi-lab-fakeapi/control.sock -X POST "${urls[@]}"
 	;;
 *)
 	echo "dc.sh: /etc/rhi-lab/apisix-mode: want real or fake, got \"$mode\"" >&2

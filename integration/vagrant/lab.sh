@@ -261,3 +261,19 @@ render_fakeapi_env() {
 	echo "# Rendered by integration/vagrant/lab.sh from deploy/rhi.yaml."
 	echo "RHI_LAB_FAKEAPI_HEALTHY=$ids"
 }
+
+# lab_settle HOST: the end of provisioning. The lab's address must be up;
+# Vagrant's own `ifup` of that interface races the ifup@ unit udev starts on
+# first boot, and the loser leaves ifup@DEV failed though the interface is up
+# (later boots bring it up once, from networking.service). Then no unit may
+# have failed: a degraded VM is a provisioning bug.
+lab_settle() {
+	local host=$1 dev failed
+	dev=$(ip -o -4 addr show | awk -v a="${LAB_ADDR[$host]}/" 'index($4, a) == 1 { print $2 }')
+	[[ -n $dev ]] || lab_die "$host: no interface holds ${LAB_ADDR[$host]}"
+	if systemctl is-failed --quiet "ifup@$dev.service"; then
+		systemctl reset-failed "ifup@$dev.service"
+	fi
+	failed=$(systemctl list-units --state=failed --no-legend --plain | awk '{ print $1 }' | paste -sd' ' -)
+	[[ -z $failed ]] || lab_die "$host: failed units: $failed (journalctl -u …)"
+}

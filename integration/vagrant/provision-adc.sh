@@ -201,7 +201,7 @@ if [[ $mode == fake ]]; then fake_api; else real_apisix; fi
 log "rhi"
 pkg=""
 if [[ -n ${RHI_LAB_RHI:-} ]]; then
-	pkg=$repo/$RHI_LAB_RHI
+	pkg=$repo/${RHI_LAB_RHI#"$repo"/}
 	[[ -f $pkg ]] || lab_die "RHI_LAB_RHI: no $pkg"
 fi
 for f in "$repo"/dist/rhi_*_"$arch".deb "$repo/bin/vagrant/rhi"; do
@@ -233,4 +233,5 @@ systemctl enable rhi.service
 systemctl restart rhi.service
 
 if [[ $mode == fake ]]; then api="fake APISIX control API"; else api="APISIX $(apisix version 2>/dev/null | tail -n 1)"; fi
+lab_settle "$host"
 log "done: $api, $(bird --version 2>&1), $(rhi version)"

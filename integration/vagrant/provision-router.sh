@@ -45,4 +45,5 @@ grep -q '^bgpd=yes$' /etc/frr/daemons || lab_die "/etc/frr/daemons: could not en
 systemctl enable frr.service
 systemctl restart frr.service
 
+lab_settle "$host"
 log "done: $(vtysh -c 'show version' | head -n 1)"

@@ -80,9 +80,10 @@ deb=$("$make" --no-print-directory -s deb | tail -n 1)
 	log "make deb printed no package: $deb"
 	exit 1
 }
-export RHI_LAB_RHI=$deb
+export RHI_LAB_RHI=${deb#"$PWD"/}
 t=$(now)
-timeout "$up_timeout" "$make" --no-print-directory vagrant-up
+# Vagrant's upload progress is one endless line in a log.
+timeout "$up_timeout" "$make" --no-print-directory vagrant-up 2>&1 | tr '\r' '\n' | sed '/KProgress:/d'
 figure "accel $(cat .vagrant/rhi-lab-accel 2>/dev/null || echo "${RHI_LAB_ACCEL:-?}"), APISIX $RHI_LAB_APISIX, up in $(secs "$t" "$(now)") s"
 
 step=failover

@@ -38,7 +38,8 @@ EOT
 rm -f "$root/var/lib/dbus/machine-id"
 rm -f "$root"/etc/ssh/ssh_host_*
 install -d "$root/etc/systemd/system/ssh.service.d"
-printf '[Service]\nExecStartPre=/usr/bin/ssh-keygen -A\n' >"$root/etc/systemd/system/ssh.service.d/rhi-lab-keygen.conf"
+# Before the unit's own `sshd -t`, which fails without host keys.
+printf '[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n' >"$root/etc/systemd/system/ssh.service.d/rhi-lab-keygen.conf"
 printf 'UseDNS no\n' >"$root/etc/ssh/sshd_config.d/rhi-lab.conf"
 # No resolver: the VMs have no route out and look nothing up.
 rm -f "$root/etc/resolv.conf"
