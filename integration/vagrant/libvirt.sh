@@ -135,7 +135,9 @@ down() {
 	if ! "${virsh[@]}" version >/dev/null 2>&1; then
 		log "libvirtd is not running"
 	else
-		for net in "$lab_net" "$mgmt_net"; do
+		# rhi-lab-nat: real mode's, Vagrant's own; gone already unless a
+		# destroy failed.
+		for net in "$lab_net" "$mgmt_net" rhi-lab-nat; do
 			"${virsh[@]}" net-info "$net" >/dev/null 2>&1 || continue
 			"${virsh[@]}" net-destroy "$net" >/dev/null 2>&1 || true
 			"${virsh[@]}" net-undefine "$net" >/dev/null
