@@ -83,7 +83,7 @@ deb=$("$make" --no-print-directory -s deb | tail -n 1)
 export RHI_LAB_RHI=${deb#"$PWD"/}
 t=$(now)
 # Vagrant's upload progress is one endless line in a log.
-timeout "$up_timeout" "$make" --no-print-directory vagrant-up 2>&1 | tr '\r' '\n' | sed '/KProgress:/d'
+timeout "$up_timeout" "$make" --no-print-directory vagrant-up 2>&1 | stdbuf -oL tr '\r' '\n' | sed -u '/KProgress:/d'
 figure "accel $(cat .vagrant/rhi-lab-accel 2>/dev/null || echo "${RHI_LAB_ACCEL:-?}"), APISIX $RHI_LAB_APISIX, up in $(secs "$t" "$(now)") s"
 
 step=failover
