@@ -44,6 +44,21 @@ sed -i 's/^bgpd=no$/bgpd=yes/' /etc/frr/daemons
 grep -q '^bgpd=yes$' /etc/frr/daemons || lab_die "/etc/frr/daemons: could not enable bgpd"
 systemctl enable frr.service
 systemctl restart frr.service
+# FRR starts each daemon, then loads its part of frr.conf into it (vtysh -b).
+# On a slow VM (CPU emulation on a busy host) that load can miss, leaving
+# bgpd up without "router bgp": no session, no route, no failed unit. So
+# check, load it once more if needed, and fail if it still is not there.
+bgp_loaded() { vtysh -c 'show running-config' 2>/dev/null | grep -q "^router bgp ${LAB_ASN[$host]}\$"; }
+for ((i = 0; i < 60; i++)); do
+	bgp_loaded && break
+	sleep 2
+done
+if ! bgp_loaded; then
+	log "bgpd came up without frr.conf's BGP configuration: loading it again (vtysh -b)"
+	vtysh -b >/dev/null || true
+	sleep 2
+	bgp_loaded || lab_die "bgpd has no \"router bgp ${LAB_ASN[$host]}\" (journalctl -u frr)"
+fi
 
 lab_settle "$host"
 log "done: $(vtysh -c 'show version' | head -n 1)"

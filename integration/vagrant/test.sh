@@ -43,18 +43,21 @@ finish() {
 	if ((rc != 0)); then
 		log "failed in step \"$step\"; the lab as it is:"
 		timeout 60 "$vagrant" status 2>&1 | sed 's/^/  /' || true
+		timeout 60 "$vagrant" ssh "$router" -c "sudo systemctl --failed --no-pager; sudo vtysh -c 'show bgp summary'; sudo journalctl -u frr -n 30 --no-pager" -- -q </dev/null 2>&1 | sed "s/^/  $router: /" || true
 		for h in $adcs; do
-			timeout 30 "$vagrant" ssh "$h" -c 'sudo systemctl --failed --no-pager; sudo journalctl -u rhi -n 30 --no-pager' -- -q </dev/null 2>&1 | sed "s/^/  $h: /" || true
+			timeout 60 "$vagrant" ssh "$h" -c 'sudo systemctl --failed --no-pager; sudo birdc show protocols; sudo journalctl -u rhi -n 30 --no-pager' -- -q </dev/null 2>&1 | sed "s/^/  $h: /" || true
 		done
 	fi
 	if ((rc != 0)) && [[ -n ${RHI_LAB_KEEP:-} ]]; then
 		log "RHI_LAB_KEEP is set: leaving the lab up (make vagrant-down)"
 	else
-		step=down
 		log "tearing down"
 		if ! timeout 600 "$make" --no-print-directory vagrant-down; then
 			log "teardown failed"
-			((rc != 0)) || rc=1
+			if ((rc == 0)); then
+				rc=1
+				step=down
+			fi
 		fi
 	fi
 	rm -rf "$tmp"
@@ -87,6 +90,13 @@ t=$(now)
 timeout "$up_timeout" "$make" --no-print-directory vagrant-up 2>&1 | stdbuf -oL tr '\r' '\n' | sed -u '/KProgress:/d'
 took=$(secs "$t" "$(now)")
 figure "accel $(cat .vagrant/rhi-lab-accel 2>/dev/null || echo "${RHI_LAB_ACCEL:-?}"), APISIX $RHI_LAB_APISIX, up in ${took%.*} s"
+
+# The sessions come up after provisioning; on a slow host that takes a while.
+step=converge
+t=$(now)
+router_sh wait "$dc1" "${RHI_LAB_CONVERGE_TIMEOUT:-300}"
+took=$(secs "$t" "$(now)")
+figure "every VIP via $dc1 ${took%.*} s after up"
 
 step=failover
 RHI_LAB_FAILOVER_RUNS=$runs RHI_LAB_FIGURES=$tmp/figures timeout 900 integration/vagrant/failover.sh
