@@ -44,7 +44,24 @@ lab_prefix() {
 	echo "${a%.*}"
 }
 
+# kvm_access: /dev/kvm as Debian's udev rule leaves it (root:kvm 0660, and
+# libvirt-qemu is in group kvm). In a container without udev it is often
+# root-only: qemu probed as root finds KVM, the qemu user cannot open it, and
+# libvirt then finds its capability cache stale at every call and probes qemu
+# again (two qemu runs, seconds each), which slows every step of `vagrant
+# up` by minutes. The lab's VMs still use whichever accelerator accel.sh chose.
+kvm_access() {
+	[[ -c /dev/kvm ]] || return 0
+	getent group kvm >/dev/null || return 0
+	if [[ $(stat -c '%G %a' /dev/kvm) != "kvm 660" ]]; then
+		log "/dev/kvm: root:kvm 0660, as udev would leave it (was $(stat -c '%U:%G %a' /dev/kvm))"
+		chgrp kvm /dev/kvm
+		chmod 0660 /dev/kvm
+	fi
+}
+
 daemon_up() {
+	kvm_access
 	if "${virsh[@]}" version >/dev/null 2>&1; then
 		return 0
 	fi
