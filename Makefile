@@ -94,19 +94,32 @@ clean:
 	rm -rf bin dist
 
 # The Vagrant lab (integration/vagrant/README.md): FRR router, two ADCs with
-# APISIX, BIRD and rhi. CI never starts VMs; it runs check-vagrant.
-VAGRANT        ?= vagrant
-VAGRANT_GOARCH ?= amd64
-.PHONY: vagrant-up vagrant-failover vagrant-verify vagrant-down check-vagrant
+# BIRD, rhi and APISIX or its fake control API. RHI_LAB_APISIX=fake (the
+# default) needs no network; the libvirt provider's networks are isolated
+# (integration/vagrant/libvirt.sh). `make vagrant-test` runs it all, timed.
+VAGRANT          ?= vagrant
+VAGRANT_GOARCH   ?= amd64
+VAGRANT_PROVIDER ?= libvirt
+RHI_LAB_APISIX   ?= fake
+export RHI_LAB_APISIX
+.PHONY: vagrant-box vagrant-up vagrant-failover vagrant-verify vagrant-down vagrant-test check-vagrant
+vagrant-box:
+	VAGRANT=$(VAGRANT) integration/vagrant/box/box.sh
 vagrant-up:
 	GOOS=linux GOARCH=$(VAGRANT_GOARCH) CGO_ENABLED=0 $(MAKE) --no-print-directory build BIN=bin/vagrant/rhi
-	$(VAGRANT) up --provision
+	GOOS=linux GOARCH=$(VAGRANT_GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -o bin/vagrant/fake-apisix ./integration/fakeapi/cmd/fake-apisix
+	if [ "$(VAGRANT_PROVIDER)" = libvirt ]; then integration/vagrant/libvirt.sh up; fi
+	$(VAGRANT) up --provision --provider=$(VAGRANT_PROVIDER)
 vagrant-failover:
 	VAGRANT=$(VAGRANT) integration/vagrant/failover.sh
 vagrant-verify:
 	VAGRANT=$(VAGRANT) integration/vagrant/verify.sh
 vagrant-down:
-	$(VAGRANT) destroy -f
+	rc=0; $(VAGRANT) destroy -f || rc=$$?; \
+	if [ "$(VAGRANT_PROVIDER)" = libvirt ]; then integration/vagrant/libvirt.sh down && integration/vagrant/libvirt.sh check || rc=1; fi; \
+	exit $$rc
+vagrant-test:
+	VAGRANT=$(VAGRANT) MAKE=$(MAKE) integration/vagrant/test.sh
 check-vagrant:
 	integration/vagrant/check.sh
 

@@ -5,7 +5,7 @@
 #
 #   Vagrantfile   ruby -c, vagrant validate -p (provider settings ignored:
 #                 no provider is installed here)
-#   scripts       shellcheck on every script of integration/vagrant
+#   scripts       shellcheck on every script of integration/vagrant (and box/)
 #   BIRD          bird -p -c on each ADC's bird.conf with deploy/bird/base.conf
 #                 and adc.conf
 #   FRR           vtysh --dryrun -f on the router's frr.conf
@@ -44,11 +44,14 @@ ruby -c Vagrantfile >/dev/null
 ruby -c integration/vagrant/check-yaml.rb >/dev/null
 ok "ruby -c Vagrantfile"
 # validate writes .vagrant/ next to the Vagrantfile unless told otherwise.
-VAGRANT_DOTFILE_PATH=$tmp/dot-vagrant VAGRANT_CHECKPOINT_DISABLE=1 vagrant validate -p >/dev/null
+# RHI_LAB_ACCEL: no accelerator probe for a check.
+RHI_LAB_ACCEL=qemu VAGRANT_DOTFILE_PATH=$tmp/dot-vagrant VAGRANT_CHECKPOINT_DISABLE=1 vagrant validate -p >/dev/null
 ok "vagrant validate -p"
 
-shellcheck integration/vagrant/*.sh
-ok "shellcheck integration/vagrant/*.sh"
+shellcheck integration/vagrant/*.sh integration/vagrant/box/*.sh
+ok "shellcheck integration/vagrant/*.sh integration/vagrant/box/*.sh"
+ruby -c integration/vagrant/box/Vagrantfile >/dev/null
+ok "ruby -c integration/vagrant/box/Vagrantfile"
 
 for h in "${LAB_ADCS[@]}"; do
 	install -D -m 0644 "$LAB_BIRD_BASE" "$tmp/bird-$h/rhi/base.conf"
@@ -70,12 +73,15 @@ ruby integration/vagrant/check-yaml.rb "$LAB_RHI_CONFIG" integration/vagrant/api
 # here (as check-deploy does for rhi.service). Our own units must verify
 # without a single complaint; verify's rc alone ignores bad settings.
 install -D -m 0755 integration/vagrant/warmup.sh "$tmp/libexec/warmup.sh"
+# The fake API's binary is built for the VMs by make vagrant-up; any
+# executable does for checking the unit.
+install -D -m 0755 /bin/true "$tmp/libexec/fake-apisix"
 mkdir -p "$tmp/units"
 for f in integration/vagrant/units/*; do
 	sed "s#/usr/local/libexec/rhi-lab/#$tmp/libexec/#g" "$f" >"$tmp/units/${f##*/}"
 done
 port=$(lab_ports "${LAB_UPSTREAMS[0]}" | head -n 1)
-units=(rhi-lab-warmup.service rhi-lab-warmup.timer rhi-lab-warmup.path rhi-lab-backends.target "rhi-lab-backend@$port.service")
+units=(rhi-lab-warmup.service rhi-lab-warmup.timer rhi-lab-warmup.path rhi-lab-backends.target "rhi-lab-backend@$port.service" rhi-lab-fakeapi.service)
 out=$(cd "$tmp/units" && systemd-analyze verify "${units[@]/#/./}" 2>&1) || {
 	printf '%s\n' "$out" >&2
 	exit 1

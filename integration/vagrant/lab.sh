@@ -244,3 +244,36 @@ render_warmup_urls() {
 		printf 'http://127.0.0.1:%d/%s/\n' "$LAB_APISIX_PORT" "$id"
 	done
 }
+
+# render_fakeapi_upstreams: the fake API's resources, one type/id a line: every
+# upstream key of deploy/rhi.yaml, as rhi asks for it.
+render_fakeapi_upstreams() {
+	local id
+	for id in "${LAB_UPSTREAMS[@]}"; do
+		printf 'upstreams/%s\n' "$id"
+	done
+}
+
+# render_fakeapi_env: /etc/rhi-lab/fakeapi.env, read by rhi-lab-fakeapi.service.
+render_fakeapi_env() {
+	local ids
+	ids=$(render_fakeapi_upstreams | paste -sd, -)
+	echo "# Rendered by integration/vagrant/lab.sh from deploy/rhi.yaml."
+	echo "RHI_LAB_FAKEAPI_HEALTHY=$ids"
+}
+
+# lab_settle HOST: the end of provisioning. The lab's address must be up;
+# Vagrant's own `ifup` of that interface races the ifup@ unit udev starts on
+# first boot, and the loser leaves ifup@DEV failed though the interface is up
+# (later boots bring it up once, from networking.service). Then no unit may
+# have failed: a degraded VM is a provisioning bug.
+lab_settle() {
+	local host=$1 dev failed
+	dev=$(ip -o -4 addr show | awk -v a="${LAB_ADDR[$host]}/" 'index($4, a) == 1 { print $2 }')
+	[[ -n $dev ]] || lab_die "$host: no interface holds ${LAB_ADDR[$host]}"
+	if systemctl is-failed --quiet "ifup@$dev.service"; then
+		systemctl reset-failed "ifup@$dev.service"
+	fi
+	failed=$(systemctl list-units --state=failed --no-legend --plain | awk '{ print $1 }' | paste -sd' ' -)
+	[[ -z $failed ]] || lab_die "$host: failed units: $failed (journalctl -u …)"
+}

@@ -17,10 +17,20 @@ source "$repo/integration/vagrant/lab.sh"
 export DEBIAN_FRONTEND=noninteractive
 log() { echo "provision $host: $*"; }
 
+# The lab's box has both already; only a box without them (and a route to
+# the mirror) needs apt. Offline, `apt-get update` would only warn.
 log "packages"
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-	frr curl >/dev/null
+if ! dpkg -s frr curl >/dev/null 2>&1; then
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+		frr curl >/dev/null
+fi
+# The box is shared with the ADCs: BIRD is theirs. Debian's bird.service would
+# fail here (no configuration for this host) and leave the VM degraded.
+if systemctl cat bird.service >/dev/null 2>&1; then
+	systemctl disable --now bird.service >/dev/null 2>&1
+	systemctl reset-failed bird.service 2>/dev/null || true
+fi
 
 log "FRR"
 conf=$(mktemp)
@@ -34,5 +44,21 @@ sed -i 's/^bgpd=no$/bgpd=yes/' /etc/frr/daemons
 grep -q '^bgpd=yes$' /etc/frr/daemons || lab_die "/etc/frr/daemons: could not enable bgpd"
 systemctl enable frr.service
 systemctl restart frr.service
+# FRR starts each daemon, then loads its part of frr.conf into it (vtysh -b).
+# On a slow VM (CPU emulation on a busy host) that load can miss, leaving
+# bgpd up without "router bgp": no session, no route, no failed unit. So
+# check, load it once more if needed, and fail if it still is not there.
+bgp_loaded() { vtysh -c 'show running-config' 2>/dev/null | grep -q "^router bgp ${LAB_ASN[$host]}\$"; }
+for ((i = 0; i < 60; i++)); do
+	bgp_loaded && break
+	sleep 2
+done
+if ! bgp_loaded; then
+	log "bgpd came up without frr.conf's BGP configuration: loading it again (vtysh -b)"
+	vtysh -b >/dev/null || true
+	sleep 2
+	bgp_loaded || lab_die "bgpd has no \"router bgp ${LAB_ASN[$host]}\" (journalctl -u frr)"
+fi
 
+lab_settle "$host"
 log "done: $(vtysh -c 'show version' | head -n 1)"

@@ -6,6 +6,11 @@
 #                   ADC it belongs to, and the answer of a request through the
 #                   VIP (the backends answer with their ADC's name)
 #   wait ADC SECS   wait until every VIP's kernel route goes via ADC
+#   hold ADC SECS   for SECS seconds, check every 0.1 s that every VIP goes
+#                   via ADC; fails on the first one that does not
+#   updates ADC     how many BGP UPDATE messages FRR has received from ADC (a
+#                   withdrawal or a new announcement each counts; keepalives
+#                   do not)
 set -euo pipefail
 
 repo=${LAB_REPO:-/vagrant}
@@ -59,15 +64,43 @@ wait_for() {
 			show >&2
 			return 1
 		fi
-		sleep 0.5
+		sleep 0.1
 	done
+}
+
+hold() {
+	local adc=$1 secs=$2 want vip deadline hop
+	want=${LAB_ADDR[$adc]:-}
+	[[ ${LAB_ROLE[$adc]:-} == adc ]] || lab_die "\"$adc\" is not an ADC in $LAB_TOPOLOGY"
+	deadline=$((SECONDS + secs))
+	echo "router: checking for ${secs}s that every VIP goes via $adc ($want)"
+	while ((SECONDS < deadline)); do
+		for vip in "${LAB_VIPS[@]}"; do
+			hop=$(next_hop "$vip")
+			if [[ $hop != "$want" ]]; then
+				echo "router: $vip went via \"${hop:-nothing}\", not $adc" >&2
+				return 1
+			fi
+		done
+		sleep 0.1
+	done
+	echo "router: every VIP went via $adc throughout"
+}
+
+updates() {
+	local adc=$1
+	[[ ${LAB_ROLE[$adc]:-} == adc ]] || lab_die "\"$adc\" is not an ADC in $LAB_TOPOLOGY"
+	vtysh -c "show bgp neighbors ${LAB_ADDR[$adc]} json" |
+		python3 -c 'import json, sys; n = json.load(sys.stdin); print(next(iter(n.values()))["messageStats"]["updatesRecv"])'
 }
 
 case ${1:-} in
 show) show ;;
 wait) wait_for "${2:?usage: router.sh wait ADC SECONDS}" "${3:?usage: router.sh wait ADC SECONDS}" ;;
+hold) hold "${2:?usage: router.sh hold ADC SECONDS}" "${3:?usage: router.sh hold ADC SECONDS}" ;;
+updates) updates "${2:?usage: router.sh updates ADC}" ;;
 *)
-	echo "usage: router.sh show | wait ADC SECONDS" >&2
+	echo "usage: router.sh show | wait ADC SECONDS | hold ADC SECONDS | updates ADC" >&2
 	exit 2
 	;;
 esac

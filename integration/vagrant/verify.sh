@@ -3,18 +3,20 @@
 # lab. Exits with the worst exit code of them: 0 all consistent, 1 a mismatch
 # or a session not Established, 2 could not check (rhi verify's own codes).
 #
-# Runs on the host (plain bash 3.2 is enough). VAGRANT names the vagrant command.
+# Runs on the host (plain bash 3.2 is enough); reaches the VMs over ssh with
+# `vagrant ssh-config`'s configuration (host.sh).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
-vagrant=${VAGRANT:-vagrant}
+# shellcheck source=host.sh
+source integration/vagrant/host.sh
+trap lab_ssh_close EXIT
 rc=0
-while read -r h; do
+for h in $adcs; do
 	echo "== $h: rhi verify"
 	r=0
-	# stdin stays with the loop, not with ssh.
-	"$vagrant" ssh "$h" -c "sudo rhi verify --config /etc/rhi/rhi.yaml" -- -q </dev/null || r=$?
+	on "$h" sudo rhi verify --config /etc/rhi/rhi.yaml || r=$?
 	echo "== $h: exit $r"
 	if ((r > rc)); then rc=$r; fi
-done < <(awk '$1 !~ /^#/ && $2 == "adc" { print $1 }' integration/vagrant/topology)
+done
 exit "$rc"
