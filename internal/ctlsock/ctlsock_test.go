@@ -168,8 +168,10 @@ func TestClientRefusesImpostorUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// The socket file appears at bind, before listen: wait for the
+	// impostor's own word that it is accepting.
 	for {
-		if _, err := os.Lstat(path); err == nil {
+		if _, err := os.Lstat(path + ".ready"); err == nil {
 			break
 		}
 		select {
@@ -184,9 +186,13 @@ func TestClientRefusesImpostorUser(t *testing.T) {
 	}
 }
 
-// impostor serves "ok" on path until killed.
+// impostor serves "ok" on path until killed; path+".ready" appears once
+// it is listening.
 func impostor(path string) {
 	ln, err := net.Listen("unix", path)
+	if err == nil {
+		err = os.WriteFile(path+".ready", nil, 0o644)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
