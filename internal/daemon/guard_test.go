@@ -317,7 +317,12 @@ func TestRunAsksBird(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- d.Run(ctx) }()
 	<-link.sets // the first tick: 10.0.0.100 withdrawn
-	for i := 0; ; i++ {
+	// The loop takes each answer when it gets to it: keep the asker busy
+	// until the guard shows, bounded by time, not by a count of rounds
+	// (under -race on a loaded machine 100 rounds can pass before the
+	// loop runs once).
+	deadline := time.Now().Add(10 * time.Second) // a failure bound, not a wait
+	for {
 		mu.Lock()
 		for _, ft := range tickers {
 			ft.fire()
@@ -331,7 +336,7 @@ func TestRunAsksBird(t *testing.T) {
 		case <-time.After(10 * time.Second): // a failure bound, not a wait
 			t.Fatal("the asker was never asked")
 		}
-		if i > 100 {
+		if time.Now().After(deadline) {
 			t.Fatal("the guard never engaged")
 		}
 		if link.text() == "10.0.0.100 10.0.0.101 10.0.0.102" {
