@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libvirt.sh up | down | check: the libvirt side of the Vagrant lab, for the
+# libvirt.sh up | clean | down | check: the libvirt side of the Vagrant lab, for the
 # libvirt provider (make vagrant-up / vagrant-down / vagrant-test).
 #
 #   up     starts libvirtd and virtlogd if they are not running (under
@@ -11,7 +11,10 @@
 #            rhi-lab       a storage pool in /var/lib/libvirt/rhi-lab, with the
 #                          box's kernel and initrd where libvirt's qemu user can
 #                          read them (VAGRANT_HOME under /root is not)
-#   down   removes all of that: networks, pool and its volumes, libvirt's
+#   clean  starts libvirtd if needed and runs down: what an interrupted run
+#          left (domains, networks, pool) is removed before a new one
+#   down   removes all of that, and any rhi-lab_ domain vagrant did not
+#          destroy: networks, pool and its volumes, libvirt's
 #          firewall chains (once no libvirt network is left), and stops the
 #          daemons if `up` started them.
 #   check  fails if anything of the lab is left, a libvirt network forwards,
@@ -95,7 +98,12 @@ net_up() {
 		"${virsh[@]}" net-define "$tmp" >/dev/null
 		rm -f "$tmp"
 	fi
-	"${virsh[@]}" net-info "$net" | grep -q '^Active: *yes' || "${virsh[@]}" net-start "$net" >/dev/null
+	# libvirtd may bring back a network it had running before it was
+	# killed just after it answers: "already active" is then no failure.
+	if ! "${virsh[@]}" net-info "$net" | grep -q '^Active: *yes' &&
+		! "${virsh[@]}" net-start "$net" >/dev/null; then
+		"${virsh[@]}" net-info "$net" | grep -q '^Active: *yes' || die "network $net: cannot start it"
+	fi
 	log "network $net: isolated, active"
 }
 
@@ -135,7 +143,8 @@ chains_down() {
 	for cmd in iptables ip6tables; do
 		command -v "$cmd" >/dev/null || continue
 		for table in filter nat mangle; do
-			"$cmd" -t "$table" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j LIBVIRT_' | while read -r _ rest; do
+			# grep finds nothing once the chains are gone: not a failure.
+			"$cmd" -t "$table" -S 2>/dev/null | { grep -E '^-A [A-Z]+ .*-j LIBVIRT_' || true; } | while read -r _ rest; do
 				# shellcheck disable=SC2086 # the rule's own words
 				"$cmd" -t "$table" -D $rest
 			done
@@ -147,11 +156,24 @@ chains_down() {
 	done
 }
 
+# lab_domains: the lab's libvirt domains (the Vagrantfile's default_prefix),
+# including those of a run that was killed, whose checkout is gone.
+lab_domains() {
+	"${virsh[@]}" list --all --name 2>/dev/null | grep '^rhi-lab_' || true
+}
+
 down() {
-	local net vol
+	local net vol dom
 	if ! "${virsh[@]}" version >/dev/null 2>&1; then
 		log "libvirtd is not running"
 	else
+		# vagrant destroy removes the domains it knows; these are left by a
+		# run that was killed (its .vagrant is gone, so vagrant cannot).
+		for dom in $(lab_domains); do
+			"${virsh[@]}" destroy "$dom" >/dev/null 2>&1 || true
+			"${virsh[@]}" undefine "$dom" >/dev/null
+			log "domain $dom removed (left by an earlier run)"
+		done
 		# rhi-lab-nat: real mode's, Vagrant's own; gone already unless a
 		# destroy failed.
 		for net in "$lab_net" "$mgmt_net" rhi-lab-nat; do
@@ -194,8 +216,9 @@ check_forwarding() {
 
 # check: nothing of the lab is left; no libvirt network forwards.
 check() {
-	local left=()
+	local left=() dom
 	if "${virsh[@]}" version >/dev/null 2>&1; then
+		for dom in $(lab_domains); do left+=("domain $dom"); done
 		for net in $("${virsh[@]}" net-list --all --name); do
 			if [[ $net == rhi-lab* ]]; then left+=("network $net"); fi
 			if "${virsh[@]}" net-dumpxml "$net" | grep -q '<forward'; then
@@ -221,10 +244,14 @@ check() {
 
 case ${1:-} in
 up) up ;;
+clean)
+	daemon_up
+	down
+	;;
 down) down ;;
 check) check ;;
 *)
-	echo "usage: libvirt.sh up | down | check" >&2
+	echo "usage: libvirt.sh up | clean | down | check" >&2
 	exit 2
 	;;
 esac

@@ -3,6 +3,7 @@
 # always torn down again, pass or fail:
 #
 #   box      make vagrant-box (a no-op when the box of this hash is added)
+#   clean    what a killed run left in libvirt (libvirt.sh clean)
 #   up       make deb; make vagrant-up with that package (router, dc1, dc2)
 #   failover make vagrant-failover, RHI_LAB_FAILOVER_RUNS times (5)
 #   verify   make vagrant-verify
@@ -76,6 +77,13 @@ trap 'exit 130' INT TERM
 
 step=box
 timeout 1800 "$make" --no-print-directory vagrant-box
+
+# A run that was killed (CI stopped, the machine restarted) leaves domains
+# whose .vagrant is gone and networks libvirtd brings back: clear them.
+step=clean
+if [[ ${VAGRANT_PROVIDER:-libvirt} == libvirt ]]; then
+	integration/vagrant/libvirt.sh clean
+fi
 
 step=up
 log "building the package"
