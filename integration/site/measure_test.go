@@ -2,6 +2,7 @@ package site
 
 import (
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,8 +61,14 @@ func TestReadProc(t *testing.T) {
 	if a.RSS <= 0 || a.HWM < a.RSS || a.Threads < 1 || a.FDs < 3 {
 		t.Errorf("implausible reading %+v", a)
 	}
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
-		// Busy: the reading below must show CPU spent.
+	// Busy until the kernel has charged this process 50 ms more CPU (a
+	// wall-clock loop may get no CPU at all on a loaded machine); the
+	// deadline only bounds a failure.
+	start, deadline := cpuTime(t), time.Now().Add(10*time.Second)
+	for cpuTime(t)-start < 50*time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatal("10 s without 50 ms of CPU")
+		}
 	}
 	b, err := ReadProc(os.Getpid())
 	if err != nil {
@@ -149,4 +156,13 @@ func TestSummarize(t *testing.T) {
 	if got := (Summary{N: 2, Median: 1500 * time.Microsecond, Worst: 40 * ms}).String(); got != "1.5 / 40.0 ms" {
 		t.Errorf("String = %q", got)
 	}
+}
+
+// cpuTime is the CPU this process has used, user and system, by getrusage.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

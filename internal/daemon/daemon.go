@@ -43,6 +43,9 @@ type Announcer interface {
 	// Renew makes the kernel notify BIRD about p again, leaving p as
 	// present says; it fails if the interface does not hold p that way.
 	Renew(ctx context.Context, p netip.Prefix, present bool) error
+	// DeletePeers deletes point-to-point entries, which Set cannot name
+	// (unmanaged_addresses: withdraw); a dry run deletes none.
+	DeletePeers(ctx context.Context, peers []vip.Peer) error
 }
 
 // Deps are the daemon's outside parts.

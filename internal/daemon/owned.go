@@ -133,12 +133,11 @@ func (d *Daemon) withdrawUnmanaged(ctx context.Context) {
 			d.owned[p] = false
 		}
 	}
-	pd, ok := d.ann.(peerDeleter)
-	if !ok || len(d.unmanaged.peers) == 0 {
+	if len(d.unmanaged.peers) == 0 {
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, applyTimeout)
-	err := pd.DeletePeers(dctx, d.unmanaged.peers)
+	err := d.ann.DeletePeers(dctx, d.unmanaged.peers)
 	cancel()
 	switch {
 	case err != nil && err.Error() != d.unmanaged.peersErr:
@@ -147,12 +146,6 @@ func (d *Daemon) withdrawUnmanaged(ctx context.Context) {
 	case err == nil:
 		d.unmanaged.peersErr = ""
 	}
-}
-
-// peerDeleter deletes point-to-point entries: vip.Announcer does; a dry
-// run's announcer does not, and so deletes none.
-type peerDeleter interface {
-	DeletePeers(ctx context.Context, peers []vip.Peer) error
 }
 
 // holdUnrecorded keeps off the interface, while the record cannot be

@@ -421,7 +421,8 @@ func TestDryRunSaysWould(t *testing.T) {
 	}
 }
 
-// dryLink is a fakeLink without DeletePeers, as a dry run's announcer.
+// dryLink is a fakeLink whose Set and DeletePeers change nothing, as a
+// dry run's announcer.
 type dryLink struct{ l *fakeLink }
 
 func (d dryLink) Observe(ctx context.Context) (vip.State, error) { return d.l.Observe(ctx) }
@@ -431,6 +432,7 @@ func (d dryLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.Stat
 	return d.l.state(owned), nil
 }
 func (d dryLink) Renew(ctx context.Context, p netip.Prefix, present bool) error { return nil }
+func (d dryLink) DeletePeers(context.Context, []vip.Peer) error                 { return nil }
 
 // TestUnmanagedWarningIsBounded: the warning names the first 100
 // unmanaged addresses and counts the rest.

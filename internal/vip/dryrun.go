@@ -17,6 +17,8 @@ type DryRun struct {
 	a    *Announcer
 	log  logrus.FieldLogger
 	last string
+	// lastPeers is the point-to-point list DeletePeers last logged.
+	lastPeers string
 }
 
 // NewDryRun returns a read-only stand-in for New(nl, iface, log).
@@ -76,5 +78,17 @@ func names(ops []op) []string {
 // Renew logs the renewal it would do.
 func (d *DryRun) Renew(ctx context.Context, p netip.Prefix, present bool) error {
 	d.log.WithFields(logrus.Fields{"vip": p.String(), "iface": d.a.iface}).Info("dry run: would renew the address for BIRD")
+	return nil
+}
+
+// DeletePeers logs the point-to-point entries it would delete, once per
+// change of the list.
+func (d *DryRun) DeletePeers(ctx context.Context, peers []Peer) error {
+	text := fmt.Sprint(peers)
+	if text == d.lastPeers {
+		return nil
+	}
+	d.lastPeers = text
+	d.log.WithFields(logrus.Fields{"iface": d.a.iface, "would_delete_peers": text}).Warn("dry run: not deleting unmanaged point-to-point entries")
 	return nil
 }

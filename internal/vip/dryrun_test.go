@@ -2,6 +2,7 @@ package vip
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -36,5 +37,26 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 	if err := d.Renew(context.Background(), prefixes("10.0.0.1/32")[0], true); err != nil || f.writes != 0 {
 		t.Errorf("dry renew: %v, %d writes", err, f.writes)
+	}
+}
+
+// A dry run deletes no point-to-point entry, and says so once per list.
+func TestDryRunDeletesNoPeers(t *testing.T) {
+	f := newFakeKernel()
+	f.addLink(iface, "10.0.0.1/32")
+	log, hook := logtest.NewNullLogger()
+	d := NewDryRun(f, iface, log)
+	peers := []Peer{{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.9.0.2/32")}}
+	for range 3 {
+		if err := d.DeletePeers(context.Background(), peers); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.writes != 0 {
+		t.Fatalf("dry run made %d writes", f.writes)
+	}
+	entries := hook.AllEntries()
+	if len(entries) != 1 || entries[0].Data["would_delete_peers"] != "[10.9.0.1 peer 10.9.0.2/32]" {
+		t.Errorf("log: %v", logged(hook))
 	}
 }
