@@ -98,7 +98,8 @@ func (t timed) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
 func AskOn(ctx context.Context, e Execer, vips []netip.Prefix) Answer {
 	a := Answer{Origins: make(map[netip.Prefix][]uint32, len(vips))}
 	r, err := e.Exec(ctx, "show protocols all")
-	if err != nil && !isBirdError(err) {
+	if err != nil {
+		// Without it no session is known to fill the guard tables.
 		return Answer{Err: fmt.Errorf("show protocols all: %w", err)}
 	}
 	a.Self = LocalAS(r)
