@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -307,4 +308,17 @@ func TestUnmanagedOnRhi1WithTierOff(t *testing.T) {
 	if got := r.d.Status().Interface.Unmanaged; len(got) != 0 {
 		t.Errorf("unmanaged %v after the withdrawal, want none", got)
 	}
+}
+
+// TestDegradedStaysWhenRecordUnwritable: a degraded VIP found on rhi1 at
+// start-up that the ownership record does not list stays there while the
+// record cannot be written, as a VIP found on rhi0 does ("VIPs already on
+// the interface stay as health says"): a full disk must not withdraw it.
+func TestDegradedStaysWhenRecordUnwritable(t *testing.T) {
+	main, deg := newFakeLink(), newFakeLink(tierVIP)
+	r := newTierRig(t, main, deg)
+	r.d.own.file = &fakeRecord{File: owned.File(filepath.Join(t.TempDir(), "owned")), link: main, fail: errors.New("no space left on device")}
+	r.tick(t, 1)
+	r.tick(t, 1)
+	r.expect(t, "", "10.0.0.100", decide.TierDegraded)
 }
