@@ -36,8 +36,11 @@ type tiers struct {
 
 // needed reports whether the pair must set both interfaces: some VIP of
 // cfg can be degraded, or the degraded interface holds something of rhi's
-// (from start-up, or a tier turned off by a reload). Otherwise the main
-// interface alone is set, as without the tier, at no extra cost per tick.
+// (from start-up, or a tier turned off by a reload), or a host address rhi
+// does not manage (BIRD announces it degraded: it must stay in view, and
+// unmanaged_addresses: withdraw deletes it through the pair). Otherwise
+// the main interface alone is set, as without the tier, at no extra cost
+// per tick.
 func (t *tiers) needed(cfg *config.Config) bool {
 	if t.onFor != cfg {
 		t.onFor, t.onCfg = cfg, false
@@ -45,7 +48,7 @@ func (t *tiers) needed(cfg *config.Config) bool {
 			t.onCfg = t.onCfg || cfg.VIPs[i].Degraded.On()
 		}
 	}
-	return t.onCfg || len(t.iface.Present) > 0
+	return t.onCfg || len(t.iface.Present) > 0 || slices.ContainsFunc(t.iface.Foreign, announceable)
 }
 
 // on reports whether the daemon manages a degraded interface.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -285,4 +286,39 @@ func TestDegradedTierOwnership(t *testing.T) {
 	if got := deg.text(); got != "10.0.0.100" {
 		t.Errorf("under unmanaged_addresses: withdraw, rhi1 holds %q", got)
 	}
+}
+
+// TestUnmanagedOnRhi1WithTierOff: with no VIP using the degraded tier (a
+// host that runs tiers.conf for the fail-open guard only), a host address
+// on rhi1 is still announced by BIRD, degraded, with no health check.
+// rhi reports it, and under unmanaged_addresses: withdraw it must delete
+// it, not only say that it does.
+func TestUnmanagedOnRhi1WithTierOff(t *testing.T) {
+	main, deg := newFakeLink(), newFakeLink("10.0.0.77/32")
+	r := newTierRig(t, main, deg)
+	r.d.cfg.VIPs[0].Degraded = config.Degraded{}
+	r.d.cfg.Degraded.Below = 0
+	r.d.cfg.Unmanaged = config.UnmanagedWithdraw
+	for range 3 {
+		r.tick(t, 4)
+	}
+	if got := deg.text(); got != "" {
+		t.Errorf("under unmanaged_addresses: withdraw, rhi1 still holds %q", got)
+	}
+	if got := r.d.Status().Interface.Unmanaged; len(got) != 0 {
+		t.Errorf("unmanaged %v after the withdrawal, want none", got)
+	}
+}
+
+// TestDegradedStaysWhenRecordUnwritable: a degraded VIP found on rhi1 at
+// start-up that the ownership record does not list stays there while the
+// record cannot be written, as a VIP found on rhi0 does ("VIPs already on
+// the interface stay as health says"): a full disk must not withdraw it.
+func TestDegradedStaysWhenRecordUnwritable(t *testing.T) {
+	main, deg := newFakeLink(), newFakeLink(tierVIP)
+	r := newTierRig(t, main, deg)
+	r.d.own.file = &fakeRecord{File: owned.File(filepath.Join(t.TempDir(), "owned")), link: main, fail: errors.New("no space left on device")}
+	r.tick(t, 1)
+	r.tick(t, 1)
+	r.expect(t, "", "10.0.0.100", decide.TierDegraded)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/guard"
 	"github.com/rhi-daemon/rhi/internal/guardbird"
 	"github.com/rhi-daemon/rhi/internal/status"
@@ -244,6 +245,8 @@ func renderFailOpen(vs *status.VIPStatus, v *view, rec vipRec) {
 	}
 	vs.FailOpen = fo
 	if g.Engaged && !vs.Drained {
-		vs.Reason, vs.Desired = guard.Reason, true
+		// Health's tier is "withdrawn"; the guard puts the VIP on the
+		// main interface, at full weight.
+		vs.Reason, vs.Desired, vs.Tier = guard.Reason, true, decide.TierAnnounced
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/guard"
 	"github.com/rhi-daemon/rhi/internal/guardbird"
@@ -374,5 +375,23 @@ func TestGuardLastSiteNeverWithdraws(t *testing.T) {
 	}
 	if n := r.count(logrus.InfoLevel, "vip unavailable: withdrawing"); n != 0 {
 		t.Errorf("%d lines saying it is withdrawn, want 0", n)
+	}
+}
+
+// TestGuardStatusTier: a VIP the guard announces is on the main interface
+// at full weight, and /status says so: tier "announced", not "withdrawn"
+// (rhi verify reads the tier there, and would skip checking how BIRD
+// exports the VIP).
+func TestGuardStatusTier(t *testing.T) {
+	r, a := guardRig(t, fo1)
+	r.tick(t)
+	r.health.set(health.Down, api)
+	r.answer(t, a)
+	r.tick(t)
+	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	for _, v := range r.d.Status().VIPs {
+		if v.Address == v100.String() && (!v.Desired || v.Tier != decide.TierAnnounced || v.OnDegraded) {
+			t.Errorf("engaged guard: desired %v tier %q on_degraded %v, want true %q false", v.Desired, v.Tier, v.OnDegraded, decide.TierAnnounced)
+		}
 	}
 }

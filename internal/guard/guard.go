@@ -29,6 +29,7 @@
 package guard
 
 import (
+	"math"
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/config"
@@ -157,6 +158,9 @@ func disengaged(s State) State {
 // this site lets go: twice Release for a kept site (see the package doc).
 func releaseAfter(cfg config.FailOpen, o Observation) time.Duration {
 	if Kept(cfg.MinOtherSites, o) {
+		if cfg.Release > math.MaxInt64/2 {
+			return math.MaxInt64 // twice it would wrap negative
+		}
 		return 2 * cfg.Release
 	}
 	return cfg.Release

@@ -174,3 +174,19 @@ func TestKept(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeReleaseKeptHolds: a release so long that twice it overflows a
+// time.Duration (fail_open.release accepts "1500000h") must not turn the
+// kept site's wait negative, making it let go at the first answer that
+// shows another site: the kept one must wait longest.
+func TestHugeReleaseKeptHolds(t *testing.T) {
+	cfg := config.FailOpen{MinOtherSites: 1, Hold: 2 * time.Second, Release: 1500000 * time.Hour}
+	kept := Observation{Known: true, Others: []uint32{65000}, Self: 65001} // the highest AS: kept
+	run(t, cfg, []step{
+		{at: 0, obs: seen()},
+		{at: 2 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
+		{at: 3 * time.Second, obs: kept, engaged: true},
+		{at: 4 * time.Second, obs: kept, engaged: true},
+		{at: time.Hour, obs: kept, engaged: true},
+	})
+}

@@ -92,15 +92,32 @@ func (t timed) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
 // AskOn asks e about every VIP, one "show route <VIP> table <guard> all"
 // each, and the sessions' local AS. It stops at the first error that
 // leaves the connection unusable (the rest are unknown) and when ctx ends.
+// A VIP of a family with no Established BGP session is unknown (not asked),
+// and with none at all Err says so: an empty guard table then means that
+// nothing fills it, not that no other site announces the VIP.
 func AskOn(ctx context.Context, e Execer, vips []netip.Prefix) Answer {
 	a := Answer{Origins: make(map[netip.Prefix][]uint32, len(vips))}
 	r, err := e.Exec(ctx, "show protocols all")
-	if err != nil && !isBirdError(err) {
+	if err != nil {
+		// Without it no session is known to fill the guard tables.
 		return Answer{Err: fmt.Errorf("show protocols all: %w", err)}
 	}
 	a.Self = LocalAS(r)
+	up := sessionsUp(r)
+	if len(up) == 0 {
+		return Answer{Err: errNoSession}
+	}
 	for i, p := range vips {
 		table := Table(p)
+		if !up[bird.Family(p)] {
+			// Nothing can fill the guard table: its emptiness says
+			// nothing about the other sites.
+			a.Failed++
+			if a.VIPErr == nil {
+				a.VIPErr = fmt.Errorf("%s: no %s BGP session is established", table, bird.Family(p))
+			}
+			continue
+		}
 		r, err := e.Exec(ctx, bird.GuardCommand(p, table))
 		an, err := bird.ParseAnnouncers(r, err, p, table)
 		if err != nil {
@@ -117,6 +134,33 @@ func AskOn(ctx context.Context, e Execer, vips []netip.Prefix) Answer {
 		a.Origins[p] = an.Origins
 	}
 	return a
+}
+
+// errNoSession is the Answer.Err of a BIRD with no BGP session
+// Established: the guard tables are empty because nothing fills them.
+var errNoSession = errors.New("no BGP session is established: the guard tables cannot know which other sites announce a VIP")
+
+// sessionsUp reads "show protocols all": the families ("ipv4", "ipv6") for
+// which some BGP protocol is Established with that channel UP. While a
+// family has none, its guard table is empty or stale whatever the other
+// sites announce. An unreadable reply has none.
+func sessionsUp(r bird.Reply) map[string]bool {
+	ps, err := bird.ParseProtocolsAll(r)
+	if err != nil {
+		return nil
+	}
+	up := map[string]bool{}
+	for _, p := range ps {
+		if p.Proto != "BGP" || !p.Established() {
+			continue
+		}
+		for _, c := range p.Channels {
+			if c.State == "UP" {
+				up[c.Name] = true
+			}
+		}
+	}
+	return up
 }
 
 // isBirdError reports whether err is BIRD's own error reply, after which

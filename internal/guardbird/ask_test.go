@@ -85,3 +85,60 @@ func TestLocalAS(t *testing.T) {
 		t.Errorf("two ASes: got %d, want 0", got)
 	}
 }
+
+// TestAskNoSession: while no BGP session of a VIP's family is Established
+// (the router is down, BIRD has just restarted), the guard table is empty
+// because nothing can fill it, not because no other site announces the
+// VIP. Such a VIP must be unknown, never "nobody else": the guard would
+// engage and announce an unhealthy VIP the moment the session comes up,
+// and hold it for release.
+func TestAskNoSession(t *testing.T) {
+	srv := birdtest.NewServer(t, map[string]string{
+		"show protocols all":                  fixture(t, "bird2.0.12-show-protocols-all-peer_b.peerdown-vip.txt"),
+		bird.GuardCommand(vip4, "rhi_guard4"): notFound,
+		bird.GuardCommand(vip6, "rhi_guard6"): notFound,
+	})
+	a := Socket{Path: srv.Path, Timeout: 2 * time.Second}.Ask(context.Background(), []netip.Prefix{vip4, vip6})
+	if a.Err == nil || len(a.Origins) != 0 {
+		t.Errorf("no session established: got %+v, want an error and no VIP known", a)
+	}
+}
+
+// TestAskOneFamilyDown: a VIP of a family whose sessions are down is
+// unknown; the other family's VIPs are answered.
+func TestAskOneFamilyDown(t *testing.T) {
+	r := bird.Reply{Code: bird.CodeOK, Lines: []bird.Line{
+		{Code: 2002, Text: "Name       Proto      Table      State  Since         Info"},
+		{Code: 1002, Text: "peer_4     BGP        ---        up     19:47:49.274  Established   "},
+		{Code: 1006, Text: "  BGP state:          Established"},
+		{Code: 1006, Text: "    Local AS:         65001"},
+		{Code: 1006, Text: "  Channel ipv4"},
+		{Code: 1006, Text: "    State:          UP"},
+		{Code: 1002, Text: "peer_6     BGP        ---        start  19:47:49.274  Active        Socket: Connection refused"},
+		{Code: 1006, Text: "  BGP state:          Active"},
+		{Code: 1006, Text: "    Local AS:         65001"},
+		{Code: 1006, Text: "  Channel ipv6"},
+		{Code: 1006, Text: "    State:          DOWN"},
+	}}
+	e := replies{"show protocols all": r}
+	a := AskOn(context.Background(), e, []netip.Prefix{vip4, vip6})
+	if a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	if got, ok := a.Origins[vip4]; !ok || len(got) != 0 {
+		t.Errorf("%s: origins %v (known %v), want none, known", vip4, got, ok)
+	}
+	if _, ok := a.Origins[vip6]; ok || a.Failed != 1 || a.VIPErr == nil {
+		t.Errorf("%s must be unknown while no ipv6 session is established: %+v", vip6, a)
+	}
+}
+
+// replies answers each command with its reply, and 8001 to the rest.
+type replies map[string]bird.Reply
+
+func (r replies) Exec(_ context.Context, cmd string) (bird.Reply, error) {
+	if rep, ok := r[cmd]; ok {
+		return rep, nil
+	}
+	return bird.Reply{Code: bird.CodeNetworkNotFound}, &bird.Error{Code: bird.CodeNetworkNotFound, Text: "Network not found"}
+}

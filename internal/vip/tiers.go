@@ -80,8 +80,11 @@ func (p *Pair) MoveSet(ctx context.Context, want map[netip.Prefix]Place) (main, 
 	}
 	main, mainErr = p.Main.Set(ctx, mainB)
 	mainView := known(main, mainErr, p.LastMain)
+	// An unread degraded interface still holds what it held: a VIP that
+	// main could not take stays there.
+	degView := known(deg, degErr, p.LastDegraded)
 	for v, pl := range want {
-		degB[v] = pl == Degraded || (pl == Main && !mainView.Has(v) && deg.Has(v))
+		degB[v] = pl == Degraded || (pl == Main && !mainView.Has(v) && degView.Has(v))
 	}
 	if !maps.Equal(degA, degB) {
 		deg, degErr = p.Degraded.Set(ctx, degB)

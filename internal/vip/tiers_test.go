@@ -158,3 +158,45 @@ func TestMoveSetDryRun(t *testing.T) {
 		t.Errorf("no dry-run line about adding to %s: %v", degIface, logged(hook))
 	}
 }
+
+// flakySetter fails its next fails calls without reading the interface, as
+// a netlink dump that times out does, then passes them on.
+type flakySetter struct {
+	Setter
+	fails int
+}
+
+func (f *flakySetter) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
+	if f.fails > 0 {
+		f.fails--
+		return State{}, errTest
+	}
+	return f.Setter.Set(ctx, owned)
+}
+
+// TestMoveSetUnreadDegradedKeepsCopy: a VIP moving up whose add to main
+// fails stays on the degraded interface, even when the first Set of the
+// degraded interface could not read it: an interface not read says
+// nothing about what it holds, so the third step must not delete the
+// only copy.
+func TestMoveSetUnreadDegradedKeepsCopy(t *testing.T) {
+	f, p := newPair(t)
+	ctx := context.Background()
+	const v = "10.0.0.1/32"
+	p.MoveSet(ctx, places(v, Degraded))
+	if !has(f, degIface, v) {
+		t.Fatal("setup: not on rhi1")
+	}
+	flaky := &flakySetter{Setter: p.Degraded, fails: 1}
+	p.Degraded = flaky
+	f.failAdd = map[netip.Prefix]error{netip.MustParsePrefix(v): errTest}
+	p.MoveSet(ctx, places(v, Main))
+	if !has(f, iface, v) && !has(f, degIface, v) {
+		t.Fatalf("the VIP is on neither interface; trace %v", f.trace)
+	}
+	f.failAdd = nil
+	p.MoveSet(ctx, places(v, Main))
+	if !has(f, iface, v) || has(f, degIface, v) {
+		t.Errorf("after the retry: rhi0 %v rhi1 %v, want rhi0 only", has(f, iface, v), has(f, degIface, v))
+	}
+}
