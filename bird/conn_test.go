@@ -185,7 +185,10 @@ func TestExecStall(t *testing.T) {
 		}
 	})
 	c := dial(t, path)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// Long enough that the command is surely sent before the deadline
+	// (a deadline already past sends nothing and is no stall), however
+	// loaded the machine; the stall then ends the exchange at it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, err := c.Exec(ctx, "show protocols")
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, os.ErrDeadlineExceeded) {

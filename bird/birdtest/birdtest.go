@@ -6,6 +6,8 @@ package birdtest
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -30,6 +32,7 @@ type Server struct {
 	repl map[string]string // command → raw reply bytes
 	stal map[string]bool   // commands never answered
 	cmds []string          // commands received, "restrict" included
+	more chan struct{}     // closed and replaced by every command, for WaitCommands
 	open map[net.Conn]bool
 }
 
@@ -42,7 +45,7 @@ func NewServer(t testing.TB, replies map[string]string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Path: path, ln: ln, repl: map[string]string{}, stal: map[string]bool{}, open: map[net.Conn]bool{}}
+	s := &Server{Path: path, ln: ln, repl: map[string]string{}, stal: map[string]bool{}, more: make(chan struct{}), open: map[net.Conn]bool{}}
 	for cmd, r := range replies {
 		s.repl[cmd] = r
 	}
@@ -73,6 +76,27 @@ func (s *Server) Commands() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.cmds...)
+}
+
+// WaitCommands blocks until the Server has received at least n commands
+// ("restrict" included; a stalled one counts once read) or ctx ends; then
+// it returns ctx's error, with the count so far. The Server reads on its
+// own goroutines: a client's Exec can return (at its deadline, say) before
+// the command is recorded.
+func (s *Server) WaitCommands(ctx context.Context, n int) error {
+	for {
+		s.mu.Lock()
+		got, more := len(s.cmds), s.more
+		s.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return fmt.Errorf("birdtest: %d commands, want %d: %w", got, n, ctx.Err())
+		}
+	}
 }
 
 // Close stops listening, drops every connection and waits for them to end.
@@ -121,6 +145,8 @@ func (s *Server) serve(c net.Conn) {
 		cmd := strings.TrimSuffix(line, "\n")
 		s.mu.Lock()
 		s.cmds = append(s.cmds, cmd)
+		close(s.more)
+		s.more = make(chan struct{})
 		reply, ok := s.repl[cmd]
 		stall := s.stal[cmd]
 		s.mu.Unlock()

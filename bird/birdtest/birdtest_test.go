@@ -33,12 +33,20 @@ func TestServer(t *testing.T) {
 		t.Fatalf("after Set: %v", err)
 	}
 	s.Stall("show status")
-	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
+	// Long enough that the command is sent before the deadline, however
+	// loaded the machine; the stall then ends the exchange at it.
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
 	defer cancelShort()
 	if _, err := c.Exec(short, "show status"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("stalled command: err = %v, want a deadline error", err)
 	}
+	// The server records the stalled command on its own goroutine, which
+	// a loaded machine may not have run yet when the client's deadline
+	// passes: wait for it (ctx bounds a failing run).
 	want := []string{"restrict", "show status", "show nothing", "show nothing", "show status"}
+	if err := s.WaitCommands(ctx, len(want)); err != nil {
+		t.Error(err)
+	}
 	if diff := cmp.Diff(want, s.Commands()); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}

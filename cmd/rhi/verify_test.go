@@ -155,19 +155,25 @@ func (e verifyEnv) start(t *testing.T) verifyWorld {
 	if e.pollMode != "" {
 		mode = "\napisix_poll_mode: " + e.pollMode
 	}
+	// The timeouts bound exchanges that must succeed: generous, but for
+	// the stall, which waits for bird.timeout.
+	birdTimeout := "10s"
+	if e.stall {
+		birdTimeout = "2s"
+	}
 	cfg := fmt.Sprintf(`apisix_control_url: %s
-apisix_timeout: 2s%s
+apisix_timeout: 10s%s
 interface: rhi0
 control_socket: "%s"
 bird:
   socket: %s
-  timeout: 1s%s
+  timeout: %s%s
 vips:
   - address: 10.255.0.10
     upstreams: ["/apisix/upstreams/api4"]
   - address: fd00:255::10
     upstreams: ["/apisix/upstreams/api6"]
-`, apiURL, mode, status, socket, protocols)
+`, apiURL, mode, status, socket, birdTimeout, protocols)
 	path := filepath.Join(dir, "rhi.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -150,12 +150,15 @@ func probedWorld(t *testing.T, policies ...string) (*world, []*probeTarget) {
 	t.Helper()
 	l := lab.ForTest(t, lab.Options{DCs: len(policies)})
 	w := &world{lab: l}
+	// Generous timeouts: every good probe and poll must succeed. A poll
+	// every second: TestProbeAnswer counts the polls to a withdrawal by
+	// reading /status, which must not lag by a poll on a loaded machine.
 	vips := []site.VIP{{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"},
-		Extra: "probe: {url: \"" + probeURL + "\", host: api.example.com, timeout: 300ms}"}}
+		Extra: "probe: {url: \"" + probeURL + "\", host: api.example.com, timeout: 2s}"}}
 	var targets []*probeTarget
 	ctx := context.Background()
 	for i, pol := range policies {
-		s, err := NewSite(ctx, l.DCs[i], bins, site.Config{VIPs: vips, Policy: pol, Timeout: 500 * time.Millisecond})
+		s, err := NewSite(ctx, l.DCs[i], bins, site.Config{VIPs: vips, Policy: pol, Timeout: 5 * time.Second, PollInterval: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -138,7 +138,9 @@ func stillOpen(conns []net.Conn) int {
 // most: polls go on, the VIPs stay, the control socket answers.
 func TestStatusListenFlood(t *testing.T) {
 	const nofile, n = 1024, 1100
-	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{wrap: []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", nofile, nofile), "--"}})
+	// apisix_timeout 5 s: the flood loads the machine, and a poll that only
+	// ran slow must not pass for one that failed (EMFILE fails at once).
+	w, s := newFaultSite(t, site.Config{VIPs: site.Seed, Timeout: 5 * time.Second}, faultSite{wrap: []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", nofile, nofile), "--"}})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	pid := s.RHI().Pid()
 	base := openFDs(t, pid)

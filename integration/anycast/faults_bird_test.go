@@ -73,7 +73,7 @@ func TestFaultBirdSocketMissing(t *testing.T) {
 	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{
 		edit: func(t *testing.T, s *Site, text string) string {
 			link = filepath.Join(s.DC.Dir, "bird-link.ctl")
-			return birdAt(link, time.Second)(t, s, text)
+			return birdAt(link, 2*time.Second)(t, s, text)
 		},
 	})
 	s.birdFails(t, "no such file or directory")
@@ -143,7 +143,7 @@ func TestFaultBirdKilledAndRestarted(t *testing.T) {
 func TestFaultBirdStalled(t *testing.T) {
 	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{
 		edit: func(t *testing.T, s *Site, text string) string {
-			return birdAt(s.DC.BirdSocket, 300*time.Millisecond)(t, s, text)
+			return birdAt(s.DC.BirdSocket, 2*time.Second)(t, s, text)
 		},
 	})
 	s.birdAgrees(t, len(site.Seed), time.Time{})
@@ -179,7 +179,7 @@ func TestFaultBirdGarbage(t *testing.T) {
 		edit: func(t *testing.T, s *Site, text string) string {
 			link = filepath.Join(s.DC.Dir, "bird-link.ctl")
 			pointSocket(t, link, s.DC.BirdSocket)
-			return birdAt(link, 500*time.Millisecond)(t, s, text)
+			return birdAt(link, 2*time.Second)(t, s, text)
 		},
 	})
 	s.birdAgrees(t, len(site.Seed), time.Time{})

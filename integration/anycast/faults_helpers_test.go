@@ -94,7 +94,9 @@ func replaceOnce(t *testing.T, text, old, new string) string {
 }
 
 // birdAt points the site's bird.socket at path, with bird.timeout set to
-// timeout.
+// timeout. The timeout also bounds the confirmations before and after the
+// fault, which must succeed (the tests count the lines the failures log):
+// not less than 2 s, or a loaded machine turns a slow answer into one more.
 func birdAt(path string, timeout time.Duration) func(*testing.T, *Site, string) string {
 	return func(t *testing.T, s *Site, text string) string {
 		return replaceOnce(t, text, "  socket: "+s.DC.BirdSocket+"\n",

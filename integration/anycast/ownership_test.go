@@ -138,7 +138,10 @@ func TestOwnershipNoRecordKeepsConfiguredAddress(t *testing.T) {
 // it, metrics and /status show it. With unmanaged_addresses: withdraw it
 // leaves the interface on the next tick, and so does one added later.
 func TestUnmanagedAddressReportedThenWithdrawn(t *testing.T) {
-	w := newWorld(t, site.Config{VIPs: site.Seed})
+	// A poll every second: the last step counts the polls an address takes
+	// to leave, across an ip(8) run and the reads of the interface that see
+	// it gone, which a loaded machine can stretch past a 200 ms poll.
+	w := newWorld(t, site.Config{VIPs: site.Seed, PollInterval: time.Second})
 	s := w.sites[0]
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.ip(t, "addr", "add", "10.0.0.77/32", "dev", s.DC.Iface)
@@ -171,7 +174,7 @@ func TestUnmanagedAddressReportedThenWithdrawn(t *testing.T) {
 	s.logOnce(t, "rhi-main.log", 1, "level=warning", "announced without a health check", "10.0.0.77/32")
 	s.holds(t, "10.0.0.77/32 10.0.0.100/32 10.0.0.101/32 10.0.0.102/32") // report: left alone
 
-	if err := s.WriteConfig(site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}); err != nil {
+	if err := s.WriteConfig(site.Config{VIPs: site.Seed, Unmanaged: "withdraw", PollInterval: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Reload(); err != nil {

@@ -22,7 +22,9 @@ func TestControlSteersPolls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := apisix.NewClient("http://"+ln.Addr().String(), apisix.Options{Timeout: 2 * time.Second})
+	// A poll must succeed, however loaded the machine: the timeout only
+	// bounds a failing run.
+	cl, err := apisix.NewClient("http://"+ln.Addr().String(), apisix.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,13 +80,20 @@ func TestControlSteersPolls(t *testing.T) {
 	}
 }
 
+// waitUp waits until Serve, on its own goroutine, answers on the control
+// socket. The bound is a time, not a count of tries: under -race on a
+// loaded machine a hundred tries can pass before that goroutine runs.
 func waitUp(t *testing.T, c *Client) {
 	t.Helper()
-	for i := 0; i < 100; i++ {
-		if err := c.do("GET", "/requests"); err == nil {
+	deadline := time.Now().Add(10 * time.Second) // a failure bound, not a wait
+	for {
+		err := c.do("GET", "/requests")
+		if err == nil {
 			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("control socket never came up: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("control socket never came up")
 }

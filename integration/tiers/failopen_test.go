@@ -101,7 +101,7 @@ func observe(t *testing.T, l *lab.Lab, from time.Time, d time.Duration) routeLog
 	tk := time.NewTicker(200 * time.Millisecond)
 	defer tk.Stop()
 	for time.Since(from) < d {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a failure bound: the look must succeed
 		ps, err := routerPaths(ctx, c)
 		cancel()
 		if err != nil {

@@ -173,8 +173,10 @@ func TestListFailureFallsBack(t *testing.T) {
 		{apisixtest.HTMLNotFound, 0},
 		{apisixtest.Truncated, 0},
 		{apisixtest.Oversize, 0}, // under the list's limit, but one object, not a list
-		{apisixtest.Stall, 2 * time.Second},
-		{apisixtest.Slow, 2 * time.Second},
+		// The list gets half: the other half must do for the requests
+		// of the fallback, which must succeed on a loaded machine too.
+		{apisixtest.Stall, 4 * time.Second},
+		{apisixtest.Slow, 4 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fault.String(), func(t *testing.T) {

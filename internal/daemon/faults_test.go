@@ -40,13 +40,9 @@ func (r *apiRig) useTimeout(t *testing.T, timeout time.Duration) {
 	r.d.health = client
 }
 
-func newAPIRig(t *testing.T, policy config.Action, rise, fall int) *apiRig {
-	return newAPIRigTimeout(t, policy, rise, fall, 300*time.Millisecond)
-}
-
-// newAPIRigTimeout is newAPIRig with another apisix_timeout: a short one
-// keeps the stall cases quick, a long one keeps big bodies from failing on a
-// loaded machine.
+// newAPIRigTimeout is an apiRig whose client has apisix_timeout timeout: a
+// short one keeps the stall cases quick, a long one keeps good polls (and
+// big bodies) from failing on a loaded machine.
 func newAPIRigTimeout(t *testing.T, policy config.Action, rise, fall int, timeout time.Duration) *apiRig {
 	t.Helper()
 	srv := apisixtest.New()
@@ -151,7 +147,8 @@ func TestControlAPIOddBodies(t *testing.T) {
 // way the log holds one line per actual change.
 func TestFlappingUpstream(t *testing.T) {
 	for _, hyst := range []int{1, 2} {
-		r := newAPIRig(t, config.Withdraw, hyst, hyst)
+		// Every poll must succeed: the timeout only bounds a failing run.
+		r := newAPIRigTimeout(t, config.Withdraw, hyst, hyst, 30*time.Second)
 		r.link.do(func(l *fakeLink) { l.addrs[r.d.cfg.VIPs[0].Address] = true }) // announced before rhi started
 		r.tick(t)
 		status := []string{apisixtest.Unhealthy, apisixtest.Healthy}

@@ -36,7 +36,7 @@ func TestAsk(t *testing.T) {
 		bird.GuardCommand(gone, "rhi_guard4"):                                    notFound,
 		bird.GuardCommand(netip.MustParsePrefix("10.255.0.12/32"), "rhi_guard4"): "9001 syntax error\n",
 	})
-	a := Socket{Path: srv.Path, Timeout: 2 * time.Second}.Ask(context.Background(), []netip.Prefix{vip4, gone, netip.MustParsePrefix("10.255.0.12/32")})
+	a := Socket{Path: srv.Path, Timeout: 10 * time.Second}.Ask(context.Background(), []netip.Prefix{vip4, gone, netip.MustParsePrefix("10.255.0.12/32")})
 	if a.Err != nil {
 		t.Fatal(a.Err)
 	}
@@ -62,14 +62,16 @@ func TestAskUnreachable(t *testing.T) {
 }
 
 // TestAskStalled: a BIRD that stops answering leaves the rest unknown
-// within the exchange timeout.
+// within the exchange timeout. The timeout also bounds the dial and "show
+// protocols all", which must succeed: 2 s, not less, so that a loaded
+// machine does not turn them into the failure.
 func TestAskStalled(t *testing.T) {
 	srv := birdtest.NewServer(t, map[string]string{
 		"show protocols all":                  fixture(t, "bird2.0.12-show-protocols-all.viptable-up-vip.txt"),
 		bird.GuardCommand(vip6, "rhi_guard6"): fixture(t, "tiers/bird2.0.12-tiers-show-route-vip6-table-rhi_guard6-all.two-sites.txt"),
 	})
 	srv.Stall(bird.GuardCommand(vip4, "rhi_guard4"))
-	a := Socket{Path: srv.Path, Timeout: 100 * time.Millisecond}.Ask(context.Background(), []netip.Prefix{vip4, vip6})
+	a := Socket{Path: srv.Path, Timeout: 2 * time.Second}.Ask(context.Background(), []netip.Prefix{vip4, vip6})
 	if a.Err != nil || a.Failed != 2 || len(a.Origins) != 0 {
 		t.Errorf("got %+v, want both unknown", a)
 	}
