@@ -7,7 +7,7 @@
 #                 no provider is installed here)
 #   scripts       shellcheck on every script of integration/vagrant (and box/)
 #   BIRD          bird -p -c on each ADC's bird.conf with deploy/bird/base.conf
-#                 and adc.conf
+#                 and tiers.conf
 #   FRR           vtysh --dryrun -f on the router's frr.conf
 #   APISIX        config.yaml and the rendered apisix.yaml parsed and checked
 #                 against deploy/rhi.yaml (check-yaml.rb)
@@ -55,10 +55,10 @@ ok "ruby -c integration/vagrant/box/Vagrantfile"
 
 for h in "${LAB_ADCS[@]}"; do
 	install -D -m 0644 "$LAB_BIRD_BASE" "$tmp/bird-$h/rhi/base.conf"
-	install -D -m 0644 "$LAB_BIRD_SHARED" "$tmp/bird-$h/rhi/adc.conf"
+	install -D -m 0644 "$LAB_BIRD_SHARED" "$tmp/bird-$h/rhi/tiers.conf"
 	render_adc_bird "$h" >"$tmp/bird-$h/bird.conf"
 	bird -p -c "$tmp/bird-$h/bird.conf"
-	ok "bird -p -c ($h bird.conf + deploy/bird/base.conf, adc.conf)"
+	ok "bird -p -c ($h bird.conf + deploy/bird/base.conf, tiers.conf)"
 done
 
 render_router_frr >"$tmp/frr.conf"

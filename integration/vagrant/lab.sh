@@ -13,13 +13,15 @@
 #   integration/vagrant/topology   hosts, roles, addresses, ASNs
 #   deploy/rhi.yaml                the VIPs and their upstreams (the ADCs run it as it is)
 #   deploy/bird/base.conf          BIRD's device and kernel protocols on the ADCs
-#   deploy/bird/adc.conf           BIRD on the ADCs (the host file adds identity and session)
+#   deploy/bird/tiers.conf         BIRD on the ADCs: adc.conf plus the degraded tier and the
+#                                  fail-open guard's tables (the host file adds identity,
+#                                  the four defines and the session)
 
 LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LAB_REPO=$(cd "$LAB_DIR/../.." && pwd)
 LAB_TOPOLOGY=$LAB_DIR/topology
 LAB_RHI_CONFIG=$LAB_REPO/deploy/rhi.yaml
-LAB_BIRD_SHARED=$LAB_REPO/deploy/bird/adc.conf
+LAB_BIRD_SHARED=$LAB_REPO/deploy/bird/tiers.conf
 LAB_BIRD_BASE=$LAB_REPO/deploy/bird/base.conf
 
 # Backends per upstream. Two, because APISIX up to 3.12 creates no health
@@ -122,23 +124,33 @@ lab_ports() {
 }
 
 # render_adc_bird HOST: /etc/bird/bird.conf of an ADC, the shape of
-# deploy/bird/examples/bird.conf (a BIRD that runs for rhi only, so it takes
-# base.conf's device and kernel protocols). The includes are relative to this
-# file, so the same text works in /etc/bird (next to rhi/) and in check.sh's
-# scratch directory.
+# deploy/bird/examples/bird-tiers.conf (a BIRD that runs for rhi only, so it
+# takes base.conf's device and kernel protocols, with tiers.conf: the
+# degraded tier on rhi1 and the fail-open guard's tables). The guard's range
+# is the VIPs of deploy/rhi.yaml; the lab carries no IPv6, so RHI_GUARD6 is
+# the documentation prefix. The includes are relative to this file, so the
+# same text works in /etc/bird (next to rhi/) and in check.sh's scratch
+# directory.
 render_adc_bird() {
-	local host=$1 router=$LAB_ROUTER
+	local host=$1 router=$LAB_ROUTER guard4="" vip
 	[[ ${LAB_ROLE[$host]:-} == adc ]] || lab_die "\"$host\" is not an ADC in $LAB_TOPOLOGY"
+	for vip in "${LAB_VIPS[@]}"; do
+		guard4+="${guard4:+, }$vip/32"
+	done
 	cat <<EOF
 # bird.conf of $host in the Vagrant lab. Rendered by integration/vagrant/lab.sh
 # from integration/vagrant/topology; do not edit in place. Everything shared
-# is in rhi/base.conf and rhi/adc.conf, copies of deploy/bird/.
+# is in rhi/base.conf and rhi/tiers.conf, copies of deploy/bird/.
 
 log syslog all;
 router id ${LAB_ADDR[$host]};
 
+define RHI_AS = ${LAB_ASN[$host]};
+define RHI_DEGRADED_PREPEND = 3;
+define RHI_GUARD4 = [ $guard4 ];
+define RHI_GUARD6 = [ 2001:db8::/32{128,128} ];
 include "rhi/base.conf";
-include "rhi/adc.conf";
+include "rhi/tiers.conf";
 
 # The session to $router (FRR). The lab carries IPv4 only.
 protocol bgp peer_4 from rhi_peer4 {
@@ -150,7 +162,8 @@ EOF
 
 # render_router_frr: /etc/frr/frr.conf of the router, with the policy of
 # deploy/bird/peer.conf: listen only (the ADCs connect), take the host routes
-# the ADCs announce, send nothing back. Among equal paths the lowest router id
+# the ADCs announce, and send each ADC every path of them (ADD-PATH), which
+# tiers.conf takes into the fail-open guard's table only. Among equal paths the lowest router id
 # wins, so the VIPs go to dc1 while it announces them (FRR's default for eBGP
 # would keep whichever path is older).
 render_router_frr() {
@@ -169,7 +182,8 @@ route-map rhi-adc-in permit 10
  match ip address prefix-list rhi-vips
 exit
 !
-route-map rhi-adc-out deny 10
+route-map rhi-adc-out permit 10
+ match ip address prefix-list rhi-vips
 exit
 !
 router bgp ${LAB_ASN[$r]}
@@ -189,6 +203,7 @@ EOF
   neighbor adc activate
   neighbor adc route-map rhi-adc-in in
   neighbor adc route-map rhi-adc-out out
+  neighbor adc addpath-tx-all-paths
  exit-address-family
 exit
 !

@@ -69,7 +69,7 @@ fi
 # the VM's own interfaces; networkd manages only what its .network files match.
 log "rhi0 (systemd-networkd)"
 changed=""
-for f in 50-rhi0.netdev 50-rhi0.network; do
+for f in 50-rhi0.netdev 50-rhi0.network 50-rhi1.netdev 50-rhi1.network; do
 	changed+=$(put "$repo/deploy/networkd/$f" "/etc/systemd/network/$f" 644 root:root)
 done
 # networkd's wait-online would wait for links it does not manage; the VM's
@@ -81,17 +81,20 @@ if [[ -n $changed ]]; then
 	networkctl reload
 fi
 for ((i = 0; i < 30; i++)); do
-	ip link show rhi0 >/dev/null 2>&1 && break
+	ip link show rhi0 >/dev/null 2>&1 && ip link show rhi1 >/dev/null 2>&1 && break
 	sleep 1
 done
-ip link show rhi0 >/dev/null || lab_die "rhi0 did not appear (journalctl -u systemd-networkd)"
+for l in rhi0 rhi1; do
+	ip link show "$l" >/dev/null || lab_die "$l did not appear (journalctl -u systemd-networkd)"
+done
 
-# --- BIRD: the host file around deploy/bird/base.conf and adc.conf, as on a
-# production host that takes examples/bird.conf whole.
+# --- BIRD: the host file around deploy/bird/base.conf and tiers.conf, as on a
+# production host that takes examples/bird-tiers.conf whole.
 log "BIRD"
 install -d -m 0750 -o root -g bird /etc/bird/rhi
 changed=$(put "$LAB_BIRD_BASE" /etc/bird/rhi/base.conf 640 root:bird)
-changed+=$(put "$LAB_BIRD_SHARED" /etc/bird/rhi/adc.conf 640 root:bird)
+changed+=$(put "$LAB_BIRD_SHARED" /etc/bird/rhi/tiers.conf 640 root:bird)
+rm -f /etc/bird/rhi/adc.conf # a lab provisioned before tiers.conf
 changed+=$(render render_adc_bird /etc/bird/bird.conf 640 root:bird "$host")
 bird -p -c /etc/bird/bird.conf
 systemctl enable bird.service

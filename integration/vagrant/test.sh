@@ -5,6 +5,7 @@
 #   box      make vagrant-box (a no-op when the box of this hash is added)
 #   clean    what a killed run left in libvirt (libvirt.sh clean)
 #   up       make deb; make vagrant-up with that package (router, dc1, dc2)
+#   guard    each ADC's rhi_guard4 (tiers.conf) holds the other's VIPs
 #   failover make vagrant-failover, RHI_LAB_FAILOVER_RUNS times (5)
 #   verify   make vagrant-verify
 #   dc1      systemctl reload rhi, then systemctl restart rhi: the router's
@@ -105,6 +106,35 @@ t=$(now)
 router_sh wait "$dc1" "${RHI_LAB_CONVERGE_TIMEOUT:-300}"
 took=$(secs "$t" "$(now)")
 figure "every VIP via $dc1 ${took%.*} s after up"
+
+# The fail-open guard's tables (deploy/bird/tiers.conf): each ADC hears every
+# VIP from the other over the router's ADD-PATH session, in rhi_guard4 only;
+# none of it reaches the ADC's kernel.
+step=guard
+nvips=$(awk '/^  - address:/ { n++ } END { print n + 0 }' deploy/rhi.yaml)
+# guard_heard HOST ASN: the paths from ASN in HOST's rhi_guard4.
+guard_heard() {
+	on "$1" "sudo birdc -r show route table rhi_guard4 where bgp_path.last = $2 count" | sed -n 's/^\([0-9]*\) of .*/\1/p'
+}
+# guard_wait HOST OTHER: until HOST's guard table holds every VIP from OTHER.
+guard_wait() {
+	local asn deadline=$((SECONDS + 60))
+	asn=$(awk -v h="$2" '$1 == h { print $4 }' "$topology")
+	until [[ $(guard_heard "$1" "$asn") == "$nvips" ]]; do
+		if ((SECONDS >= deadline)); then
+			log "$1: rhi_guard4 holds $(guard_heard "$1" "$asn") of $nvips VIPs from $2 (AS $asn) after 60 s"
+			return 1
+		fi
+		sleep 1
+	done
+}
+guard_wait "$dc1" "$dc2"
+guard_wait "$dc2" "$dc1"
+if [[ -n $(on "$dc1" ip -4 route show proto bird) ]]; then
+	log "$dc1: BIRD put routes in the kernel: $(on "$dc1" ip -4 route show proto bird)"
+	exit 1
+fi
+figure "guard tables: each ADC hears the other's $nvips VIPs, none in its kernel"
 
 step=failover
 RHI_LAB_FAILOVER_RUNS=$runs RHI_LAB_FIGURES=$tmp/figures timeout 900 integration/vagrant/failover.sh
