@@ -3,7 +3,6 @@ package apisix
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/rhi-daemon/rhi/internal/health"
@@ -49,59 +48,104 @@ var (
 // entries go by.
 func decodeHealthList(ctx context.Context, r io.Reader, want map[string]bool, lim listLimits) (map[health.Ref]listed, error) {
 	m := &meter{r: r, limit: lim.bytes, entryLimit: lim.entryBytes}
-	dec := json.NewDecoder(m)
-	t, err := next(dec)
+	lr := &listReader{m: m, buf: make([]byte, listBufSize)}
+	c, err := lr.peek()
 	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return nil, fmt.Errorf("decode: %w", noEOF(err))
 	}
-	if t != json.Delim('[') {
-		if err := emptyList(dec, t); err != nil {
+	if c != '[' {
+		if err := lr.emptyList(c); err != nil {
 			return nil, fmt.Errorf("decode: %w", err)
 		}
 		return nil, nil
 	}
+	lr.pos++
 	e := listEntry{want: want, out: make(map[health.Ref]listed, len(want))}
-	for n := 0; dec.More(); n++ {
+	for n := 0; ; n++ {
+		c, err := lr.peek()
+		if err != nil || c == ']' || c == '}' {
+			break
+		}
 		if n == lim.entries {
 			return nil, fmt.Errorf("%w: more than %d entries", errListTooLarge, lim.entries)
 		}
 		if n%256 == 0 && ctx.Err() != nil {
 			return nil, fmt.Errorf("decode: stopped after %d entries: %w", n, context.Cause(ctx))
 		}
-		m.mark = dec.InputOffset()
-		if err := dec.Decode(&e); err != nil {
+		m.mark = lr.offset()
+		if err := lr.entry(n, &e); err != nil {
 			return nil, fmt.Errorf("decode: entry %d: %w", n, err)
 		}
 		if e.v2 {
 			return nil, errV2List
 		}
 	}
-	if _, err := next(dec); err != nil { // ']'
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	if err := atEOF(dec); err != nil {
+	if err := lr.finish(']'); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	return e.out, nil
 }
 
-// emptyList accepts the rest of a body that starts with t and is not an
-// array only if it is an empty list: {} or null.
-func emptyList(dec *json.Decoder, t json.Token) error {
-	switch t {
-	case json.Delim('{'):
-		t, err := next(dec)
-		if err != nil {
-			return err
+// entry reads the list's entry n, after the comma that precedes it but
+// the first, into e.
+func (r *listReader) entry(n int, e *listEntry) error {
+	if n > 0 {
+		if c := r.buf[r.pos]; c != ',' {
+			return syntaxError(c, "after array element")
 		}
-		if t != json.Delim('}') {
+		r.pos++
+	}
+	b, err := r.value()
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalJSON(b)
+}
+
+// emptyList accepts the rest of a body that starts with c and is not an
+// array only if it is an empty list: {} or null.
+func (r *listReader) emptyList(c byte) error {
+	switch c {
+	case '{':
+		r.pos++
+		c, err := r.peek()
+		if err != nil {
+			return noEOF(err)
+		}
+		if c != '}' {
 			return errors.New("body is a non-empty object, not a list")
 		}
-	case nil:
-	default:
-		return fmt.Errorf("body is %s, not a list", tokenKind(t))
+		return r.finish('}')
+	case 'n':
+		if err := r.literal("null"); err != nil {
+			return err
+		}
+		return r.finish(0)
 	}
-	return atEOF(dec)
+	return fmt.Errorf("body is %s, not a list", kindOf([]byte{c}))
+}
+
+// finish consumes the closing delim of the top-level value (none when 0) and
+// checks that nothing but JSON whitespace follows it.
+func (r *listReader) finish(delim byte) error {
+	if delim != 0 {
+		c, err := r.peek()
+		switch {
+		case err != nil:
+			return noEOF(err)
+		case c != delim:
+			return syntaxError(c, "after array element")
+		}
+		r.pos++
+	}
+	switch c, err := r.peek(); {
+	case err == io.EOF:
+		return nil
+	case err != nil:
+		return err
+	default:
+		return fmt.Errorf("data after the top-level value (%q)", c)
+	}
 }
 
 // listEntry decodes one entry of the list in place, in the decoder's
@@ -209,41 +253,4 @@ func (m *meter) Read(p []byte) (int, error) {
 	k, err := m.r.Read(p)
 	m.n += int64(k)
 	return k, err
-}
-
-// next reads a token inside a value, where the end of the input is an
-// error: the decoder reports it as a bare io.EOF.
-func next(dec *json.Decoder) (json.Token, error) {
-	t, err := dec.Token()
-	return t, noEOF(err)
-}
-
-// atEOF checks that nothing but JSON whitespace follows the value read.
-func atEOF(dec *json.Decoder) error {
-	t, err := dec.Token()
-	switch {
-	case err == io.EOF:
-		return nil
-	case err != nil:
-		return err
-	}
-	return fmt.Errorf("data after the top-level value (%v)", t)
-}
-
-// tokenKind names the JSON type of a token, for error messages.
-func tokenKind(t json.Token) string {
-	switch t.(type) {
-	case json.Delim:
-		if t == json.Delim('{') {
-			return "an object"
-		}
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
-	}
-	return "a number"
 }
