@@ -47,8 +47,14 @@ var (
 // over lim (errListTooLarge), and ctx ending, which is checked as the
 // entries go by.
 func decodeHealthList(ctx context.Context, r io.Reader, want map[string]bool, lim listLimits) (map[health.Ref]listed, error) {
+	return decodeList(ctx, r, want, lim, listBufSize)
+}
+
+// decodeList is decodeHealthList with a read buffer of bufSize bytes to
+// start with (tests make it tiny).
+func decodeList(ctx context.Context, r io.Reader, want map[string]bool, lim listLimits, bufSize int) (map[health.Ref]listed, error) {
 	m := &meter{r: r, limit: lim.bytes, entryLimit: lim.entryBytes}
-	lr := &listReader{m: m, buf: make([]byte, listBufSize)}
+	lr := &listReader{m: m, buf: make([]byte, max(bufSize, 1))}
 	c, err := lr.peek()
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", noEOF(err))
@@ -112,6 +118,11 @@ func (r *listReader) emptyList(c byte) error {
 		if err != nil {
 			return noEOF(err)
 		}
+		if c == '"' { // encoding/json reads the key first, as a value
+			if _, err := r.value(); err != nil {
+				return err
+			}
+		}
 		if c != '}' {
 			return errors.New("body is a non-empty object, not a list")
 		}
@@ -122,7 +133,11 @@ func (r *listReader) emptyList(c byte) error {
 		}
 		return r.finish(0)
 	}
-	return fmt.Errorf("body is %s, not a list", kindOf([]byte{c}))
+	b, err := r.value()
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("body is %s, not a list", kindOf(b))
 }
 
 // finish consumes the closing delim of the top-level value (none when 0) and
@@ -138,14 +153,18 @@ func (r *listReader) finish(delim byte) error {
 		}
 		r.pos++
 	}
-	switch c, err := r.peek(); {
+	c, err := r.peek()
+	switch {
 	case err == io.EOF:
 		return nil
 	case err != nil:
 		return err
-	default:
-		return fmt.Errorf("data after the top-level value (%q)", c)
+	case c != '[' && c != '{': // encoding/json reads a scalar in full
+		if _, err := r.value(); err != nil {
+			return err
+		}
 	}
+	return fmt.Errorf("data after the top-level value (%q)", c)
 }
 
 // listEntry decodes one entry of the list in place, in the decoder's

@@ -114,6 +114,16 @@ func (r *listReader) value() ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
+			if c := r.buf[r.pos]; end == r.end && c != '{' && c != '[' {
+				// encoding/json ends a scalar at the byte after it, so
+				// it reads one more: do the same, to fail the same way
+				// at a limit.
+				n := end - r.pos
+				if !r.fill() && r.err != io.EOF {
+					return nil, r.err
+				}
+				end = r.pos + n
+			}
 			b := r.buf[r.pos:end]
 			r.pos = end
 			return b, nil
