@@ -229,7 +229,12 @@ func (w *walker) key(known []string) (int, error) {
 // empty list (APISIX encodes an empty Lua table as {}); any other
 // non-array is a shape error naming field.
 func nodeList(raw []byte, field string, node func(w *walker, obj bool) error) error {
-	w := &walker{b: raw}
+	return nodeListAt(&walker{b: raw}, field, node)
+}
+
+// nodeListAt is nodeList on the value at w. When it returns nil, w is just
+// past that value.
+func nodeListAt(w *walker, field string, node func(w *walker, obj bool) error) error {
 	switch c := w.peek(); {
 	case c == 0:
 		return nil

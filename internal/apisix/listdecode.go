@@ -183,6 +183,8 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 	var name []byte // quoted
 	var esc bool
 	var nodes []byte
+	var res health.Result // of nodes, when read in place
+	var read bool
 	err := w.object(bodyKeys, func(k int) error {
 		var err error
 		switch k {
@@ -193,6 +195,17 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 				err = w.skip()
 			}
 		case keyNodes:
+			// Nearly always an array of nodes: read it as it goes by,
+			// rather than skip it and read it again. Anything else, and
+			// a list that is Failed, is taken raw and read as before.
+			start := w.i
+			if w.peek() == '[' {
+				if res = decodeV3At(w); res.Verdict != health.Failed {
+					read = true
+					return nil
+				}
+				w.i = start
+			}
 			nodes, err = w.raw()
 		case keyHealthyNodes, keySrcType, keySrcID:
 			e.v2 = true
@@ -214,8 +227,11 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 	if err != nil || !ok {
 		return err
 	}
+	if !read {
+		res = decodeV3(nodes)
+	}
 	l := e.out[ref]
-	l.res = decodeV3(nodes)
+	l.res = res
 	l.entries++
 	e.out[ref] = l
 	return nil

@@ -3,8 +3,10 @@ package apisix
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
 	"strings"
 	"testing"
@@ -140,4 +142,33 @@ func TestListReaderAgainstDecoderLarge(t *testing.T) {
 	if err != nil || len(m) != 2000 {
 		t.Errorf("2,000 entries: %d resources, error %v", len(m), err)
 	}
+}
+
+// FuzzNodesInPlace: a list entry's node array read in place, with the rest
+// of the entry after it, gives what reading it alone gave, and stops just
+// past it.
+func FuzzNodesInPlace(f *testing.F) {
+	for _, s := range []string{
+		`[{"status":"healthy","purge_time":null},null,{"status":"unhealthy","counter":{"a":[1,"]"]}}]`,
+		` [ ] `, `[{"purge_time":1},{"status":"mostly_healthy"}]`, `[1]`, `[{"status":1}]`, `[{"Status":"healthy"}]`,
+		`[{"status":"healthy","status":"healthy"}]`, `[{"st\u0061tus":"healthy"}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		raw = trimJSONSpace(raw)
+		if !json.Valid(raw) || len(raw) == 0 || raw[0] != '[' {
+			return
+		}
+		want := decodeV3(raw)
+		rest := `,"type":"http","nodes":[{"status":"unhealthy"}]}`
+		w := &walker{b: append(bytes.Clone(raw), rest...)}
+		got := decodeV3At(w)
+		if summary(got) != summary(want) {
+			t.Fatalf("%s: in place %+v (%v), alone %+v (%v)", raw, summary(got), got.Err, summary(want), want.Err)
+		}
+		if got.Verdict != health.Failed && string(w.b[w.i:]) != rest {
+			t.Fatalf("%s: stopped before %q, want %q", raw, w.b[w.i:], rest)
+		}
+	})
 }
