@@ -24,8 +24,8 @@ import (
 // skipped, as APISIX adds fields over time. A known key appearing twice
 // also makes the body unreadable, since it has no single meaning.
 
-// walker reads a JSON value that the encoding/json scanner has already
-// accepted (json.Valid, or a json.Decoder that read it), so it only tracks
+// walker reads a JSON value that has already been checked (json.Valid,
+// or listReader, which checks as encoding/json does), so it only tracks
 // structure. It still checks every index: on input that was not checked
 // it stops with errWalk, never panics.
 type walker struct {
