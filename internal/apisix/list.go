@@ -116,9 +116,9 @@ func (c *Client) listFirst(n int) bool {
 func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 	deadline, _ := ctx.Deadline() // Poll's context always has one
 	lctx, cancel := context.WithTimeout(ctx, time.Until(deadline)/2)
-	want := make(map[string]bool, len(jobs))
+	want := make(map[string]health.Ref, len(jobs))
 	for i := range jobs {
-		want[jobs[i].ref.String()] = true
+		want[jobs[i].ref.String()] = jobs[i].ref
 	}
 	list, err := c.getList(lctx, want)
 	cancel()
@@ -151,7 +151,7 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 
 // getList fetches the list and decodes it as it arrives, keeping only the
 // resources in want.
-func (c *Client) getList(ctx context.Context, want map[string]bool) (map[health.Ref]listed, error) {
+func (c *Client) getList(ctx context.Context, want map[string]health.Ref) (map[health.Ref]listed, error) {
 	resp, err := c.send(ctx, listPath)
 	if err != nil {
 		return nil, err

@@ -46,13 +46,13 @@ var (
 // of another shape, is an error, as is a 2.x–3.2 list (errV2List), a list
 // over lim (errListTooLarge), and ctx ending, which is checked as the
 // entries go by.
-func decodeHealthList(ctx context.Context, r io.Reader, want map[string]bool, lim listLimits) (map[health.Ref]listed, error) {
+func decodeHealthList(ctx context.Context, r io.Reader, want map[string]health.Ref, lim listLimits) (map[health.Ref]listed, error) {
 	return decodeList(ctx, r, want, lim, listBufSize)
 }
 
 // decodeList is decodeHealthList with a read buffer of bufSize bytes to
 // start with (tests make it tiny).
-func decodeList(ctx context.Context, r io.Reader, want map[string]bool, lim listLimits, bufSize int) (map[health.Ref]listed, error) {
+func decodeList(ctx context.Context, r io.Reader, want map[string]health.Ref, lim listLimits, bufSize int) (map[health.Ref]listed, error) {
 	m := &meter{r: r, limit: lim.bytes, entryLimit: lim.entryBytes}
 	lr := &listReader{m: m, buf: make([]byte, max(bufSize, 1))}
 	c, err := lr.peek()
@@ -170,7 +170,7 @@ func (r *listReader) finish(delim byte) error {
 // listEntry decodes one entry of the list in place, in the decoder's
 // buffer, and records it in out if want holds its resource.
 type listEntry struct {
-	want map[string]bool
+	want map[string]health.Ref // by resource name, "<type>/<id>"
 	out  map[health.Ref]listed
 	v2   bool // an entry had a key only 2.x–3.2 sends
 }
@@ -239,7 +239,8 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 
 // wanted reads a quoted name and reports whether want holds its resource.
 // The lookup allocates nothing, as most entries of a long list are not
-// wanted.
+// wanted, and a wanted one takes its Ref from want: the name need only be
+// checked as health.ParseRef would, which FuzzDecodeListWanted holds it to.
 func (e *listEntry) wanted(quoted []byte, esc bool) (health.Ref, bool, error) {
 	name := quoted[1 : len(quoted)-1]
 	if esc {
@@ -249,19 +250,26 @@ func (e *listEntry) wanted(quoted []byte, esc bool) (health.Ref, bool, error) {
 		}
 		name = []byte(s)
 	}
-	if e.want != nil {
-		i := bytes.LastIndexByte(name, '/')
-		if i < 0 {
-			return health.Ref{}, false, nil
+	if e.want == nil {
+		ref, err := health.ParseRef(string(name))
+		if err != nil {
+			return health.Ref{}, false, nil // a resource no key can name
 		}
-		j := bytes.LastIndexByte(name[:i], '/')
-		if !e.want[string(name[j+1:])] {
-			return health.Ref{}, false, nil
-		}
+		return ref, true, nil
 	}
-	ref, err := health.ParseRef(string(name))
-	if err != nil {
-		return health.Ref{}, false, nil // a resource no key can name
+	i := bytes.LastIndexByte(name, '/')
+	if i < 0 {
+		return health.Ref{}, false, nil
+	}
+	j := bytes.LastIndexByte(name[:i], '/')
+	if j < 0 {
+		return health.Ref{}, false, nil // "<type>/<id>": no leading "/"
+	}
+	ref, ok := e.want[string(name[j+1:])]
+	// The resource is valid (want's are); what ParseRef checks besides is
+	// the prefix: a leading "/" and no empty segment.
+	if !ok || name[0] != '/' || bytes.Contains(name[:j+1], []byte("//")) {
+		return health.Ref{}, false, nil
 	}
 	return ref, true, nil
 }

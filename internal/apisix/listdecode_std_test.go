@@ -16,7 +16,7 @@ import (
 // answers.
 
 // decodeHealthListStd is decodeHealthList as it was, on a json.Decoder.
-func decodeHealthListStd(ctx context.Context, r io.Reader, want map[string]bool, lim listLimits) (map[health.Ref]listed, error) {
+func decodeHealthListStd(ctx context.Context, r io.Reader, want map[string]health.Ref, lim listLimits) (map[health.Ref]listed, error) {
 	m := &meter{r: r, limit: lim.bytes, entryLimit: lim.entryBytes}
 	dec := json.NewDecoder(m)
 	t, err := next(dec)

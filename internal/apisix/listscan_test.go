@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -169,6 +170,67 @@ func FuzzNodesInPlace(f *testing.F) {
 		}
 		if got.Verdict != health.Failed && string(w.b[w.i:]) != rest {
 			t.Fatalf("%s: stopped before %q, want %q", raw, w.b[w.i:], rest)
+		}
+	})
+}
+
+// FuzzDecodeListWanted: what a list gives for the resources asked for is
+// what it gives for them when every resource is kept (names checked by
+// health.ParseRef): the wanted path checks names on its own.
+func FuzzDecodeListWanted(f *testing.F) {
+	for name, b := range fixtures(f) {
+		if strings.Contains(name, "list") {
+			f.Add(b, uint8(0))
+		}
+	}
+	for _, s := range []string{
+		`[{"name":"/a/upstreams/x","nodes":[]},{"name":"//upstreams/x","nodes":[]},{"name":"upstreams/x","nodes":[]}]`,
+		`[{"name":"/a//b/routes/1","nodes":[]},{"name":"/a/b/routes/1/","nodes":[]},{"name":"/routes/1","nodes":[{"status":"healthy"}]}]`,
+		`[{"name":"\/a\/services\/w","nodes":[]},{"name":"/a/services/w\u002f","nodes":[]},{"name":"/services/w/.","nodes":[]}]`,
+		`[{"name":"a/upstreams/y","nodes":[]},{"name":"/x/upstreams/..","nodes":[]},{"name":"/x/upstream/a","nodes":[]},{"name":"/stream_routes/a","nodes":[]}]`,
+	} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, skip uint8) {
+		all, allErr := decodeBytes(body)
+		// Ask for every resource the list names but every skip-th, and
+		// for the resources named by every "/"-separated pair of words
+		// in the body, which the list may name with a prefix ParseRef
+		// rejects.
+		want := map[string]health.Ref{}
+		n := 0
+		for ref := range all {
+			if n++; skip == 0 || n%int(skip) != 0 {
+				want[ref.String()] = ref
+			}
+		}
+		words := strings.FieldsFunc(string(body), func(r rune) bool {
+			return r != '/' && r != '_' && r != '.' && r != '-' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
+		})
+		for _, w := range words {
+			segs := strings.Split(w, "/")
+			for i := 0; i+1 < len(segs); i++ {
+				if ref := (health.Ref{Type: segs[i], ID: segs[i+1]}); ref.Check() == nil {
+					want[ref.String()] = ref
+				}
+			}
+		}
+		got, err := decodeHealthList(context.Background(), bytes.NewReader(body), want, noLimits)
+		if errClass(err) != errClass(allErr) {
+			t.Fatalf("%q: wanted: %v; all: %v", body, err, allErr)
+		}
+		var restricted map[health.Ref]listed
+		if all != nil {
+			restricted = map[health.Ref]listed{}
+			for ref, l := range all {
+				if _, ok := want[ref.String()]; ok {
+					restricted[ref] = l
+				}
+			}
+		}
+		if diff := cmp.Diff(summarize(restricted), summarize(got)); diff != "" {
+			t.Fatalf("%q, want %v: mismatch (-all +wanted):\n%s", body, want, diff)
 		}
 	})
 }
