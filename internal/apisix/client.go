@@ -150,7 +150,7 @@ func (c *Client) Poll(ctx context.Context, ups []health.Upstream) health.Snapsho
 	defer cancel()
 
 	snap := make(health.Snapshot, len(ups))
-	var jobs []job
+	jobs := make([]job, 0, len(ups)) // one per distinct resource: at most one per key
 	jobOf := make(map[health.Ref]int, len(ups))
 	keyJob := make([]int, len(ups)) // index into jobs, -1 when the ref is invalid
 	for i, u := range ups {

@@ -204,9 +204,13 @@ func readNode(w *walker, obj bool) (node, error) {
 // decodeV3 applies the 3.3+ rules: purging nodes are ignored, a node is
 // healthy when APISIX still sends it traffic, and no node at all means the
 // checker has not been created yet.
-func decodeV3(raw []byte) health.Result {
+func decodeV3(raw []byte) health.Result { return decodeV3At(&walker{b: raw}) }
+
+// decodeV3At is decodeV3 on the node list at w. Unless the Result is
+// Failed, w is just past the list.
+func decodeV3At(w *walker) health.Result {
 	var r health.Result
-	err := nodeList(raw, "nodes", func(w *walker, obj bool) error {
+	err := nodeListAt(w, "nodes", func(w *walker, obj bool) error {
 		n, err := readNode(w, obj)
 		if err != nil || n.purging {
 			return err

@@ -24,8 +24,8 @@ import (
 // skipped, as APISIX adds fields over time. A known key appearing twice
 // also makes the body unreadable, since it has no single meaning.
 
-// walker reads a JSON value that the encoding/json scanner has already
-// accepted (json.Valid, or a json.Decoder that read it), so it only tracks
+// walker reads a JSON value that has already been checked (json.Valid,
+// or listReader, which checks as encoding/json does), so it only tracks
 // structure. It still checks every index: on input that was not checked
 // it stops with errWalk, never panics.
 type walker struct {
@@ -46,11 +46,13 @@ func isPunct(c byte) bool { return c == ',' || c == ':' || c == ']' || c == '}' 
 
 // peek skips whitespace and returns the next byte, 0 at the end.
 func (w *walker) peek() byte {
-	for w.i < len(w.b) && isSpace(w.b[w.i]) {
-		w.i++
+	b, i := w.b, w.i
+	for i < len(b) && isSpace(b[i]) {
+		i++
 	}
-	if w.i < len(w.b) {
-		return w.b[w.i]
+	w.i = i
+	if i < len(b) {
+		return b[i]
 	}
 	return 0
 }
@@ -58,17 +60,18 @@ func (w *walker) peek() byte {
 // str reads the string that starts at w.i and returns it with its quotes,
 // and whether it holds an escape.
 func (w *walker) str() (quoted []byte, esc bool, err error) {
-	start := w.i
-	for w.i++; w.i < len(w.b); w.i++ {
-		switch w.b[w.i] {
+	b, start := w.b, w.i
+	for i := start + 1; i < len(b); i++ {
+		switch b[i] {
 		case '\\':
 			esc = true
-			w.i++
+			i++
 		case '"':
-			w.i++
-			return w.b[start:w.i], esc, nil
+			w.i = i + 1
+			return b[start:w.i], esc, nil
 		}
 	}
+	w.i = len(b)
 	return nil, false, errWalk
 }
 
@@ -110,9 +113,11 @@ func (w *walker) skip() error {
 			w.i++
 			continue
 		default: // a number, true, false or null
-			for w.i < len(w.b) && !isSpace(w.b[w.i]) && !isPunct(w.b[w.i]) {
-				w.i++
+			b, i := w.b, w.i
+			for i < len(b) && !isSpace(b[i]) && !isPunct(b[i]) {
+				i++
 			}
+			w.i = i
 		}
 		if depth == 0 {
 			return nil
@@ -224,7 +229,12 @@ func (w *walker) key(known []string) (int, error) {
 // empty list (APISIX encodes an empty Lua table as {}); any other
 // non-array is a shape error naming field.
 func nodeList(raw []byte, field string, node func(w *walker, obj bool) error) error {
-	w := &walker{b: raw}
+	return nodeListAt(&walker{b: raw}, field, node)
+}
+
+// nodeListAt is nodeList on the value at w. When it returns nil, w is just
+// past that value.
+func nodeListAt(w *walker, field string, node func(w *walker, obj bool) error) error {
 	switch c := w.peek(); {
 	case c == 0:
 		return nil

@@ -3,7 +3,6 @@ package apisix
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/rhi-daemon/rhi/internal/health"
@@ -47,67 +46,131 @@ var (
 // of another shape, is an error, as is a 2.x–3.2 list (errV2List), a list
 // over lim (errListTooLarge), and ctx ending, which is checked as the
 // entries go by.
-func decodeHealthList(ctx context.Context, r io.Reader, want map[string]bool, lim listLimits) (map[health.Ref]listed, error) {
+func decodeHealthList(ctx context.Context, r io.Reader, want map[string]health.Ref, lim listLimits) (map[health.Ref]listed, error) {
+	return decodeList(ctx, r, want, lim, listBufSize)
+}
+
+// decodeList is decodeHealthList with a read buffer of bufSize bytes to
+// start with (tests make it tiny).
+func decodeList(ctx context.Context, r io.Reader, want map[string]health.Ref, lim listLimits, bufSize int) (map[health.Ref]listed, error) {
 	m := &meter{r: r, limit: lim.bytes, entryLimit: lim.entryBytes}
-	dec := json.NewDecoder(m)
-	t, err := next(dec)
+	lr := &listReader{m: m, buf: make([]byte, max(bufSize, 1))}
+	c, err := lr.peek()
 	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return nil, fmt.Errorf("decode: %w", noEOF(err))
 	}
-	if t != json.Delim('[') {
-		if err := emptyList(dec, t); err != nil {
+	if c != '[' {
+		if err := lr.emptyList(c); err != nil {
 			return nil, fmt.Errorf("decode: %w", err)
 		}
 		return nil, nil
 	}
+	lr.pos++
 	e := listEntry{want: want, out: make(map[health.Ref]listed, len(want))}
-	for n := 0; dec.More(); n++ {
+	for n := 0; ; n++ {
+		c, err := lr.peek()
+		if err != nil || c == ']' || c == '}' {
+			break
+		}
 		if n == lim.entries {
 			return nil, fmt.Errorf("%w: more than %d entries", errListTooLarge, lim.entries)
 		}
 		if n%256 == 0 && ctx.Err() != nil {
 			return nil, fmt.Errorf("decode: stopped after %d entries: %w", n, context.Cause(ctx))
 		}
-		m.mark = dec.InputOffset()
-		if err := dec.Decode(&e); err != nil {
+		m.mark = lr.offset()
+		if err := lr.entry(n, &e); err != nil {
 			return nil, fmt.Errorf("decode: entry %d: %w", n, err)
 		}
 		if e.v2 {
 			return nil, errV2List
 		}
 	}
-	if _, err := next(dec); err != nil { // ']'
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	if err := atEOF(dec); err != nil {
+	if err := lr.finish(']'); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	return e.out, nil
 }
 
-// emptyList accepts the rest of a body that starts with t and is not an
-// array only if it is an empty list: {} or null.
-func emptyList(dec *json.Decoder, t json.Token) error {
-	switch t {
-	case json.Delim('{'):
-		t, err := next(dec)
-		if err != nil {
-			return err
+// entry reads the list's entry n, after the comma that precedes it but
+// the first, into e.
+func (r *listReader) entry(n int, e *listEntry) error {
+	if n > 0 {
+		if c := r.buf[r.pos]; c != ',' {
+			return syntaxError(c, "after array element")
 		}
-		if t != json.Delim('}') {
+		r.pos++
+	}
+	b, err := r.value()
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalJSON(b)
+}
+
+// emptyList accepts the rest of a body that starts with c and is not an
+// array only if it is an empty list: {} or null.
+func (r *listReader) emptyList(c byte) error {
+	switch c {
+	case '{':
+		r.pos++
+		c, err := r.peek()
+		if err != nil {
+			return noEOF(err)
+		}
+		if c == '"' { // encoding/json reads the key first, as a value
+			if _, err := r.value(); err != nil {
+				return err
+			}
+		}
+		if c != '}' {
 			return errors.New("body is a non-empty object, not a list")
 		}
-	case nil:
-	default:
-		return fmt.Errorf("body is %s, not a list", tokenKind(t))
+		return r.finish('}')
+	case 'n':
+		if err := r.literal("null"); err != nil {
+			return err
+		}
+		return r.finish(0)
 	}
-	return atEOF(dec)
+	b, err := r.value()
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("body is %s, not a list", kindOf(b))
+}
+
+// finish consumes the closing delim of the top-level value (none when 0) and
+// checks that nothing but JSON whitespace follows it.
+func (r *listReader) finish(delim byte) error {
+	if delim != 0 {
+		c, err := r.peek()
+		switch {
+		case err != nil:
+			return noEOF(err)
+		case c != delim:
+			return syntaxError(c, "after array element")
+		}
+		r.pos++
+	}
+	c, err := r.peek()
+	switch {
+	case err == io.EOF:
+		return nil
+	case err != nil:
+		return err
+	case c != '[' && c != '{': // encoding/json reads a scalar in full
+		if _, err := r.value(); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("data after the top-level value (%q)", c)
 }
 
 // listEntry decodes one entry of the list in place, in the decoder's
 // buffer, and records it in out if want holds its resource.
 type listEntry struct {
-	want map[string]bool
+	want map[string]health.Ref // by resource name, "<type>/<id>"
 	out  map[health.Ref]listed
 	v2   bool // an entry had a key only 2.x–3.2 sends
 }
@@ -120,6 +183,8 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 	var name []byte // quoted
 	var esc bool
 	var nodes []byte
+	var res health.Result // of nodes, when read in place
+	var read bool
 	err := w.object(bodyKeys, func(k int) error {
 		var err error
 		switch k {
@@ -130,6 +195,17 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 				err = w.skip()
 			}
 		case keyNodes:
+			// Nearly always an array of nodes: read it as it goes by,
+			// rather than skip it and read it again. Anything else, and
+			// a list that is Failed, is taken raw and read as before.
+			start := w.i
+			if w.peek() == '[' {
+				if res = decodeV3At(w); res.Verdict != health.Failed {
+					read = true
+					return nil
+				}
+				w.i = start
+			}
 			nodes, err = w.raw()
 		case keyHealthyNodes, keySrcType, keySrcID:
 			e.v2 = true
@@ -151,8 +227,11 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 	if err != nil || !ok {
 		return err
 	}
+	if !read {
+		res = decodeV3(nodes)
+	}
 	l := e.out[ref]
-	l.res = decodeV3(nodes)
+	l.res = res
 	l.entries++
 	e.out[ref] = l
 	return nil
@@ -160,7 +239,8 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 
 // wanted reads a quoted name and reports whether want holds its resource.
 // The lookup allocates nothing, as most entries of a long list are not
-// wanted.
+// wanted, and a wanted one takes its Ref from want: the name need only be
+// checked as health.ParseRef would, which FuzzDecodeListWanted holds it to.
 func (e *listEntry) wanted(quoted []byte, esc bool) (health.Ref, bool, error) {
 	name := quoted[1 : len(quoted)-1]
 	if esc {
@@ -170,19 +250,26 @@ func (e *listEntry) wanted(quoted []byte, esc bool) (health.Ref, bool, error) {
 		}
 		name = []byte(s)
 	}
-	if e.want != nil {
-		i := bytes.LastIndexByte(name, '/')
-		if i < 0 {
-			return health.Ref{}, false, nil
+	if e.want == nil {
+		ref, err := health.ParseRef(string(name))
+		if err != nil {
+			return health.Ref{}, false, nil // a resource no key can name
 		}
-		j := bytes.LastIndexByte(name[:i], '/')
-		if !e.want[string(name[j+1:])] {
-			return health.Ref{}, false, nil
-		}
+		return ref, true, nil
 	}
-	ref, err := health.ParseRef(string(name))
-	if err != nil {
-		return health.Ref{}, false, nil // a resource no key can name
+	i := bytes.LastIndexByte(name, '/')
+	if i < 0 {
+		return health.Ref{}, false, nil
+	}
+	j := bytes.LastIndexByte(name[:i], '/')
+	if j < 0 {
+		return health.Ref{}, false, nil // "<type>/<id>": no leading "/"
+	}
+	ref, ok := e.want[string(name[j+1:])]
+	// The resource is valid (want's are); what ParseRef checks besides is
+	// the prefix: a leading "/" and no empty segment.
+	if !ok || name[0] != '/' || bytes.Contains(name[:j+1], []byte("//")) {
+		return health.Ref{}, false, nil
 	}
 	return ref, true, nil
 }
@@ -209,41 +296,4 @@ func (m *meter) Read(p []byte) (int, error) {
 	k, err := m.r.Read(p)
 	m.n += int64(k)
 	return k, err
-}
-
-// next reads a token inside a value, where the end of the input is an
-// error: the decoder reports it as a bare io.EOF.
-func next(dec *json.Decoder) (json.Token, error) {
-	t, err := dec.Token()
-	return t, noEOF(err)
-}
-
-// atEOF checks that nothing but JSON whitespace follows the value read.
-func atEOF(dec *json.Decoder) error {
-	t, err := dec.Token()
-	switch {
-	case err == io.EOF:
-		return nil
-	case err != nil:
-		return err
-	}
-	return fmt.Errorf("data after the top-level value (%v)", t)
-}
-
-// tokenKind names the JSON type of a token, for error messages.
-func tokenKind(t json.Token) string {
-	switch t.(type) {
-	case json.Delim:
-		if t == json.Delim('{') {
-			return "an object"
-		}
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
-	}
-	return "a number"
 }

@@ -188,9 +188,9 @@ func BenchmarkDecodeList10000(b *testing.B) {
 	}
 	sb.WriteByte(']')
 	body := []byte(sb.String())
-	want := make(map[string]bool, len(refs))
+	want := make(map[string]health.Ref, len(refs))
 	for _, ref := range refs {
-		want[ref.String()] = true
+		want[ref.String()] = ref
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
@@ -214,7 +214,10 @@ func TestDecodeListKeepsWanted(t *testing.T) {
 		`{"name":"/apisix/upstreams/other","nodes":[{"status":"healthy"}]},` +
 		`{"nodes":[{"status":"unhealthy"}],"name":"\/x\/services\/web"},` +
 		`{"name":"//routes/1","nodes":[]},{"name":"routes/1","nodes":[]}]`
-	want := map[string]bool{"upstreams/api": true, "services/web": true, "routes/1": true, "upstreams/gone": true}
+	want := map[string]health.Ref{}
+	for _, ref := range []health.Ref{{Type: "upstreams", ID: "api"}, {Type: "services", ID: "web"}, {Type: "routes", ID: "1"}, {Type: "upstreams", ID: "gone"}} {
+		want[ref.String()] = ref
+	}
 	m, err := decodeHealthList(context.Background(), strings.NewReader(body), want, noLimits)
 	if err != nil {
 		t.Fatal(err)
