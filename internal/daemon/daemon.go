@@ -523,14 +523,20 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	// when the set of present addresses ends as it was.
 	moved = st.Changed > 0 || st.Up != d.iface.Up || st.Exists != d.iface.Exists || d.tier.moved
 	now := d.now()
-	for p, want := range d.owned {
-		if st.Has(p) != d.iface.Has(p) {
-			moved = true
-			if i, ok := d.vs.at(p); ok && d.tier.presenceChanged(p, st, d.iface) {
-				d.vs.since[i] = now
-			}
+	// One walk over the two sorted lists finds the VIPs whose presence
+	// changed: at 10,000 VIPs, two binary searches per VIP were a quarter
+	// of a tick.
+	vip.EachDifference(st.Present, d.iface.Present, func(p netip.Prefix) {
+		if _, ok := d.owned[p]; !ok {
+			return
 		}
-		if d.orphans[p] && !st.Has(p) && !d.tier.has(p) && !want {
+		moved = true
+		if i, ok := d.vs.at(p); ok && d.tier.presenceChanged(p, st, d.iface) {
+			d.vs.since[i] = now
+		}
+	})
+	for p := range d.orphans {
+		if !st.Has(p) && !d.tier.has(p) && !d.owned[p] {
 			delete(d.orphans, p)
 			d.own.dirty = true
 		}

@@ -62,6 +62,30 @@ func (s State) Has(p netip.Prefix) bool {
 	return ok
 }
 
+// EachDifference calls f, in order, with every prefix that is in exactly
+// one of a and b, which must be sorted by netip.Prefix.Compare without
+// repeats (as State.Present is).
+func EachDifference(a, b []netip.Prefix, f func(netip.Prefix)) {
+	for len(a) > 0 && len(b) > 0 {
+		switch c := a[0].Compare(b[0]); {
+		case c < 0:
+			f(a[0])
+			a = a[1:]
+		case c > 0:
+			f(b[0])
+			b = b[1:]
+		default:
+			a, b = a[1:], b[1:]
+		}
+	}
+	for _, p := range a {
+		f(p)
+	}
+	for _, p := range b {
+		f(p)
+	}
+}
+
 // Announcer keeps the VIPs rhi owns on one interface. It remembers only
 // what it needs to log changes once (and to notice addresses changed by
 // someone else); every call re-reads the kernel.

@@ -730,3 +730,37 @@ func TestNeedlessDeleteIsChecked(t *testing.T) {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
 }
+
+// EachDifference yields, in order, what is in exactly one of two sorted
+// lists, as comparing State.Has for every prefix of both would.
+func TestEachDifference(t *testing.T) {
+	tests := []struct{ a, b, want []netip.Prefix }{
+		{nil, nil, nil},
+		{prefixes("10.0.0.1/32"), nil, prefixes("10.0.0.1/32")},
+		{nil, prefixes("10.0.0.1/32", "2001:db8::1/128"), prefixes("10.0.0.1/32", "2001:db8::1/128")},
+		{prefixes("10.0.0.1/32", "10.0.0.2/32"), prefixes("10.0.0.1/32", "10.0.0.2/32"), nil},
+		{
+			prefixes("10.0.0.1/32", "10.0.0.3/32", "10.0.0.9/32", "2001:db8::1/128"),
+			prefixes("10.0.0.2/32", "10.0.0.3/32", "2001:db8::1/128", "2001:db8::2/128"),
+			prefixes("10.0.0.1/32", "10.0.0.2/32", "10.0.0.9/32", "2001:db8::2/128"),
+		},
+	}
+	for _, tt := range tests {
+		var got []netip.Prefix
+		EachDifference(tt.a, tt.b, func(p netip.Prefix) { got = append(got, p) })
+		if diff := cmpDiff(tt.want, got); diff != "" {
+			t.Errorf("EachDifference(%v, %v) (-want +got):\n%s", tt.a, tt.b, diff)
+		}
+		// The same as asking each list about every prefix of both.
+		var slow []netip.Prefix
+		for _, p := range append(slices.Clone(tt.a), tt.b...) {
+			if (State{Present: tt.a}).Has(p) != (State{Present: tt.b}).Has(p) {
+				slow = append(slow, p)
+			}
+		}
+		slices.SortFunc(slow, netip.Prefix.Compare)
+		if diff := cmpDiff(slow, got); diff != "" {
+			t.Errorf("EachDifference(%v, %v) against Has (-has +got):\n%s", tt.a, tt.b, diff)
+		}
+	}
+}
