@@ -513,11 +513,15 @@ func cpuTime(b *testing.B) time.Duration {
 // loopback fake in every mode (auto picks the list at this size). The fake
 // runs in the same process, so time, CPU and allocations are the client's
 // and the server's together.
-func BenchmarkPoll10000(b *testing.B) {
+func BenchmarkPoll10000(b *testing.B) { benchPollModes(b, 10000) }
+
+// benchPollModes polls n distinct upstreams of two nodes each on a loopback
+// fake in every mode, with the CPU and requests of a poll.
+func benchPollModes(b *testing.B, n int) {
 	srv := apisixtest.New()
 	ts := srv.Start()
 	defer srv.Close()
-	_, keys := manyUpstreams(srv, 10000)
+	_, keys := manyUpstreams(srv, n)
 	for _, mode := range []apisix.Mode{apisix.ModePerUpstream, apisix.ModeList, apisix.ModeAuto} {
 		b.Run(string(mode), func(b *testing.B) {
 			c := newClient(b, ts.URL, apisix.Options{Mode: mode, Timeout: time.Minute})
