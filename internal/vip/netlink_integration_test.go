@@ -4,14 +4,9 @@ package vip
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -24,45 +19,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rhi-daemon/rhi/internal/vip/rtnl"
+	"github.com/rhi-daemon/rhi/internal/vip/rtnl/rtnltest"
 )
-
-// ipCmd runs ip(8) with a deadline and returns its standard output.
-func ipCmd(t testing.TB, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "ip", args...).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, ee.Stderr)
-		}
-		t.Fatalf("ip %s: %v", strings.Join(args, " "), err)
-	}
-	return out
-}
 
 // labNS creates a namespace holding an up ifb link called rhi0 and returns
 // its name and a netlink handle inside it. Both go away at cleanup.
 func labNS(t testing.TB) (string, *rtnl.Handle) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs ip(8)")
-	}
-	ns := fmt.Sprintf("rhi-vip-%d-%d", os.Getpid(), rand.Uint32())
-	ipCmd(t, "netns", "add", ns)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", ns, err, out)
-		}
-	})
-	ipCmd(t, "-n", ns, "link", "add", iface, "type", "ifb")
-
+	ns := rtnltest.NS(t, "rhi-vip")
 	nsh, err := netns.GetFromName(ns)
 	if err != nil {
 		t.Fatalf("open namespace %q: %v", ns, err)
@@ -73,69 +37,8 @@ func labNS(t testing.TB) (string, *rtnl.Handle) {
 		t.Fatalf("netlink handle in %q: %v", ns, err)
 	}
 	t.Cleanup(h.Close)
-	setLink(t, h, true)
+	rtnltest.SetLink(t, h, true)
 	return ns, h
-}
-
-func setLink(t testing.TB, h *rtnl.Handle, up bool) {
-	t.Helper()
-	link, err := h.LinkByName(iface)
-	if err != nil {
-		t.Fatalf("find %s: %v", iface, err)
-	}
-	if up {
-		err = h.LinkSetUp(link)
-	} else {
-		err = h.LinkSetDown(link)
-	}
-	if err != nil {
-		t.Fatalf("set %s up=%v: %v", iface, up, err)
-	}
-}
-
-// ipAddrs returns what `ip -j addr show` says rhi0 holds, one sorted line
-// per address: "10.0.0.1/32 global", "2001:db8::1/128 global nodad",
-// "10.9.0.1 peer 10.9.0.2/32 global", plus whether the link is
-// administratively up.
-func ipAddrs(t *testing.T, ns string) ([]string, bool) {
-	t.Helper()
-	var links []struct {
-		Flags    []string `json:"flags"`
-		AddrInfo []struct {
-			Local     string `json:"local"`
-			Address   string `json:"address"` // the peer, when there is one
-			PrefixLen int    `json:"prefixlen"`
-			Scope     string `json:"scope"`
-			NoDAD     bool   `json:"nodad"`
-			Tentative bool   `json:"tentative"`
-		} `json:"addr_info"`
-	}
-	out := ipCmd(t, "-n", ns, "-j", "addr", "show", "dev", iface)
-	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
-		t.Fatalf("ip -j addr show: %v in %s", err, out)
-	}
-	var lines []string
-	for _, a := range links[0].AddrInfo {
-		line := fmt.Sprintf("%s/%d %s", a.Local, a.PrefixLen, a.Scope)
-		if a.Address != "" && a.Address != a.Local {
-			line = fmt.Sprintf("%s peer %s/%d %s", a.Local, a.Address, a.PrefixLen, a.Scope)
-		}
-		if a.NoDAD {
-			line += " nodad"
-		}
-		if a.Tentative {
-			line += " tentative"
-		}
-		lines = append(lines, line)
-	}
-	slices.Sort(lines)
-	return lines, slices.Contains(links[0].Flags, "UP")
-}
-
-// withoutLinkLocal drops the fe80:: address the kernel gives an up link:
-// its value is random, and it is foreign to rhi like any other.
-func withoutLinkLocal(lines []string) []string {
-	return slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return strings.HasPrefix(l, "fe80:") })
 }
 
 // observed joins an Observe result into the form of ipAddrs (without scope).
@@ -171,8 +74,8 @@ func TestNetlinkIntegration(t *testing.T) {
 	ctx := context.Background()
 
 	// Foreign addresses, put there by hand: one contains a VIP.
-	ipCmd(t, "-n", ns, "addr", "add", "10.0.0.100/24", "dev", iface)
-	ipCmd(t, "-n", ns, "addr", "add", "192.0.2.1/32", "dev", iface)
+	rtnltest.IP(t, "-n", ns, "addr", "add", "10.0.0.100/24", "dev", iface)
+	rtnltest.IP(t, "-n", ns, "addr", "add", "192.0.2.1/32", "dev", iface)
 
 	desired := owned("10.0.0.100/32", "10.0.0.1/32", "-10.0.0.2/32", "2001:db8::1/128", "-2001:db8::2/128")
 	st, err := a.Set(ctx, desired)
@@ -189,11 +92,11 @@ func TestNetlinkIntegration(t *testing.T) {
 		t.Errorf("Foreign = %v, want the hand-made addresses in it", st.Foreign)
 	}
 	wantIP := []string{"10.0.0.1/32 global", "10.0.0.100/24 global", "10.0.0.100/32 global", "192.0.2.1/32 global", "2001:db8::1/128 global nodad"}
-	got, up := ipAddrs(t, ns)
-	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" || !up {
+	got, up := rtnltest.Addrs(t, ns)
+	if diff := cmpDiff(wantIP, rtnltest.WithoutLinkLocal(got)); diff != "" || !up {
 		t.Errorf("ip addr show, up=%v (-want +got):\n%s", up, diff)
 	}
-	if diff := cmpDiff(addrsOnly(withoutLinkLocal(got)), observed(t, a)); diff != "" {
+	if diff := cmpDiff(addrsOnly(rtnltest.WithoutLinkLocal(got)), observed(t, a)); diff != "" {
 		t.Errorf("Observe disagrees with ip (-ip +Observe):\n%s", diff)
 	}
 
@@ -216,8 +119,8 @@ func TestNetlinkIntegration(t *testing.T) {
 	}
 
 	// Someone deletes a VIP by hand and adds a withdrawn one: both put right.
-	ipCmd(t, "-n", ns, "addr", "del", "10.0.0.1/32", "dev", iface)
-	ipCmd(t, "-n", ns, "addr", "add", "2001:db8::2/128", "dev", iface, "nodad")
+	rtnltest.IP(t, "-n", ns, "addr", "del", "10.0.0.1/32", "dev", iface)
+	rtnltest.IP(t, "-n", ns, "addr", "add", "2001:db8::2/128", "dev", iface, "nodad")
 	hook.Reset()
 	if _, err := a.Set(ctx, desired); err != nil {
 		t.Fatalf("Set after hand changes: %v", err)
@@ -230,8 +133,8 @@ func TestNetlinkIntegration(t *testing.T) {
 	if diff := cmpDiff(wantLog, logged(hook)); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
-	got, _ = ipAddrs(t, ns)
-	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" {
+	got, _ = rtnltest.Addrs(t, ns)
+	if diff := cmpDiff(wantIP, rtnltest.WithoutLinkLocal(got)); diff != "" {
 		t.Errorf("ip addr show after repair (-want +got):\n%s", diff)
 	}
 
@@ -241,15 +144,15 @@ func TestNetlinkIntegration(t *testing.T) {
 		t.Fatalf("Set flip: %v", err)
 	}
 	wantIP = []string{"10.0.0.100/24 global", "10.0.0.100/32 global", "10.0.0.2/32 global", "192.0.2.1/32 global", "2001:db8::2/128 global nodad"}
-	got, _ = ipAddrs(t, ns)
-	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" {
+	got, _ = rtnltest.Addrs(t, ns)
+	if diff := cmpDiff(wantIP, rtnltest.WithoutLinkLocal(got)); diff != "" {
 		t.Errorf("ip addr show after flip (-want +got):\n%s", diff)
 	}
 
 	// Link down: reported, and the VIPs are still set. The kernel flushes
 	// IPv6 addresses from a link taken down (unless keep_addr_on_down), so
 	// the IPv6 VIP comes back by repair.
-	setLink(t, h, false)
+	rtnltest.SetLink(t, h, false)
 	hook.Reset()
 	st, err = a.Set(ctx, desired)
 	if err != nil {
@@ -261,8 +164,8 @@ func TestNetlinkIntegration(t *testing.T) {
 	if diff := cmpDiff(prefixes("10.0.0.2/32", "10.0.0.100/32", "2001:db8::2/128"), st.Present); diff != "" {
 		t.Errorf("Present on a down link (-want +got):\n%s", diff)
 	}
-	got, up = ipAddrs(t, ns)
-	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" || up {
+	got, up = rtnltest.Addrs(t, ns)
+	if diff := cmpDiff(wantIP, rtnltest.WithoutLinkLocal(got)); diff != "" || up {
 		t.Errorf("ip addr show on a down link, up=%v (-want +got):\n%s", up, diff)
 	}
 	wantLog = []string{
@@ -276,7 +179,7 @@ func TestNetlinkIntegration(t *testing.T) {
 		t.Errorf("log on a down link (-want +got):\n%s", diff)
 	}
 
-	setLink(t, h, true)
+	rtnltest.SetLink(t, h, true)
 	st, err = a.Set(ctx, desired)
 	if err != nil {
 		t.Fatalf("Set after link up: %v", err)
@@ -284,11 +187,11 @@ func TestNetlinkIntegration(t *testing.T) {
 	if !st.Up || len(st.Present) != 3 {
 		t.Errorf("state %+v after link up, want up with three VIPs", st)
 	}
-	got, _ = ipAddrs(t, ns)
-	if diff := cmpDiff(wantIP, withoutLinkLocal(got)); diff != "" {
+	got, _ = rtnltest.Addrs(t, ns)
+	if diff := cmpDiff(wantIP, rtnltest.WithoutLinkLocal(got)); diff != "" {
 		t.Errorf("ip addr show after link up (-want +got):\n%s", diff)
 	}
-	if diff := cmpDiff(addrsOnly(withoutLinkLocal(got)), observed(t, a)); diff != "" {
+	if diff := cmpDiff(addrsOnly(rtnltest.WithoutLinkLocal(got)), observed(t, a)); diff != "" {
 		t.Errorf("Observe disagrees with ip (-ip +Observe):\n%s", diff)
 	}
 
@@ -298,8 +201,8 @@ func TestNetlinkIntegration(t *testing.T) {
 	if err != nil || len(st.Present) != 0 {
 		t.Fatalf("Set withdraw all: state %+v, error %v", st, err)
 	}
-	got, _ = ipAddrs(t, ns)
-	if diff := cmpDiff([]string{"10.0.0.100/24 global", "192.0.2.1/32 global"}, withoutLinkLocal(got)); diff != "" {
+	got, _ = rtnltest.Addrs(t, ns)
+	if diff := cmpDiff([]string{"10.0.0.100/24 global", "192.0.2.1/32 global"}, rtnltest.WithoutLinkLocal(got)); diff != "" {
 		t.Errorf("ip addr show after withdrawing all (-want +got):\n%s", diff)
 	}
 }
@@ -372,8 +275,8 @@ func BenchmarkSetNetlink(b *testing.B) {
 // and reports them as foreign in ip(8)'s form.
 func TestNetlinkIntegrationPointToPoint(t *testing.T) {
 	ns, h := labNS(t)
-	ipCmd(t, "-n", ns, "addr", "add", "10.9.0.1", "peer", "10.9.0.2/32", "dev", iface)
-	ipCmd(t, "-n", ns, "addr", "add", "2001:db8::1", "peer", "2001:db8::2/128", "dev", iface, "nodad")
+	rtnltest.IP(t, "-n", ns, "addr", "add", "10.9.0.1", "peer", "10.9.0.2/32", "dev", iface)
+	rtnltest.IP(t, "-n", ns, "addr", "add", "2001:db8::1", "peer", "2001:db8::2/128", "dev", iface, "nodad")
 	ptp := []string{"10.9.0.1 peer 10.9.0.2/32 global", "2001:db8::1 peer 2001:db8::2/128 global nodad"}
 	log, hook := logtest.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
@@ -393,8 +296,8 @@ func TestNetlinkIntegrationPointToPoint(t *testing.T) {
 			t.Errorf("ForeignPeers (-want +got):\n%s", diff)
 		}
 	}
-	got, _ := ipAddrs(t, ns)
-	if diff := cmpDiff(ptp, withoutLinkLocal(got)); diff != "" {
+	got, _ := rtnltest.Addrs(t, ns)
+	if diff := cmpDiff(ptp, rtnltest.WithoutLinkLocal(got)); diff != "" {
 		t.Errorf("ip addr show (-want +got):\n%s", diff)
 	}
 	wantLog := []string{"info foreign addresses on interface, left alone: [10.9.0.1 peer 10.9.0.2/32 2001:db8::1 peer 2001:db8::2/128]"}
@@ -415,8 +318,8 @@ func TestNetlinkIntegrationPointToPoint(t *testing.T) {
 			t.Errorf("Set %d: %d changed, Present (-want +got):\n%s", i, st.Changed, diff)
 		}
 	}
-	got, _ = ipAddrs(t, ns)
-	if diff := cmpDiff([]string{"10.9.0.1 peer 10.9.0.2/32 global", "10.9.0.1/32 global", "2001:db8::1 peer 2001:db8::2/128 global nodad"}, withoutLinkLocal(got)); diff != "" {
+	got, _ = rtnltest.Addrs(t, ns)
+	if diff := cmpDiff([]string{"10.9.0.1 peer 10.9.0.2/32 global", "10.9.0.1/32 global", "2001:db8::1 peer 2001:db8::2/128 global nodad"}, rtnltest.WithoutLinkLocal(got)); diff != "" {
 		t.Errorf("ip addr show (-want +got):\n%s", diff)
 	}
 
@@ -425,8 +328,8 @@ func TestNetlinkIntegrationPointToPoint(t *testing.T) {
 	if err != nil || st.Changed != 1 {
 		t.Fatalf("Set, withdrawn again: %d changed, %v", st.Changed, err)
 	}
-	got, _ = ipAddrs(t, ns)
-	if diff := cmpDiff(ptp, withoutLinkLocal(got)); diff != "" {
+	got, _ = rtnltest.Addrs(t, ns)
+	if diff := cmpDiff(ptp, rtnltest.WithoutLinkLocal(got)); diff != "" {
 		t.Errorf("ip addr show (-want +got):\n%s", diff)
 	}
 }

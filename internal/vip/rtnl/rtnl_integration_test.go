@@ -4,13 +4,10 @@ package rtnl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -23,47 +20,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rhi-daemon/rhi/internal/inns"
+	"github.com/rhi-daemon/rhi/internal/vip/rtnl/rtnltest"
 )
 
-const iface = "rhi0"
-
-// ipCmd runs ip(8) with a deadline and returns its standard output.
-func ipCmd(t testing.TB, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "ip", args...).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, ee.Stderr)
-		}
-		t.Fatalf("ip %s: %v", strings.Join(args, " "), err)
-	}
-	return out
-}
+const iface = rtnltest.Iface
 
 // labNS creates a namespace holding an up ifb link called rhi0 and returns
 // its name and a netlink handle inside it. Both go away at cleanup.
 func labNS(t testing.TB) (string, *Handle) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs ip(8)")
-	}
-	ns := fmt.Sprintf("rhi-rtnl-%d-%d", os.Getpid(), rand.Uint32())
-	ipCmd(t, "netns", "add", ns)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", ns, err, out)
-		}
-	})
-	ipCmd(t, "-n", ns, "link", "add", iface, "type", "ifb")
-
+	ns := rtnltest.NS(t, "rhi-rtnl")
 	nsh, err := netns.GetFromName(ns)
 	if err != nil {
 		t.Fatalf("open namespace %q: %v", ns, err)
@@ -74,69 +40,8 @@ func labNS(t testing.TB) (string, *Handle) {
 		t.Fatalf("netlink handle in %q: %v", ns, err)
 	}
 	t.Cleanup(h.Close)
-	setLink(t, h, true)
+	rtnltest.SetLink(t, h, true)
 	return ns, h
-}
-
-func setLink(t testing.TB, h *Handle, up bool) {
-	t.Helper()
-	link, err := h.LinkByName(iface)
-	if err != nil {
-		t.Fatalf("find %s: %v", iface, err)
-	}
-	if up {
-		err = h.LinkSetUp(link)
-	} else {
-		err = h.LinkSetDown(link)
-	}
-	if err != nil {
-		t.Fatalf("set %s up=%v: %v", iface, up, err)
-	}
-}
-
-// ipAddrs returns what `ip -j addr show` says rhi0 holds, one sorted line
-// per address: "10.0.0.1/32 global", "2001:db8::1/128 global nodad",
-// "10.9.0.1 peer 10.9.0.2/32 global", plus whether the link is
-// administratively up.
-func ipAddrs(t *testing.T, ns string) ([]string, bool) {
-	t.Helper()
-	var links []struct {
-		Flags    []string `json:"flags"`
-		AddrInfo []struct {
-			Local     string `json:"local"`
-			Address   string `json:"address"` // the peer, when there is one
-			PrefixLen int    `json:"prefixlen"`
-			Scope     string `json:"scope"`
-			NoDAD     bool   `json:"nodad"`
-			Tentative bool   `json:"tentative"`
-		} `json:"addr_info"`
-	}
-	out := ipCmd(t, "-n", ns, "-j", "addr", "show", "dev", iface)
-	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
-		t.Fatalf("ip -j addr show: %v in %s", err, out)
-	}
-	var lines []string
-	for _, a := range links[0].AddrInfo {
-		line := fmt.Sprintf("%s/%d %s", a.Local, a.PrefixLen, a.Scope)
-		if a.Address != "" && a.Address != a.Local {
-			line = fmt.Sprintf("%s peer %s/%d %s", a.Local, a.Address, a.PrefixLen, a.Scope)
-		}
-		if a.NoDAD {
-			line += " nodad"
-		}
-		if a.Tentative {
-			line += " tentative"
-		}
-		lines = append(lines, line)
-	}
-	slices.Sort(lines)
-	return lines, slices.Contains(links[0].Flags, "UP")
-}
-
-// withoutLinkLocal drops the fe80:: address the kernel gives an up link:
-// its value is random, and it is foreign to rhi like any other.
-func withoutLinkLocal(lines []string) []string {
-	return slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return strings.HasPrefix(l, "fe80:") })
 }
 
 func TestNewHandle(t *testing.T) {
@@ -161,20 +66,20 @@ func TestNewHandle(t *testing.T) {
 // while another link holds addresses that must not show up.
 func TestLeanDumpAgreesWithTheLibrary(t *testing.T) {
 	ns, h := labNS(t)
-	ipCmd(t, "-n", ns, "link", "add", "other0", "type", "ifb")
-	ipCmd(t, "-n", ns, "link", "set", "other0", "up")
+	rtnltest.IP(t, "-n", ns, "link", "add", "other0", "type", "ifb")
+	rtnltest.IP(t, "-n", ns, "link", "set", "other0", "up")
 	for _, a := range []string{"10.0.0.1/32", "10.0.0.100/24", "192.0.2.1/32", "10.9.0.1 peer 10.9.0.2/32", "10.9.1.1 peer 10.9.1.0/24"} {
-		ipCmd(t, append([]string{"-n", ns, "addr", "add"}, append(strings.Fields(a), "dev", iface)...)...)
+		rtnltest.IP(t, append([]string{"-n", ns, "addr", "add"}, append(strings.Fields(a), "dev", iface)...)...)
 	}
 	// The kernel sends IFA_LOCAL for IPv6 only with a peer, then with
 	// IFA_ADDRESS the peer; a peer equal to the address is no peer at all.
 	for _, a := range []string{"2001:db8::1/128", "2001:db8:1::1/64", "2001:db8:2::1 peer 2001:db8:2::2/128", "2001:db8:3::1 peer 2001:db8:3::1/128"} {
-		ipCmd(t, append([]string{"-n", ns, "addr", "add"}, append(strings.Fields(a), "dev", iface, "nodad")...)...)
+		rtnltest.IP(t, append([]string{"-n", ns, "addr", "add"}, append(strings.Fields(a), "dev", iface, "nodad")...)...)
 	}
 	for i := 0; i < 300; i++ { // more than one datagram's worth
-		ipCmd(t, "-n", ns, "addr", "add", fmt.Sprintf("10.1.%d.%d/32", i/250, i%250+1), "dev", iface)
+		rtnltest.IP(t, "-n", ns, "addr", "add", fmt.Sprintf("10.1.%d.%d/32", i/250, i%250+1), "dev", iface)
 	}
-	ipCmd(t, "-n", ns, "addr", "add", "198.51.100.1/32", "dev", "other0")
+	rtnltest.IP(t, "-n", ns, "addr", "add", "198.51.100.1/32", "dev", "other0")
 	link, err := h.LinkByName(iface)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +144,7 @@ func TestLeanDumpAgreesWithTheLibrary(t *testing.T) {
 // host's link that happens to have the same index.
 func TestLeanDumpReopensInItsNamespace(t *testing.T) {
 	ns, h := labNS(t)
-	ipCmd(t, "-n", ns, "addr", "add", "10.0.0.1/32", "dev", iface)
+	rtnltest.IP(t, "-n", ns, "addr", "add", "10.0.0.1/32", "dev", iface)
 	link, err := h.LinkByName(iface)
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +207,7 @@ func TestLeanDumpReopensInItsNamespace(t *testing.T) {
 // IPv6 nodad and not tentative).
 func TestWriteAddrsOnTheKernel(t *testing.T) {
 	ns, h := labNS(t)
-	ipCmd(t, "-n", ns, "addr", "add", "10.7.0.2/32", "dev", iface)
+	rtnltest.IP(t, "-n", ns, "addr", "add", "10.7.0.2/32", "dev", iface)
 	link, err := h.LinkByName(iface)
 	if err != nil {
 		t.Fatal(err)
@@ -332,9 +237,9 @@ func TestWriteAddrsOnTheKernel(t *testing.T) {
 			t.Errorf("add %s: answer %v, want %v", adds[i].Prefix, a, wantErr)
 		}
 	}
-	got, _ := ipAddrs(t, ns)
+	got, _ := rtnltest.Addrs(t, ns)
 	slices.Sort(want)
-	if diff := cmp.Diff(want, withoutLinkLocal(got)); diff != "" {
+	if diff := cmp.Diff(want, rtnltest.WithoutLinkLocal(got)); diff != "" {
 		t.Errorf("after the adds (-want +got):\n%s", diff)
 	}
 
@@ -354,7 +259,7 @@ func TestWriteAddrsOnTheKernel(t *testing.T) {
 			t.Errorf("delete %s: answer %v", dels[i+1].Prefix, a)
 		}
 	}
-	if got, _ := ipAddrs(t, ns); len(withoutLinkLocal(got)) != 0 {
+	if got, _ := rtnltest.Addrs(t, ns); len(rtnltest.WithoutLinkLocal(got)) != 0 {
 		t.Errorf("after the deletes: %v", got)
 	}
 }
@@ -411,9 +316,9 @@ func peers(ss ...string) []Peer {
 // address with the same local address alone.
 func TestDeletePeerEntriesOnTheKernel(t *testing.T) {
 	ns, h := labNS(t)
-	ipCmd(t, "-n", ns, "addr", "add", "10.9.0.1", "peer", "10.0.0.99/32", "dev", iface)
-	ipCmd(t, "-n", ns, "addr", "add", "10.9.0.1/32", "dev", iface)
-	ipCmd(t, "-n", ns, "addr", "add", "2001:db8:2::1", "peer", "2001:db8:2::2/128", "dev", iface)
+	rtnltest.IP(t, "-n", ns, "addr", "add", "10.9.0.1", "peer", "10.0.0.99/32", "dev", iface)
+	rtnltest.IP(t, "-n", ns, "addr", "add", "10.9.0.1/32", "dev", iface)
+	rtnltest.IP(t, "-n", ns, "addr", "add", "2001:db8:2::1", "peer", "2001:db8:2::2/128", "dev", iface)
 	link, err := h.LinkByName(iface)
 	if err != nil {
 		t.Fatal(err)
@@ -430,8 +335,8 @@ func TestDeletePeerEntriesOnTheKernel(t *testing.T) {
 	if answers[0] != nil || answers[1] != nil || !errors.Is(answers[2], unix.EADDRNOTAVAIL) {
 		t.Errorf("answers %v, want nil, nil, EADDRNOTAVAIL", answers)
 	}
-	got, _ := ipAddrs(t, ns)
-	if diff := cmp.Diff([]string{"10.9.0.1/32 global"}, withoutLinkLocal(got)); diff != "" {
+	got, _ := rtnltest.Addrs(t, ns)
+	if diff := cmp.Diff([]string{"10.9.0.1/32 global"}, rtnltest.WithoutLinkLocal(got)); diff != "" {
 		t.Errorf("after the deletes (-want +got):\n%s", diff)
 	}
 }
