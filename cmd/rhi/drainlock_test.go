@@ -135,6 +135,8 @@ func TestDrainWaitsForTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The deadline passes at the first wait for the lock.
+	clock := useCueClock(t, 1)
 	var out, errb bytes.Buffer
 	if code := run([]string{"drain", "--config", cfg, "--no-wait", "--timeout", "100ms", vips[0]}, &out, &errb); code != exitFailure {
 		t.Fatalf("exit %d while the lock is held, want %d", code, exitFailure)
@@ -150,6 +152,10 @@ func TestDrainWaitsForTheLock(t *testing.T) {
 		t.Fatalf("exit %d once the lock is free: %s", code, errb.String())
 	}
 	drainedExactly(t, file, vips[:1])
+	checkTimeouts(t, clock, 100*time.Millisecond, 5*time.Second)
+	if n := clock.Waits(); n != 1 {
+		t.Errorf("%d waits for the lock, want 1 (then the deadline passed; the second drain found it free)", n)
+	}
 }
 
 // TestDrainLockIsNotFollowed: a link or a FIFO planted at the lock's path is
