@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// clock is the time `rhi drain` and `rhi undrain` wait by: the deadline
-// of --timeout and the pace of their retries. Production uses realClock;
-// tests replace drainClock so that a deadline passes on cue (at a given
-// wait) instead of being waited out.
+// clock is the time the commands that wait for the daemon (`rhi drain`,
+// `rhi undrain`, `rhi reload`) wait by: the deadline of --timeout and the
+// pace of their retries. Production uses realClock; tests replace
+// waitClock so that a deadline passes on cue (at a given wait), or a retry
+// goes when the test says, instead of waiting them out.
 type clock interface {
 	// withTimeout is context.WithTimeout.
 	withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc)
@@ -24,8 +25,8 @@ type pacer interface {
 	stop()
 }
 
-// drainClock is the clock of `rhi drain`; tests replace it.
-var drainClock clock = realClock{}
+// waitClock is the clock of the commands that wait; tests replace it.
+var waitClock clock = realClock{}
 
 // realClock is the system's clock.
 type realClock struct{}

@@ -60,13 +60,13 @@ type cueClock struct {
 	waits     int
 }
 
-// useCueClock makes c drainClock for the test's duration.
+// useCueClock makes c waitClock for the test's duration.
 func useCueClock(t *testing.T, expireAt int) *cueClock {
 	t.Helper()
 	c := &cueClock{t: t, expireAt: expireAt}
-	saved := drainClock
-	drainClock = c
-	t.Cleanup(func() { drainClock = saved })
+	saved := waitClock
+	waitClock = c
+	t.Cleanup(func() { waitClock = saved })
 	return c
 }
 
@@ -125,6 +125,23 @@ func (p cuePacer) wait(ctx context.Context) error {
 		c.t.Errorf("wait %d: the deadline passed, but the wait's context did not end", n)
 		return errors.New("the wait's context did not end")
 	}
+}
+
+// tickClock is the real clock but for its pacers, which let a try go at
+// each receive from ticks.
+type tickClock struct {
+	realClock
+	ticks <-chan time.Time
+}
+
+func (c tickClock) pacer(time.Duration) pacer { return tickPacer{c: c.ticks, end: func() {}} }
+
+// useTickClock makes a tickClock of ticks waitClock for the test's
+// duration.
+func useTickClock(t *testing.T, ticks <-chan time.Time) {
+	saved := waitClock
+	waitClock = tickClock{ticks: ticks}
+	t.Cleanup(func() { waitClock = saved })
 }
 
 // TestTickPacer: the real pacer lets a try go at a tick, and returns the

@@ -54,7 +54,7 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 			return exitBadInput
 		}
 	}
-	ctx, cancel := drainClock.withTimeout(context.Background(), *timeout)
+	ctx, cancel := waitClock.withTimeout(context.Background(), *timeout)
 	defer cancel()
 	if on {
 		warnLastSite(ctx, cfg, targets, stderr)
@@ -137,7 +137,7 @@ func lockDrain(ctx context.Context, drainFile string) (unlock func(), err error)
 	if err != nil {
 		return nil, fmt.Errorf("drain %w", err)
 	}
-	retry := drainClock.pacer(lockRetry)
+	retry := waitClock.pacer(lockRetry)
 	defer retry.stop()
 	for {
 		err := tryLock(f)
@@ -172,7 +172,7 @@ func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Pref
 	}
 	var last status.Status
 	var lastErr error
-	tick := drainClock.pacer(statusEvery)
+	tick := waitClock.pacer(statusEvery)
 	defer tick.stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, statusTimeout)
