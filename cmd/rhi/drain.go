@@ -54,7 +54,7 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 			return exitBadInput
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := waitClock.withTimeout(context.Background(), *timeout)
 	defer cancel()
 	if on {
 		warnLastSite(ctx, cfg, targets, stderr)
@@ -137,8 +137,8 @@ func lockDrain(ctx context.Context, drainFile string) (unlock func(), err error)
 	if err != nil {
 		return nil, fmt.Errorf("drain %w", err)
 	}
-	t := time.NewTicker(lockRetry)
-	defer t.Stop()
+	retry := waitClock.pacer(lockRetry)
+	defer retry.stop()
 	for {
 		err := tryLock(f)
 		if err == nil {
@@ -148,18 +148,23 @@ func lockDrain(ctx context.Context, drainFile string) (unlock func(), err error)
 			f.Close()
 			return nil, fmt.Errorf("drain lock %q: %w", path, err)
 		}
-		select {
-		case <-ctx.Done():
+		if err := retry.wait(ctx); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("drain lock %q: still held by another rhi drain: %w", path, ctx.Err())
-		case <-t.C:
+			return nil, fmt.Errorf("drain lock %q: still held by another rhi drain: %w", path, err)
 		}
 	}
 }
 
+// statusEvery is how often waitDrain asks the daemon for its status, and
+// statusTimeout bounds each question.
+const (
+	statusEvery   = 200 * time.Millisecond
+	statusTimeout = 2 * time.Second
+)
+
 // waitDrain polls the daemon's status until every target shows the drain
 // state on and, for a drain, is off the interface with BIRD confirming it
-// is exported nowhere.
+// is exported nowhere; it gives up when ctx ends.
 func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Prefix, since time.Time, stdout, stderr io.Writer) int {
 	want := map[string]bool{}
 	for _, p := range targets {
@@ -167,10 +172,10 @@ func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Pref
 	}
 	var last status.Status
 	var lastErr error
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
+	tick := waitClock.pacer(statusEvery)
+	defer tick.stop()
 	for {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		rctx, cancel := context.WithTimeout(ctx, statusTimeout)
 		_, st, err := fetchStatus(rctx, socket)
 		cancel()
 		lastErr = err
@@ -181,8 +186,7 @@ func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Pref
 				return exitOK
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if tick.wait(ctx) != nil {
 			if lastErr != nil {
 				fmt.Fprintf(stderr, "rhi: recorded, but NOT confirmed as applied: daemon not reachable on %s: %v\n", socket, lastErr)
 				return exitFailure
@@ -190,7 +194,6 @@ func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Pref
 			reportDrain(stdout, last, want, since)
 			fmt.Fprintf(stderr, "rhi: not confirmed before the timeout: %s\n", strings.Join(drainPending(last, want, on, since), "; "))
 			return exitFailure
-		case <-tick.C:
 		}
 	}
 }

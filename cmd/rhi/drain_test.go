@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -111,6 +112,7 @@ func TestDrainWaitsForDaemonAndBird(t *testing.T) {
 		return status.Status{Ready: true, Bird: status.BirdStatus{Enabled: true}, VIPs: []status.VIPStatus{v}}
 	})
 	cfg, _ := drainConfig(t, addr)
+	clock := useCueClock(t, 0) // the next status is due at once; no deadline passes
 	var out, errb bytes.Buffer
 	if code := run([]string{"drain", "--config", cfg, "--timeout", "20s", "10.0.0.101"}, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -121,6 +123,9 @@ func TestDrainWaitsForDaemonAndBird(t *testing.T) {
 	if n := asked.Load(); n != 4 {
 		t.Errorf("confirmed after %d status requests, want 4 (the third holds a check made before the drain)", n)
 	}
+	if n := clock.Waits(); n != 2 {
+		t.Errorf("%d waits between the status requests, want 2 (the first request asks /healthz)", n)
+	}
 }
 
 // TestDrainVIPUnknownToDaemon: a VIP of the file that the running daemon
@@ -130,15 +135,24 @@ func TestDrainVIPUnknownToDaemon(t *testing.T) {
 		return status.Status{Ready: true, VIPs: []status.VIPStatus{{Address: "10.0.0.100/32", Drained: true}}}
 	})
 	cfg, _ := drainConfig(t, addr)
+	// --timeout's deadline passes after the first answer.
+	clock := useCueClock(t, 1)
 	var out, errb bytes.Buffer
-	// --timeout bounds the file's write and a first answer too, which must
-	// come before it for the report to say why: 3 s, not less, on a
-	// loaded machine.
 	if code := run([]string{"drain", "--config", cfg, "--timeout", "3s", "10.0.0.100", "10.0.0.101"}, &out, &errb); code != exitFailure {
-		t.Fatalf("exit %d, want %d", code, exitFailure)
+		t.Fatalf("exit %d, want %d: %s", code, exitFailure, errb.String())
 	}
 	if want := "10.0.0.101/32: not a VIP of the running daemon"; !strings.Contains(errb.String(), want) {
 		t.Errorf("stderr %q does not say %q", errb.String(), want)
+	}
+	checkTimeouts(t, clock, 3*time.Second)
+}
+
+// checkTimeouts fails the test unless --timeout asked clock for exactly
+// want.
+func checkTimeouts(t *testing.T, clock *cueClock, want ...time.Duration) {
+	t.Helper()
+	if got := clock.Timeouts(); !slices.Equal(got, want) {
+		t.Errorf("deadlines %v, want %v (--timeout)", got, want)
 	}
 }
 
@@ -148,14 +162,15 @@ func TestDrainNotConfirmed(t *testing.T) {
 			VIPs: []status.VIPStatus{{Address: "10.0.0.101/32", Drained: true}}}
 	})
 	cfg, _ := drainConfig(t, addr)
+	clock := useCueClock(t, 1) // as above
 	var out, errb bytes.Buffer
-	// As above: the first answer must come within --timeout.
 	if code := run([]string{"drain", "--config", cfg, "--timeout", "3s", "10.0.0.101"}, &out, &errb); code != exitFailure {
-		t.Fatalf("exit %d, want %d", code, exitFailure)
+		t.Fatalf("exit %d, want %d: %s", code, exitFailure, errb.String())
 	}
 	if !strings.Contains(errb.String(), "BIRD unreachable") {
 		t.Errorf("stderr: %s", errb.String())
 	}
+	checkTimeouts(t, clock, 3*time.Second)
 }
 
 // TestDrainDaemonDown: without a daemon to apply it, a drain fails at once
@@ -192,6 +207,8 @@ func TestDrainDaemonGoesAway(t *testing.T) {
 		panic(http.ErrAbortHandler) // the connection is cut
 	})
 	cfg, file := drainConfig(t, socket)
+	// The deadline passes at the second wait: two questions failed.
+	clock := useCueClock(t, 2)
 	var out, errb bytes.Buffer
 	if code := run([]string{"drain", "--config", cfg, "--timeout", "300ms", "10.0.0.100"}, &out, &errb); code != exitFailure {
 		t.Fatalf("exit %d, want %d: %s", code, exitFailure, errb.String())
@@ -202,4 +219,5 @@ func TestDrainDaemonGoesAway(t *testing.T) {
 	if b, _ := os.ReadFile(file); !strings.Contains(string(b), "10.0.0.100/32") {
 		t.Error("the drain was not recorded")
 	}
+	checkTimeouts(t, clock, 300*time.Millisecond)
 }

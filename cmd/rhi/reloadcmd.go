@@ -49,11 +49,11 @@ func cmdReload(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rhi reload: control_socket is empty in %s: the daemon cannot be asked\n", *path)
 		return reloadUnreachable
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := waitClock.withTimeout(context.Background(), *timeout)
 	defer cancel()
-	t := time.NewTicker(reloadPoll)
-	defer t.Stop()
-	r := reloadCLI{client: ctlsock.Client{Path: socket}, hup: hup, ticks: t.C}
+	poll := waitClock.pacer(reloadPoll)
+	defer poll.stop()
+	r := reloadCLI{client: ctlsock.Client{Path: socket}, hup: hup, poll: poll}
 	return r.run(ctx, stdout, stderr)
 }
 
@@ -91,7 +91,7 @@ func reloadSocket(path string) string {
 type reloadCLI struct {
 	client ctlsock.Client
 	hup    func(pid int) error // signals the daemon
-	ticks  <-chan time.Time    // when to ask /status again
+	poll   pacer               // when to ask /status again
 }
 
 // run reads the daemon's reload generation G and its pid (from the
@@ -141,20 +141,18 @@ func (r reloadCLI) pid(ctx context.Context) (int, error) {
 	return ctlsock.PeerPID(conn.(*net.UnixConn))
 }
 
-// wait asks /status at every tick until an attempt after generation gen
+// wait asks /status at every poll until an attempt after generation gen
 // has ended, and returns the reloads then; an error when ctx ends first,
 // with the last thing seen.
 func (r reloadCLI) wait(ctx context.Context, gen uint64) (status.ReloadStatus, error) {
 	seen := fmt.Sprintf("generation still %d", gen)
 	for {
-		select {
-		case <-ctx.Done():
-			why := ctx.Err().Error()
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if err := r.poll.wait(ctx); err != nil {
+			why := err.Error()
+			if errors.Is(err, context.DeadlineExceeded) {
 				why = "timed out"
 			}
 			return status.ReloadStatus{}, fmt.Errorf("%s (%s)", why, seen)
-		case <-r.ticks:
 		}
 		_, st, err := fetchStatus(ctx, r.client.Path)
 		switch {

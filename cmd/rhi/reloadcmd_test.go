@@ -98,7 +98,7 @@ func newReloadSite(t *testing.T, file string) *reloadSite {
 func (s *reloadSite) cli(hup func(pid int) error) reloadCLI {
 	ticks := make(chan time.Time)
 	close(ticks)
-	return reloadCLI{client: ctlsock.Client{Path: s.socket}, hup: hup, ticks: ticks}
+	return reloadCLI{client: ctlsock.Client{Path: s.socket}, hup: hup, poll: tickPacer{c: ticks, end: func() {}}}
 }
 
 // reload is the daemon's side of a SIGHUP, on a goroutine of its own as
@@ -332,9 +332,16 @@ func TestReloadCommandSignalsTheDaemon(t *testing.T) {
 	s := newReloadSite(t, "")
 	s.path = writeConfig(t, "rhi0", "\ncontrol_socket: "+s.socket+"\n")
 	s.started.ControlSocket = s.socket
+	// The command asks /status again once systemd has been told the
+	// outcome, and from then on at once.
+	ticks := make(chan time.Time)
+	useTickClock(t, ticks)
 	go func() {
 		<-sigs
 		s.reload(os.Getpid())
+		<-s.notes // RELOADING=1
+		<-s.notes // READY=1: the outcome
+		close(ticks)
 	}()
 	var out, errb bytes.Buffer
 	if code := run([]string{"reload", "--config", s.path, "--timeout", "30s"}, &out, &errb); code != 0 || out.String() != "reload 1 applied\n" {

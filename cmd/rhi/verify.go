@@ -75,8 +75,15 @@ func readInterface(ctx context.Context, name string) (vip.State, error) {
 	return vip.New(nl, name, quiet).Observe(ctx)
 }
 
+// verifyDeps are what `rhi verify` reads the world through: the command
+// uses readInterface and checkBird; tests pass fakes or wrappers.
+type verifyDeps struct {
+	readIface interfaceReader
+	checkBird func(ctx context.Context, socket string, in verify.Input) verify.Report
+}
+
 func cmdVerify(args []string, stdout, stderr io.Writer) int {
-	return verifyWith(args, stdout, stderr, readInterface)
+	return verifyWith(context.Background(), args, stdout, stderr, verifyDeps{readIface: readInterface, checkBird: checkBird})
 }
 
 // verifySchemaVersion is the version of the --json output; 1 was the
@@ -139,8 +146,8 @@ func parseVerify(args []string, stdout, stderr io.Writer) (f verifyFlags, code i
 	return f, 0, true
 }
 
-// verifyWith runs `rhi verify` reading the interface through readIface.
-func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceReader) int {
+// verifyWith runs `rhi verify` under ctx, reading the world through deps.
+func verifyWith(ctx context.Context, args []string, stdout, stderr io.Writer, deps verifyDeps) int {
 	f, code, ok := parseVerify(args, stdout, stderr)
 	if !ok {
 		return code
@@ -154,7 +161,7 @@ func verifyWith(args []string, stdout, stderr io.Writer, readIface interfaceRead
 		return exitBadInput
 	}
 	out := verifyOutput{flags: f, stdout: stdout, stderr: stderr}
-	run, err := runVerify(context.Background(), cfg, cmp.Or(f.socket, cfg.Bird.Socket), readIface)
+	run, err := runVerify(ctx, cfg, cmp.Or(f.socket, cfg.Bird.Socket), deps)
 	switch {
 	case err != nil:
 		return out.fail(run, err)
@@ -177,14 +184,14 @@ type verifyRun struct {
 // runVerify learns what rhi wants, reads the interface and asks BIRD at
 // socket. An error is a check that could not be made; run.want is set when
 // the expectation was learnt before it.
-func runVerify(ctx context.Context, cfg *config.Config, socket string, readIface interfaceReader) (*verifyRun, error) {
+func runVerify(ctx context.Context, cfg *config.Config, socket string, deps verifyDeps) (*verifyRun, error) {
 	run := &verifyRun{code: exitBadInput}
 	w, err := expect(ctx, cfg)
 	if err != nil {
 		return run, err
 	}
 	run.want = w
-	st, err := readIface(ctx, w.Interface)
+	st, err := deps.readIface(ctx, w.Interface)
 	switch {
 	case errors.Is(err, vip.ErrNoInterface):
 		w.Notes = append(w.Notes, fmt.Sprintf("interface %q does not exist: it holds no VIP", w.Interface))
@@ -193,12 +200,12 @@ func runVerify(ctx context.Context, cfg *config.Config, socket string, readIface
 	case !st.Up:
 		w.Notes = append(w.Notes, fmt.Sprintf("interface %q is down: BIRD announces nothing from it", w.Interface))
 	}
-	hs, err := withDegraded(ctx, cfg, held(st), readIface)
+	hs, err := withDegraded(ctx, cfg, held(st), deps.readIface)
 	if err != nil {
 		return run, err
 	}
 	in := w.Input(hs, cfg.Bird.Protocols, cfg.Bird.Timeout)
-	run.rep = checkBird(ctx, socket, in)
+	run.rep = deps.checkBird(ctx, socket, in)
 	run.code = run.rep.ExitCode()
 	if run.code == verify.ExitConsistent && len(w.NotJudged()) > 0 {
 		run.code = verify.ExitUnchecked

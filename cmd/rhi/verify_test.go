@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
 	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/status"
+	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -64,7 +66,7 @@ func vBirdReplies(t *testing.T, situation string) map[string]string {
 // verifyEnv is the world one `rhi verify` runs in.
 type verifyEnv struct {
 	bird      string   // BIRD's situation; "": nothing listens on bird.socket
-	stall     bool     // BIRD never answers "show protocols all"
+	stall     bool     // BIRD never answers "show protocols all"; the run's deadline passes once it has read it
 	protocols []string // bird.protocols; nil: every BGP protocol
 
 	daemon   *status.Status // nil: nothing listens on control_socket
@@ -84,9 +86,11 @@ type verifyEnv struct {
 
 // verifyWorld is a running verifyEnv.
 type verifyWorld struct {
-	config string             // rhi.yaml
-	api    *apisixtest.Server // the control API; nil when nothing listens
-	read   interfaceReader
+	config  string             // rhi.yaml
+	api     *apisixtest.Server // the control API; nil when nothing listens
+	ctx     context.Context    // the run's
+	deps    verifyDeps         // the fake interface; the real check of BIRD, recorded in checked
+	checked *[]verify.Input    // what the runs asked BIRD to check
 	// scrub replaces the test's temporary addresses and paths by fixed
 	// names, for golden files.
 	scrub *strings.Replacer
@@ -108,10 +112,12 @@ func (e verifyEnv) start(t *testing.T) verifyWorld {
 	dir := t.TempDir()
 
 	socket := filepath.Join(dir, "nobird.ctl")
+	var ctx context.Context = context.Background()
 	if e.bird != "" {
 		srv := birdtest.NewServer(t, vBirdReplies(t, e.bird))
 		if e.stall {
 			srv.Stall("show protocols all")
+			ctx = expireOnCommands(t, srv, 2) // "restrict", "show protocols all"
 		}
 		socket = srv.Path
 	}
@@ -155,12 +161,7 @@ func (e verifyEnv) start(t *testing.T) verifyWorld {
 	if e.pollMode != "" {
 		mode = "\napisix_poll_mode: " + e.pollMode
 	}
-	// The timeouts bound exchanges that must succeed: generous, but for
-	// the stall, which waits for bird.timeout.
-	birdTimeout := "10s"
-	if e.stall {
-		birdTimeout = "2s"
-	}
+	// The timeouts bound exchanges that must succeed: generous.
 	cfg := fmt.Sprintf(`apisix_control_url: %s
 apisix_timeout: 10s%s
 interface: rhi0
@@ -173,7 +174,7 @@ vips:
     upstreams: ["/apisix/upstreams/api4"]
   - address: fd00:255::10
     upstreams: ["/apisix/upstreams/api6"]
-`, apiURL, mode, status, socket, birdTimeout, protocols)
+`, apiURL, mode, status, socket, vBirdTimeout, protocols)
 	path := filepath.Join(dir, "rhi.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -200,13 +201,33 @@ vips:
 		pairs = append(pairs, status, "CONTROL_SOCKET")
 	}
 	pairs = append(pairs, socket, "BIRD_SOCKET", dir, "TMPDIR", apiURL, "API_URL", strings.TrimPrefix(apiURL, "http://"), "API_ADDR")
-	return verifyWorld{config: path, api: api, read: read, scrub: strings.NewReplacer(pairs...)}
+	checked := new([]verify.Input)
+	check := func(ctx context.Context, socket string, in verify.Input) verify.Report {
+		*checked = append(*checked, in)
+		return checkBird(ctx, socket, in)
+	}
+	return verifyWorld{config: path, api: api, ctx: ctx, deps: verifyDeps{readIface: read, checkBird: check}, checked: checked, scrub: strings.NewReplacer(pairs...)}
+}
+
+// vBirdTimeout is bird.timeout in the config of a verifyEnv.
+const vBirdTimeout = "10s"
+
+// expireOnCommands returns a context whose deadline passes once srv has
+// read n commands ("restrict" counts), not with time.
+func expireOnCommands(t *testing.T, srv *birdtest.Server, n int) context.Context {
+	cue := newCue(context.Background())
+	go func() {
+		if srv.WaitCommands(t.Context(), n) == nil {
+			cue.expire()
+		}
+	}()
+	return cue
 }
 
 // run runs `rhi verify` in w with args after --config.
 func (w verifyWorld) run(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = verifyWith(append([]string{"--config", w.config}, args...), &out, &errb, w.read)
+	code = verifyWith(w.ctx, append([]string{"--config", w.config}, args...), &out, &errb, w.deps)
 	return code, w.scrub.Replace(out.String()), w.scrub.Replace(errb.String())
 }
 
@@ -422,7 +443,6 @@ func TestVerifyOtherFailures(t *testing.T) {
 		{"bad flag", good, []string{"--nope"}, 2, "", "flag provided but not defined"},
 		{"stray argument", good, []string{"extra"}, 2, "", `unexpected argument "extra"`},
 		{"bird-socket overrides the config", good, []string{"--bird-socket", "/nonexistent/bird.ctl"}, 2, "", `bird: dial "/nonexistent/bird.ctl"`},
-		{"BIRD stalls: bounded by bird.timeout", verifyEnv{bird: "up-vip", stall: true, daemon: vDaemonWants(true, true), iface: vBoth}, nil, 2, "", "deadline exceeded"},
 		{"interface cannot be read", verifyEnv{bird: "up-vip", daemon: vDaemonWants(true, true), ifaceErr: errors.New("netlink: permission denied")}, nil, 2, "", `read interface "rhi0": netlink: permission denied`},
 		{"interface down: said, and BIRD's view judged", verifyEnv{bird: "up-novip", daemon: vDaemonWants(true, true), iface: vBoth, ifaceDown: true}, nil, 1, `note: interface "rhi0" is down: BIRD announces nothing from it`, ""},
 		{"status JSON is not a daemon's", verifyEnv{bird: "up-vip", daemon: &status.Status{Ready: true, VIPs: []status.VIPStatus{{Address: "bogus"}}}}, nil, 2, "", `vip "bogus"`},
@@ -441,6 +461,30 @@ func TestVerifyOtherFailures(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", errs, tc.stderr)
 			}
 		})
+	}
+}
+
+// TestVerifyBirdStalls: a BIRD that reads a command and never answers
+// holds the run until the exchange's deadline, bird.timeout, passes; then
+// it could not check (exit 2) and says so. Here the deadline passes on
+// cue, once BIRD has read the command; bird.timeout must be what bounds
+// each exchange.
+func TestVerifyBirdStalls(t *testing.T) {
+	w := verifyEnv{bird: "up-vip", stall: true, daemon: vDaemonWants(true, true), iface: vBoth}.start(t)
+	code, out, errs := w.run()
+	if code != exitBadInput {
+		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitBadInput, out, errs)
+	}
+	if want := `could not check: "show protocols all": bird: read reply: context deadline exceeded`; !strings.Contains(errs, want) {
+		t.Errorf("stderr %q lacks %q", errs, want)
+	}
+	want, _ := time.ParseDuration(vBirdTimeout)
+	var bounds []time.Duration
+	for _, in := range *w.checked {
+		bounds = append(bounds, in.ExchangeTimeout)
+	}
+	if !slices.Equal(bounds, []time.Duration{want}) {
+		t.Errorf("BIRD checked with exchanges bounded by %v; want one check, by bird.timeout (%v)", bounds, want)
 	}
 }
 
