@@ -471,7 +471,7 @@ func checkCases() []checkCase {
 			name:      "BIRD stalls: each exchange has its own deadline",
 			situation: "up-vip",
 			stall:     export4,
-			in:        Input{VIPs: []VIP{present(vip4)}, ExchangeTimeout: 2 * time.Second}, // the exchanges before the stall must succeed within it too, on a loaded machine
+			in:        Input{VIPs: []VIP{present(vip4)}, ExchangeTimeout: 10 * time.Second}, // a failure bound: the exchanges before the stall must succeed within it, on a loaded machine too (see ownDeadlines)
 			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
 			wantErr:   `vip "10.255.0.10/32": "show route export peer_b.ipv4 10.255.0.10/32": bird: read reply: context deadline exceeded`,
 			wantExit:  ExitUnchecked,
@@ -541,17 +541,56 @@ func runCase(t *testing.T, tc checkCase) (Report, *birdtest.Server) {
 		replies[cmd] = r
 	}
 	srv := birdtest.NewServer(t, replies)
-	if tc.stall != "" {
-		srv.Stall(tc.stall)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Longer than any case's ExchangeTimeout, so that ownDeadlines can
+	// tell the two apart; it bounds a failing run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := bird.Dial(ctx, srv.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	return Check(ctx, c, tc.in), srv
+	if tc.stall == "" {
+		return Check(ctx, c, tc.in), srv
+	}
+	srv.Stall(tc.stall)
+	own := &ownDeadlines{Bird: c, timeout: tc.in.ExchangeTimeout, stalled: srv.Stalled()}
+	rep := Check(ctx, own, tc.in)
+	for _, p := range own.problems {
+		t.Error(p)
+	}
+	return rep, srv
+}
+
+// ownDeadlines passes each exchange on to BIRD and checks that it has a
+// deadline of its own: at most timeout away, so not only the whole
+// check's, and later than the previous exchange's, so not one deadline
+// computed once for them all. The stalled exchange's deadline comes when
+// the server has read its command and stalls (birdtest.Expire): a stall
+// never ends by itself, so that is where any deadline would end it, and
+// the exchanges before it keep their generous one.
+type ownDeadlines struct {
+	Bird
+	timeout  time.Duration
+	stalled  <-chan struct{}
+	last     time.Time
+	problems []string
+}
+
+func (o *ownDeadlines) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
+	d, ok := ctx.Deadline()
+	switch {
+	case !ok:
+		o.problems = append(o.problems, fmt.Sprintf("%q: no deadline", cmd))
+	case d.After(time.Now().Add(o.timeout)):
+		o.problems = append(o.problems, fmt.Sprintf("%q: deadline %v away, more than the exchange timeout %v", cmd, time.Until(d), o.timeout))
+	case !d.After(o.last):
+		o.problems = append(o.problems, fmt.Sprintf("%q: deadline %v, not after the previous exchange's %v", cmd, d, o.last))
+	}
+	o.last = d
+	ctx, cancel := birdtest.Expire(ctx, o.stalled)
+	defer cancel()
+	return o.Bird.Exec(ctx, cmd)
 }
 
 func TestCheck(t *testing.T) {
