@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,5 +140,31 @@ func TestExpire(t *testing.T) {
 	<-ctx.Done()
 	if !errors.Is(ctx.Err(), context.Canceled) {
 		t.Errorf("after the parent's end: Err() = %v, want the parent's", ctx.Err())
+	}
+}
+
+func TestDeadlines(t *testing.T) {
+	d := birdtest.Deadlines{Timeout: time.Minute}
+	enter := func(ctx context.Context, cmd string) {
+		_, cancel := d.Enter(ctx, cmd)
+		cancel()
+	}
+	first, cancel1 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel1()
+	enter(first, "own")
+	second, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	enter(second, "own again")
+	if len(d.Problems) != 0 {
+		t.Fatalf("deadlines of their own: %q", d.Problems)
+	}
+	enter(second, "shared")
+	far, cancel3 := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel3()
+	enter(far, "too far")
+	enter(context.Background(), "none")
+	if len(d.Problems) != 3 || !strings.Contains(d.Problems[0], `"shared"`) ||
+		!strings.Contains(d.Problems[1], `"too far"`) || !strings.Contains(d.Problems[2], `"none"`) {
+		t.Errorf("Problems = %q, want one each for shared, too far, none", d.Problems)
 	}
 }

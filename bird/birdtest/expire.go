@@ -2,7 +2,9 @@ package birdtest
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 )
 
 // Expire returns a context like parent whose deadline passes when at is
@@ -52,4 +54,37 @@ func (e *expiring) Err() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.err
+}
+
+// Deadlines watches the exchanges of a client that must give each one a
+// deadline of its own: at most Timeout away (so not only the caller's
+// longer one) and later than the previous exchange's (so not one computed
+// once for them all). Each breach is added to Problems. A client's
+// exchange passes through Enter, between the deadline and the connection.
+type Deadlines struct {
+	Timeout time.Duration
+	// Stalled, when set (Server.Stalled), ends the exchange under way at
+	// the stall, as its deadline would (see Expire).
+	Stalled  <-chan struct{}
+	Problems []string
+	last     time.Time
+}
+
+// Enter checks the deadline of ctx, the context of cmd's exchange, and
+// returns the context to run the exchange under; cancel it after.
+func (d *Deadlines) Enter(ctx context.Context, cmd string) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	switch {
+	case !ok:
+		d.Problems = append(d.Problems, fmt.Sprintf("%q: no deadline", cmd))
+	case dl.After(time.Now().Add(d.Timeout)):
+		d.Problems = append(d.Problems, fmt.Sprintf("%q: deadline %v away, more than the exchange timeout %v", cmd, time.Until(dl), d.Timeout))
+	case !dl.After(d.last):
+		d.Problems = append(d.Problems, fmt.Sprintf("%q: deadline %v, not after the previous exchange's %v", cmd, dl, d.last))
+	}
+	d.last = dl
+	if d.Stalled == nil {
+		return context.WithCancel(ctx)
+	}
+	return Expire(ctx, d.Stalled)
 }

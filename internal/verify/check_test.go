@@ -554,41 +554,26 @@ func runCase(t *testing.T, tc checkCase) (Report, *birdtest.Server) {
 		return Check(ctx, c, tc.in), srv
 	}
 	srv.Stall(tc.stall)
-	own := &ownDeadlines{Bird: c, timeout: tc.in.ExchangeTimeout, stalled: srv.Stalled()}
+	own := &ownDeadlines{Bird: c, Deadlines: birdtest.Deadlines{Timeout: tc.in.ExchangeTimeout, Stalled: srv.Stalled()}}
 	rep := Check(ctx, own, tc.in)
-	for _, p := range own.problems {
+	for _, p := range own.Problems {
 		t.Error(p)
 	}
 	return rep, srv
 }
 
-// ownDeadlines passes each exchange on to BIRD and checks that it has a
-// deadline of its own: at most timeout away, so not only the whole
-// check's, and later than the previous exchange's, so not one deadline
-// computed once for them all. The stalled exchange's deadline comes when
-// the server has read its command and stalls (birdtest.Expire): a stall
+// ownDeadlines passes each exchange on to BIRD through Deadlines, which
+// checks that it has a deadline of its own. The stalled exchange's
+// deadline comes when the server has read its command and stalls: a stall
 // never ends by itself, so that is where any deadline would end it, and
 // the exchanges before it keep their generous one.
 type ownDeadlines struct {
 	Bird
-	timeout  time.Duration
-	stalled  <-chan struct{}
-	last     time.Time
-	problems []string
+	birdtest.Deadlines
 }
 
 func (o *ownDeadlines) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
-	d, ok := ctx.Deadline()
-	switch {
-	case !ok:
-		o.problems = append(o.problems, fmt.Sprintf("%q: no deadline", cmd))
-	case d.After(time.Now().Add(o.timeout)):
-		o.problems = append(o.problems, fmt.Sprintf("%q: deadline %v away, more than the exchange timeout %v", cmd, time.Until(d), o.timeout))
-	case !d.After(o.last):
-		o.problems = append(o.problems, fmt.Sprintf("%q: deadline %v, not after the previous exchange's %v", cmd, d, o.last))
-	}
-	o.last = d
-	ctx, cancel := birdtest.Expire(ctx, o.stalled)
+	ctx, cancel := o.Enter(ctx, cmd)
 	defer cancel()
 	return o.Bird.Exec(ctx, cmd)
 }
