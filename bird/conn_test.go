@@ -449,8 +449,11 @@ func TestDialFailures(t *testing.T) {
 
 // A greeting that never comes: Dial returns at the context's deadline.
 func TestDialStall(t *testing.T) {
-	path, _ := fakeBird(t, func(s *server) {})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	accepted := make(chan struct{})
+	path, _ := fakeBird(t, func(s *server) { close(accepted) }) // and never greet
+	// The deadline comes once BIRD has the connection and stalls; testCtx
+	// bounds a failing run.
+	ctx, cancel := birdtest.Expire(testCtx(t), accepted)
 	defer cancel()
 	if _, err := Dial(ctx, path); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
