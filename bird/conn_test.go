@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rhi-daemon/rhi/bird/birdtest"
 )
 
 const (
@@ -179,16 +180,19 @@ func TestExecAgainstTranscripts(t *testing.T) {
 // A BIRD that stops answering: Exec returns at the context's deadline, and
 // the connection is unusable afterwards (the reply may still come).
 func TestExecStall(t *testing.T) {
+	stalled := make(chan struct{})
 	path, _ := fakeBird(t, func(s *server) {
 		if s.handshake() {
-			s.readCmd() // and never answer
+			if _, ok := s.readCmd(); ok {
+				close(stalled) // and never answer
+			}
 		}
 	})
 	c := dial(t, path)
-	// Long enough that the command is surely sent before the deadline
-	// (a deadline already past sends nothing and is no stall), however
-	// loaded the machine; the stall then ends the exchange at it.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// The deadline comes once BIRD has read the command and stalls (a
+	// deadline already past would send nothing and be no stall); testCtx
+	// bounds a failing run.
+	ctx, cancel := birdtest.Expire(testCtx(t), stalled)
 	defer cancel()
 	_, err := c.Exec(ctx, "show protocols")
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -445,8 +449,11 @@ func TestDialFailures(t *testing.T) {
 
 // A greeting that never comes: Dial returns at the context's deadline.
 func TestDialStall(t *testing.T) {
-	path, _ := fakeBird(t, func(s *server) {})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	accepted := make(chan struct{})
+	path, _ := fakeBird(t, func(s *server) { close(accepted) }) // and never greet
+	// The deadline comes once BIRD has the connection and stalls; testCtx
+	// bounds a failing run.
+	ctx, cancel := birdtest.Expire(testCtx(t), accepted)
 	defer cancel()
 	if _, err := Dial(ctx, path); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want context.DeadlineExceeded", err)

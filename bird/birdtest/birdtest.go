@@ -26,14 +26,16 @@ type Server struct {
 	// Path is the socket to dial.
 	Path string
 
-	ln   net.Listener
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	repl map[string]string // command → raw reply bytes
-	stal map[string]bool   // commands never answered
-	cmds []string          // commands received, "restrict" included
-	more chan struct{}     // closed and replaced by every command, for WaitCommands
-	open map[net.Conn]bool
+	ln      net.Listener
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	repl    map[string]string // command → raw reply bytes
+	stal    map[string]bool   // commands never answered
+	cmds    []string          // commands received, "restrict" included
+	more    chan struct{}     // closed and replaced by every command, for WaitCommands
+	held    chan struct{}     // closed by the first stalled command, for Stalled
+	stalled bool              // held is closed
+	open    map[net.Conn]bool
 }
 
 // NewServer starts a Server that answers with replies (command → raw reply
@@ -45,7 +47,7 @@ func NewServer(t testing.TB, replies map[string]string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Path: path, ln: ln, repl: map[string]string{}, stal: map[string]bool{}, more: make(chan struct{}), open: map[net.Conn]bool{}}
+	s := &Server{Path: path, ln: ln, repl: map[string]string{}, stal: map[string]bool{}, more: make(chan struct{}), held: make(chan struct{}), open: map[net.Conn]bool{}}
 	for cmd, r := range replies {
 		s.repl[cmd] = r
 	}
@@ -70,6 +72,12 @@ func (s *Server) Stall(cmd string) {
 	defer s.mu.Unlock()
 	s.stal[cmd] = true
 }
+
+// Stalled returns a channel that is closed once the Server has read a
+// command it stalls on (see Stall). The client waiting for that reply then
+// waits forever, so a test can end its context there (see Expire) instead
+// of waiting out a real deadline.
+func (s *Server) Stalled() <-chan struct{} { return s.held }
 
 // Commands returns the commands received so far, in order.
 func (s *Server) Commands() []string {
@@ -149,6 +157,10 @@ func (s *Server) serve(c net.Conn) {
 		s.more = make(chan struct{})
 		reply, ok := s.repl[cmd]
 		stall := s.stal[cmd]
+		if stall && !s.stalled {
+			s.stalled = true
+			close(s.held)
+		}
 		s.mu.Unlock()
 		switch {
 		case stall:

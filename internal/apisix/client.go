@@ -71,6 +71,10 @@ type Client struct {
 	maxEntries  int // of the list
 	hc          *http.Client
 	auto        autoState // ModeAuto's memory of the list's last answers
+	// listTimeout bounds the list request with its share of the poll's
+	// deadline: context.WithTimeout, or a test's stand-in that also ends
+	// it when the fake server stalls (export_test.go).
+	listTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 }
 
 // NewClient returns a client for the control API at baseURL, e.g.
@@ -100,6 +104,7 @@ func NewClient(baseURL string, opts Options) (*Client, error) {
 		maxList:     cmp.Or(opts.MaxListBytes, DefaultMaxListBytes),
 		maxEntries:  cmp.Or(opts.MaxListEntries, DefaultMaxListEntries),
 		hc:          opts.HTTPClient,
+		listTimeout: context.WithTimeout,
 	}
 	if c.hc == nil {
 		c.hc = newHTTPClient(c.maxInFlight)

@@ -115,7 +115,7 @@ func (c *Client) listFirst(n int) bool {
 // one job. Jobs it does not answer are left for fetchEach.
 func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 	deadline, _ := ctx.Deadline() // Poll's context always has one
-	lctx, cancel := context.WithTimeout(ctx, time.Until(deadline)/2)
+	lctx, cancel := c.listTimeout(ctx, time.Until(deadline)/2)
 	want := make(map[string]health.Ref, len(jobs))
 	for i := range jobs {
 		want[jobs[i].ref.String()] = jobs[i].ref

@@ -161,31 +161,24 @@ func TestListV2Ignored(t *testing.T) {
 // in the same poll, with the verdicts a per-upstream poll gives. A list
 // that hangs gets half the poll's deadline.
 func TestListFailureFallsBack(t *testing.T) {
-	tests := []struct {
-		fault   apisixtest.Fault
-		timeout time.Duration
-	}{
-		{apisixtest.Refuse, 0},
-		{apisixtest.Status500, 0},
-		{apisixtest.Status502, 0},
-		{apisixtest.Status503, 0},
-		{apisixtest.Garbage, 0},
-		{apisixtest.HTMLNotFound, 0},
-		{apisixtest.Truncated, 0},
-		{apisixtest.Oversize, 0}, // under the list's limit, but one object, not a list
-		// The list gets half: the other half must do for the requests
-		// of the fallback, which must succeed on a loaded machine too.
-		{apisixtest.Stall, 4 * time.Second},
-		{apisixtest.Slow, 4 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.fault.String(), func(t *testing.T) {
+	for _, fault := range []apisixtest.Fault{
+		apisixtest.Refuse, apisixtest.Status500, apisixtest.Status502, apisixtest.Status503,
+		apisixtest.Garbage, apisixtest.HTMLNotFound, apisixtest.Truncated,
+		apisixtest.Oversize, // under the list's limit, but one object, not a list
+		apisixtest.Stall, apisixtest.Slow,
+	} {
+		t.Run(fault.String(), func(t *testing.T) {
 			srv := listFake()
 			ts := srv.Start()
 			defer srv.Close()
-			srv.SetListFault(tt.fault)
+			srv.SetListFault(fault)
 
-			snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList, Timeout: tt.timeout}).Poll(context.Background(), ups(listKeys...))
+			// A failure bound: the requests of the fallback must succeed
+			// in what the list leaves, on a loaded machine too.
+			const timeout = time.Minute
+			c := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeList, Timeout: timeout})
+			share := listEndsAtStall(t, c, srv, timeout)
+			snap := c.Poll(context.Background(), ups(listKeys...))
 			if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
@@ -195,8 +188,49 @@ func TestListFailureFallsBack(t *testing.T) {
 			if srv.ListRequests() < 1 {
 				t.Error("the list was not requested")
 			}
+			if *share == 0 {
+				t.Error("the list's deadline was not set")
+			}
+			if fault != apisixtest.Stall && fault != apisixtest.Slow {
+				return
+			}
+			select {
+			case <-srv.Stalled():
+			default:
+				t.Error("the list was not held back")
+			}
 		})
 	}
+}
+
+// listEndsAtStall makes c's list request end when srv first holds a reply
+// back, as its deadline would end a stall (a stall never ends by itself),
+// so that a test need not wait out the list's share of the poll's
+// deadline; the fallback keeps the rest of it. It checks that the share
+// is half of what is left of timeout, and returns it once the poll has
+// set it.
+func listEndsAtStall(t *testing.T, c *apisix.Client, srv *apisixtest.Server, timeout time.Duration) *time.Duration {
+	t.Helper()
+	start := time.Now()
+	var share time.Duration
+	apisix.SetListTimeout(c, func(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+		// Poll's deadline is at least start+timeout, and the share was
+		// taken before now.
+		if least := (timeout - time.Since(start)) / 2; d > timeout/2 || d < least {
+			t.Errorf("the list's share of the deadline is %v, want half of what is left: %v to %v", d, least, timeout/2)
+		}
+		share = d
+		lctx, cancel := context.WithTimeout(ctx, d)
+		go func() {
+			select {
+			case <-srv.Stalled():
+				cancel()
+			case <-lctx.Done():
+			}
+		}()
+		return lctx, cancel
+	})
+	return &share
 }
 
 // With the deadline gone, the fallback makes no requests and every key is
@@ -383,6 +417,23 @@ func manyUpstreams(srv *apisixtest.Server, n int) ([]health.Ref, []string) {
 	return refs, keys
 }
 
+// inProcess is a client whose requests h serves in this goroutine,
+// without sockets or HTTP's wire format, for tests of many requests whose
+// subject is not HTTP.
+func inProcess(h http.Handler) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		res := rec.Result()
+		res.Request = r
+		return res, nil
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // counts is what one poll cost at the server.
 type counts struct{ List, Others int }
 
@@ -465,10 +516,10 @@ func TestAutoRetries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := apisixtest.New()
-			ts := srv.Start()
-			defer srv.Close()
 			refs, keys := manyUpstreams(srv, n)
-			c := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModeAuto})
+			// Some 6,000 requests: served in process, without sockets
+			// (the subject is when the list is used, not HTTP).
+			c := newClient(t, "http://apisix.test", apisix.Options{Mode: apisix.ModeAuto, HTTPClient: inProcess(srv)})
 			if got := pollCounting(t, c, srv, keys); got != (counts{1, 0}) {
 				t.Fatalf("first poll: %+v, want the list alone", got)
 			}

@@ -67,10 +67,12 @@ func newAPIRigTimeout(t *testing.T, policy config.Action, rise, fall int, timeou
 
 // faultDeadline is apisix_timeout while TestControlAPIFaults's server
 // stalls or sends a slow body: those fail a poll at the deadline, so it is
-// short. Every other fault, and the good polls around them, have a
+// tiny. That cannot flake: a stall never ends and a slow body takes
+// seconds, so however soon or late the deadline comes the poll fails, and
+// fails at it. Every other fault, and the good polls around them, have a
 // generous one, so that each fault fails for its own reason and a loaded
 // machine cannot fail a good poll.
-const faultDeadline = 20 * time.Millisecond
+const faultDeadline = time.Millisecond
 
 // TestControlAPIFaults: every kind of broken answer is a failed poll; the
 // policy acts after max_failed_polls exactly; one warning per change, not

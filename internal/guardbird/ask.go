@@ -53,6 +53,10 @@ func Table(p netip.Prefix) string {
 type Socket struct {
 	Path    string
 	Timeout time.Duration
+
+	// watch, in tests, sees every exchange between its deadline and the
+	// connection; nil: nothing does.
+	watch func(Execer) Execer
 }
 
 // Ask dials BIRD and asks about every VIP; ctx bounds the whole round.
@@ -64,7 +68,11 @@ func (s Socket) Ask(ctx context.Context, vips []netip.Prefix) Answer {
 		return Answer{Err: err}
 	}
 	defer conn.Close()
-	return AskOn(ctx, timed{conn, s.Timeout}, vips)
+	var e Execer = conn
+	if s.watch != nil {
+		e = s.watch(e)
+	}
+	return AskOn(ctx, timed{e, s.Timeout}, vips)
 }
 
 func (s Socket) bound(ctx context.Context) (context.Context, context.CancelFunc) {

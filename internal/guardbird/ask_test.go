@@ -61,20 +61,43 @@ func TestAskUnreachable(t *testing.T) {
 	}
 }
 
-// TestAskStalled: a BIRD that stops answering leaves the rest unknown
-// within the exchange timeout. The timeout also bounds the dial and "show
-// protocols all", which must succeed: 2 s, not less, so that a loaded
-// machine does not turn them into the failure.
+// TestAskStalled: a BIRD that stops answering leaves the rest unknown, and
+// every exchange has a deadline of its own, at most Timeout away. Timeout
+// is generous, since the dial and "show protocols all" must succeed within
+// it on a loaded machine too; the stalled exchange's deadline comes when
+// the server stalls (birdtest.Deadlines), as a real one would end it.
 func TestAskStalled(t *testing.T) {
 	srv := birdtest.NewServer(t, map[string]string{
 		"show protocols all":                  fixture(t, "bird2.0.12-show-protocols-all.viptable-up-vip.txt"),
 		bird.GuardCommand(vip6, "rhi_guard6"): fixture(t, "tiers/bird2.0.12-tiers-show-route-vip6-table-rhi_guard6-all.two-sites.txt"),
 	})
 	srv.Stall(bird.GuardCommand(vip4, "rhi_guard4"))
-	a := Socket{Path: srv.Path, Timeout: 2 * time.Second}.Ask(context.Background(), []netip.Prefix{vip4, vip6})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // longer than Timeout; bounds a failing run
+	defer cancel()
+	own := &ownDeadlines{Deadlines: birdtest.Deadlines{Timeout: 10 * time.Second, Stalled: srv.Stalled()}}
+	s := Socket{Path: srv.Path, Timeout: own.Timeout, watch: func(c Execer) Execer { own.Execer = c; return own }}
+	a := s.Ask(ctx, []netip.Prefix{vip4, vip6})
 	if a.Err != nil || a.Failed != 2 || len(a.Origins) != 0 {
 		t.Errorf("got %+v, want both unknown", a)
 	}
+	for _, p := range own.Problems {
+		t.Error(p)
+	}
+	if want := []string{"restrict", "show protocols all", bird.GuardCommand(vip4, "rhi_guard4")}; !slices.Equal(srv.Commands(), want) {
+		t.Errorf("commands %q, want %q", srv.Commands(), want)
+	}
+}
+
+// ownDeadlines passes each exchange on to BIRD through Deadlines.
+type ownDeadlines struct {
+	Execer
+	birdtest.Deadlines
+}
+
+func (o *ownDeadlines) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
+	ctx, cancel := o.Enter(ctx, cmd)
+	defer cancel()
+	return o.Execer.Exec(ctx, cmd)
 }
 
 func TestLocalAS(t *testing.T) {

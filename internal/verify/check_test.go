@@ -471,7 +471,7 @@ func checkCases() []checkCase {
 			name:      "BIRD stalls: each exchange has its own deadline",
 			situation: "up-vip",
 			stall:     export4,
-			in:        Input{VIPs: []VIP{present(vip4)}, ExchangeTimeout: 2 * time.Second}, // the exchanges before the stall must succeed within it too, on a loaded machine
+			in:        Input{VIPs: []VIP{present(vip4)}, ExchangeTimeout: 10 * time.Second}, // a failure bound: the exchanges before the stall must succeed within it, on a loaded machine too (see ownDeadlines)
 			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
 			wantErr:   `vip "10.255.0.10/32": "show route export peer_b.ipv4 10.255.0.10/32": bird: read reply: context deadline exceeded`,
 			wantExit:  ExitUnchecked,
@@ -541,17 +541,41 @@ func runCase(t *testing.T, tc checkCase) (Report, *birdtest.Server) {
 		replies[cmd] = r
 	}
 	srv := birdtest.NewServer(t, replies)
-	if tc.stall != "" {
-		srv.Stall(tc.stall)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Longer than any case's ExchangeTimeout, so that ownDeadlines can
+	// tell the two apart; it bounds a failing run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := bird.Dial(ctx, srv.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	return Check(ctx, c, tc.in), srv
+	if tc.stall == "" {
+		return Check(ctx, c, tc.in), srv
+	}
+	srv.Stall(tc.stall)
+	own := &ownDeadlines{Bird: c, Deadlines: birdtest.Deadlines{Timeout: tc.in.ExchangeTimeout, Stalled: srv.Stalled()}}
+	rep := Check(ctx, own, tc.in)
+	for _, p := range own.Problems {
+		t.Error(p)
+	}
+	return rep, srv
+}
+
+// ownDeadlines passes each exchange on to BIRD through Deadlines, which
+// checks that it has a deadline of its own. The stalled exchange's
+// deadline comes when the server has read its command and stalls: a stall
+// never ends by itself, so that is where any deadline would end it, and
+// the exchanges before it keep their generous one.
+type ownDeadlines struct {
+	Bird
+	birdtest.Deadlines
+}
+
+func (o *ownDeadlines) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
+	ctx, cancel := o.Enter(ctx, cmd)
+	defer cancel()
+	return o.Bird.Exec(ctx, cmd)
 }
 
 func TestCheck(t *testing.T) {

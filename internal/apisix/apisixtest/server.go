@@ -126,6 +126,8 @@ type Server struct {
 	perRef    map[health.Ref]int
 	arrived   chan struct{} // closed and replaced by every request, for WaitRequests
 	release   chan struct{} // closed and replaced by Release
+	held      chan struct{} // closed when a reply is first held back, for Stalled
+	holding   bool          // held is closed
 	done      chan struct{} // closed by Close
 	closed    bool
 	ts        *httptest.Server
@@ -140,6 +142,7 @@ func New() *Server {
 		perRef:  map[health.Ref]int{},
 		arrived: make(chan struct{}),
 		release: make(chan struct{}),
+		held:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 }
@@ -288,6 +291,23 @@ func (s *Server) Release() {
 	s.release = make(chan struct{})
 }
 
+// Stalled returns a channel that is closed once the server first holds a
+// reply back: a Stall request blocks, or a Slow one has sent its headers
+// and trickles its body. The client then waits for what will not come (in
+// time), so a test can end its context there instead of waiting out a
+// real deadline.
+func (s *Server) Stalled() <-chan struct{} { return s.held }
+
+// holdBack closes held, once.
+func (s *Server) holdBack() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.holding {
+		s.holding = true
+		close(s.held)
+	}
+}
+
 // Requests is the number of requests received, whatever their path or fault.
 func (s *Server) Requests() int {
 	s.mu.Lock()
@@ -369,6 +389,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	if fault == Stall {
+		s.holdBack()
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -404,7 +425,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", fmt.Sprint(len(a.body)))
 		a.body = a.body[:len(a.body)/2]
 	case Slow:
-		trickle(w, r, a, done)
+		trickle(w, r, a, done, s.holdBack)
 		return
 	case Oversize:
 		oversize(w, r)
@@ -649,13 +670,15 @@ func refuse(w http.ResponseWriter) {
 	panic(http.ErrAbortHandler)
 }
 
-// trickle sends a's body one byte at a time, until done or the client goes away.
-func trickle(w http.ResponseWriter, r *http.Request, a answer, done <-chan struct{}) {
+// trickle sends a's body one byte at a time, until done or the client goes
+// away. It calls held once the headers are sent.
+func trickle(w http.ResponseWriter, r *http.Request, a answer, done <-chan struct{}, held func()) {
 	w.Header().Set("Content-Type", a.contentType)
 	w.Header().Set("Content-Length", fmt.Sprint(len(a.body)))
 	w.WriteHeader(a.status)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
+	held()
 	t := time.NewTicker(SlowInterval)
 	defer t.Stop()
 	for i := range a.body {
