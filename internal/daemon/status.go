@@ -19,7 +19,7 @@ import (
 type view struct {
 	cfg       *config.Config
 	run       pollRun
-	vips      []vipRec // one per cfg.VIPs, in its order
+	vips      vipRecs // one per cfg.VIPs, in its order
 	iface     vip.State
 	writes    ifaceWrites
 	stats     pollStats
@@ -34,12 +34,54 @@ type view struct {
 	guardErr  string         // why the fail-open guard cannot ask BIRD; "" if it can
 }
 
-// vipRec is one VIP in a view: what the loop's maps say of it.
+// vipRecs is the loop's per-VIP state in a view, in config order: copies
+// of the loop's slices (empty before the loop is seeded), and the fail-open
+// guard's states only while the guard is enabled. Slices rather than a
+// record per VIP, so that a view at 10,000 VIPs keeps 96 bytes a VIP, not
+// the 184 of a record that holds a guard.State each (issue 15).
+type vipRecs struct {
+	state  []decide.State
+	since  []time.Time
+	flips  []uint64
+	guards []guard.State // nil unless cfg.FailOpen is enabled
+}
+
+// vipRec is one VIP in a view: what the loop's state says of it.
 type vipRec struct {
 	state decide.State
 	since time.Time
 	flips uint64
 	guard guard.State // the fail-open guard's state
+}
+
+// at is the i-th VIP's record; zero before the loop is seeded.
+func (r *vipRecs) at(i int) vipRec {
+	var rec vipRec
+	if i < len(r.state) {
+		rec.state, rec.since, rec.flips = r.state[i], r.since[i], r.flips[i]
+	}
+	if i < len(r.guards) {
+		rec.guard = r.guards[i]
+	}
+	return rec
+}
+
+// fill copies the loop's state into r, reusing r's slices.
+func (r *vipRecs) fill(d *Daemon) {
+	r.state, r.since, r.flips, r.guards = r.state[:0], r.since[:0], r.flips[:0], r.guards[:0]
+	if !d.vs.ready {
+		return
+	}
+	r.state = append(r.state, d.vs.state...)
+	r.since = append(r.since, d.vs.since...)
+	r.flips = append(r.flips, d.vs.flips...)
+	if !d.cfg.FailOpen.Enabled() {
+		r.guards = nil // renderFailOpen reads none
+		return
+	}
+	for i := range d.cfg.VIPs {
+		r.guards = append(r.guards, d.fo.states[d.cfg.VIPs[i].Address])
+	}
 }
 
 // views hands the loop's results to Status. Two views take turns, so that
@@ -87,14 +129,7 @@ func (vs *views) read(f func(*view)) {
 // the loop's maps.
 func (d *Daemon) publish() {
 	v := d.views.next()
-	v.vips = v.vips[:0]
-	for i := range d.cfg.VIPs {
-		var r vipRec
-		if d.vs.ready {
-			r = vipRec{state: d.vs.state[i], since: d.vs.since[i], flips: d.vs.flips[i], guard: d.fo.states[d.cfg.VIPs[i].Address]}
-		}
-		v.vips = append(v.vips, r)
-	}
+	v.vips.fill(d)
 	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
 	v.probes = append(v.probes[:0], d.probes.results...)
 	v.orphans = v.orphans[:0]
@@ -163,7 +198,7 @@ func (d *Daemon) render(s *status.Status, v *view) {
 // renderVIP is the status of v's i-th VIP, without BIRD's view of it.
 func renderVIP(v *view, i int) status.VIPStatus {
 	c := &v.cfg.VIPs[i]
-	rec := v.vips[i]
+	rec := v.vips.at(i)
 	st := rec.state
 	vs := status.VIPStatus{
 		Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
