@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/confirm"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/guard"
@@ -172,9 +173,11 @@ func (d *Daemon) render(s *status.Status, v *view) {
 		MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.stats.settledAt, UnsettledPolls: v.stats.unsettled,
 	}
 	s.Drain = status.DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
-	var confirms map[netip.Prefix]status.VIPConfirm
+	confirms := func(int, netip.Prefix) (status.VIPConfirm, bool) { return status.VIPConfirm{}, false }
 	if d.conf != nil {
-		s.Bird, confirms = d.conf.snapshot()
+		var rs confirm.Records
+		s.Bird, rs = d.conf.results()
+		confirms = rs.Lookup()
 	}
 	s.Interface.Withdrawing = prefixStrings(v.orphans)
 	s.Interface.Unmanaged = prefixStrings(v.unmanaged)
@@ -185,7 +188,7 @@ func (d *Daemon) render(s *status.Status, v *view) {
 	s.VIPs = make([]status.VIPStatus, 0, len(v.cfg.VIPs))
 	for i := range v.cfg.VIPs {
 		vs := renderVIP(v, i)
-		if vc, ok := confirms[v.cfg.VIPs[i].Address]; ok {
+		if vc, ok := confirms(i, v.cfg.VIPs[i].Address); ok {
 			vs.Bird = &vc
 		}
 		if vs.Drained {
