@@ -38,13 +38,54 @@ type view struct {
 // vipRecs is the loop's per-VIP state in a view, in config order: copies
 // of the loop's slices (empty before the loop is seeded), and the fail-open
 // guard's states only while the guard is enabled. Slices rather than a
-// record per VIP, so that a view at 10,000 VIPs keeps 96 bytes a VIP, not
-// the 184 of a record that holds a guard.State each (issue 15).
+// record per VIP, and the decide.State packed, so that a view at 10,000
+// VIPs keeps 64 bytes a VIP, not the 184 of a record that held a
+// guard.State each (issue 15).
 type vipRecs struct {
-	state  []decide.State
+	state  []packedState
+	other  map[int]decide.State // the states that do not pack, by position
 	since  []time.Time
 	flips  []uint64
 	guards []guard.State // nil unless cfg.FailOpen is enabled
+}
+
+// packedState is a decide.State in 32 bytes instead of 64: its reason as
+// an index in packReasons, its verdict in a byte.
+type packedState struct {
+	streak, failedPolls, tierStreak int
+	verdict                         int8
+	reason                          uint8
+	announced, degraded             bool
+}
+
+// packReasons are the reasons a packedState can hold: every one package
+// decide has, and the zero State's.
+var packReasons = [...]decide.Reason{"", decide.ReasonInitial, decide.ReasonHealthy, decide.ReasonUnhealthy,
+	decide.ReasonRising, decide.ReasonFalling, decide.ReasonUnknown, decide.ReasonPolicyWithdraw,
+	decide.ReasonPolicyAnnounce, decide.ReasonDegraded}
+
+// pack returns s packed, and false when it cannot be (a reason or verdict
+// unknown here): the caller keeps s whole then.
+func pack(s decide.State) (packedState, bool) {
+	p := packedState{
+		streak: s.Streak, failedPolls: s.FailedPolls, tierStreak: s.TierStreak,
+		verdict: int8(s.Verdict), announced: s.Announced, degraded: s.Degraded,
+	}
+	for i := range packReasons {
+		if packReasons[i] == s.Reason {
+			p.reason = uint8(i)
+			return p, decide.Availability(p.verdict) == s.Verdict
+		}
+	}
+	return p, false
+}
+
+// unpack is the decide.State that pack was given.
+func (p packedState) unpack() decide.State {
+	return decide.State{
+		Announced: p.announced, Verdict: decide.Availability(p.verdict), Reason: packReasons[p.reason],
+		Streak: p.streak, FailedPolls: p.failedPolls, Degraded: p.degraded, TierStreak: p.tierStreak,
+	}
 }
 
 // vipRec is one VIP in a view: what the loop's state says of it.
@@ -59,7 +100,10 @@ type vipRec struct {
 func (r *vipRecs) at(i int) vipRec {
 	var rec vipRec
 	if i < len(r.state) {
-		rec.state, rec.since, rec.flips = r.state[i], r.since[i], r.flips[i]
+		rec.state, rec.since, rec.flips = r.state[i].unpack(), r.since[i], r.flips[i]
+		if s, ok := r.other[i]; ok {
+			rec.state = s
+		}
 	}
 	if i < len(r.guards) {
 		rec.guard = r.guards[i]
@@ -70,10 +114,21 @@ func (r *vipRecs) at(i int) vipRec {
 // fill copies the loop's state into r, reusing r's slices.
 func (r *vipRecs) fill(d *Daemon) {
 	r.state, r.since, r.flips, r.guards = r.state[:0], r.since[:0], r.flips[:0], r.guards[:0]
+	clear(r.other)
 	if !d.vs.ready {
 		return
 	}
-	r.state = append(r.state, d.vs.state...)
+	r.state = slices.Grow(r.state, len(d.vs.state))
+	for i, s := range d.vs.state {
+		p, ok := pack(s)
+		if !ok {
+			if r.other == nil {
+				r.other = map[int]decide.State{}
+			}
+			r.other[i] = s
+		}
+		r.state = append(r.state, p)
+	}
 	r.since = append(r.since, d.vs.since...)
 	r.flips = append(r.flips, d.vs.flips...)
 	if !d.cfg.FailOpen.Enabled() {
