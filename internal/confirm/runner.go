@@ -55,7 +55,7 @@ type Runner struct {
 
 	mu     sync.Mutex
 	status Status
-	vips   map[netip.Prefix]VIP
+	recs   Records // replaced, never changed: readers may keep it
 	lastEr string
 	estab  map[string]bool
 }
@@ -67,7 +67,6 @@ func New(check Checker, socket string, log logrus.FieldLogger, now func() time.T
 	return &Runner{
 		check: check, socket: socket, log: log, now: now, renew: renew,
 		status: Status{Enabled: true, Socket: socket},
-		vips:   map[netip.Prefix]VIP{},
 		estab:  map[string]bool{},
 	}
 }
@@ -98,7 +97,11 @@ func (c *Runner) Run(ctx context.Context, jobs <-chan Job) {
 			continue
 		}
 		if c.Once(ctx, job) {
-			continue // BIRD agrees on everything: wait for a change or the slow timer
+			// BIRD agrees on everything: wait for a change or the slow
+			// timer, which bring a new job; this one is not read again
+			// (at 10,000 VIPs it is ~1 MiB).
+			job, have = Job{}, false
+			continue
 		}
 		if retry == nil {
 			retry = time.NewTimer(backoff)
@@ -150,10 +153,7 @@ func (c *Runner) unreachable(err error) {
 	}
 	c.status.Error = msg
 	c.status.Protocols = nil // what BIRD said of its sessions then is not their state now
-	for p, v := range c.vips {
-		v.Stale = true
-		c.vips[p] = v
-	}
+	c.recs = c.recs.stale()
 }
 
 // reachable records BIRD's answer about itself: its protocols and the
@@ -212,9 +212,11 @@ func (c *Runner) step(job Job, rep verify.Report, now time.Time) map[netip.Prefi
 	renew := map[netip.Prefix]bool{}
 	var vlog vipLog // one line per problem, not one per VIP
 	var shared exportsSeen
-	vips := make(map[netip.Prefix]VIP, len(rep.VIPs))
+	prev := c.recs.Lookup()
+	recs := make([]kept, 0, len(rep.VIPs))
 	for i, r := range rep.VIPs {
-		v, a := Step(c.vips[r.Prefix], r, job.changed(i, r.Prefix), job.IfaceUp, now)
+		old, _ := prev(i, r.Prefix)
+		v, a := Step(old, r, job.changed(i, r.Prefix), job.IfaceUp, now)
 		if r.Agrees {
 			c.status.Agree++
 		} else {
@@ -226,23 +228,31 @@ func (c *Runner) step(job Job, rep verify.Report, now time.Time) map[netip.Prefi
 			v = v.Renewing(now)
 		}
 		v.Exported = shared.intern(v.Exported)
-		vips[r.Prefix] = v
+		recs = append(recs, newKept(r.Prefix, v))
 	}
 	vlog.flush(c.log)
-	c.vips = vips
+	c.recs = Records{recs: recs, checkedAt: now}
 	return renew
 }
 
 // Snapshot returns BIRD's status and a copy of the per-VIP results. It is
 // safe to call from any goroutine.
 func (c *Runner) Snapshot() (Status, map[netip.Prefix]VIP) {
+	st, rs := c.Results()
+	vips := make(map[netip.Prefix]VIP, rs.Len())
+	for i := range rs.Len() {
+		vips[rs.Prefix(i)] = rs.VIP(i)
+	}
+	return st, vips
+}
+
+// Results returns BIRD's status and the per-VIP results, which are never
+// changed: the caller may read them at leisure, without a copy. It is safe
+// to call from any goroutine.
+func (c *Runner) Results() (Status, Records) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	vips := make(map[netip.Prefix]VIP, len(c.vips))
-	for p, v := range c.vips {
-		vips[p] = v
-	}
-	return c.status, vips
+	return c.status, c.recs
 }
 
 // exportsSeen interns the exported maps of one report: nearly every VIP

@@ -50,4 +50,4 @@ func (c *confirmer) run(ctx context.Context) { c.Run(ctx, c.jobs) }
 
 func (c *confirmer) once(ctx context.Context, j confirmJob) bool { return c.Once(ctx, j) }
 
-func (c *confirmer) snapshot() (confirm.Status, map[netip.Prefix]confirm.VIP) { return c.Snapshot() }
+func (c *confirmer) results() (confirm.Status, confirm.Records) { return c.Results() }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/confirm"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/guard"
@@ -19,7 +20,7 @@ import (
 type view struct {
 	cfg       *config.Config
 	run       pollRun
-	vips      []vipRec // one per cfg.VIPs, in its order
+	vips      vipRecs // one per cfg.VIPs, in its order
 	iface     vip.State
 	writes    ifaceWrites
 	stats     pollStats
@@ -34,12 +35,109 @@ type view struct {
 	guardErr  string         // why the fail-open guard cannot ask BIRD; "" if it can
 }
 
-// vipRec is one VIP in a view: what the loop's maps say of it.
+// vipRecs is the loop's per-VIP state in a view, in config order: copies
+// of the loop's slices (empty before the loop is seeded), and the fail-open
+// guard's states only while the guard is enabled. Slices rather than a
+// record per VIP, and the decide.State packed, so that a view at 10,000
+// VIPs keeps 64 bytes a VIP, not the 184 of a record that held a
+// guard.State each (issue 15).
+type vipRecs struct {
+	state  []packedState
+	other  map[int]decide.State // the states that do not pack, by position
+	since  []time.Time
+	flips  []uint64
+	guards []guard.State // nil unless cfg.FailOpen is enabled
+}
+
+// packedState is a decide.State in 32 bytes instead of 64: its reason as
+// an index in packReasons, its verdict in a byte.
+type packedState struct {
+	streak, failedPolls, tierStreak int
+	verdict                         int8
+	reason                          uint8
+	announced, degraded             bool
+}
+
+// packReasons are the reasons a packedState can hold: every one package
+// decide has, and the zero State's.
+var packReasons = [...]decide.Reason{"", decide.ReasonInitial, decide.ReasonHealthy, decide.ReasonUnhealthy,
+	decide.ReasonRising, decide.ReasonFalling, decide.ReasonUnknown, decide.ReasonPolicyWithdraw,
+	decide.ReasonPolicyAnnounce, decide.ReasonDegraded}
+
+// pack returns s packed, and false when it cannot be (a reason or verdict
+// unknown here): the caller keeps s whole then.
+func pack(s decide.State) (packedState, bool) {
+	p := packedState{
+		streak: s.Streak, failedPolls: s.FailedPolls, tierStreak: s.TierStreak,
+		verdict: int8(s.Verdict), announced: s.Announced, degraded: s.Degraded,
+	}
+	for i := range packReasons {
+		if packReasons[i] == s.Reason {
+			p.reason = uint8(i)
+			return p, decide.Availability(p.verdict) == s.Verdict
+		}
+	}
+	return p, false
+}
+
+// unpack is the decide.State that pack was given.
+func (p packedState) unpack() decide.State {
+	return decide.State{
+		Announced: p.announced, Verdict: decide.Availability(p.verdict), Reason: packReasons[p.reason],
+		Streak: p.streak, FailedPolls: p.failedPolls, Degraded: p.degraded, TierStreak: p.tierStreak,
+	}
+}
+
+// vipRec is one VIP in a view: what the loop's state says of it.
 type vipRec struct {
 	state decide.State
 	since time.Time
 	flips uint64
 	guard guard.State // the fail-open guard's state
+}
+
+// at is the i-th VIP's record; zero before the loop is seeded.
+func (r *vipRecs) at(i int) vipRec {
+	var rec vipRec
+	if i < len(r.state) {
+		rec.state, rec.since, rec.flips = r.state[i].unpack(), r.since[i], r.flips[i]
+		if s, ok := r.other[i]; ok {
+			rec.state = s
+		}
+	}
+	if i < len(r.guards) {
+		rec.guard = r.guards[i]
+	}
+	return rec
+}
+
+// fill copies the loop's state into r, reusing r's slices.
+func (r *vipRecs) fill(d *Daemon) {
+	r.state, r.since, r.flips, r.guards = r.state[:0], r.since[:0], r.flips[:0], r.guards[:0]
+	clear(r.other)
+	if !d.vs.ready {
+		return
+	}
+	r.state = slices.Grow(r.state, len(d.vs.state))
+	for i, s := range d.vs.state {
+		p, ok := pack(s)
+		if !ok {
+			if r.other == nil {
+				r.other = map[int]decide.State{}
+			}
+			r.other[i] = s
+		}
+		r.state = append(r.state, p)
+	}
+	r.since = append(r.since, d.vs.since...)
+	r.flips = append(r.flips, d.vs.flips...)
+	if !d.cfg.FailOpen.Enabled() {
+		r.guards = nil // renderFailOpen reads none
+		return
+	}
+	for i := range d.cfg.VIPs {
+		r.guards = append(r.guards, d.fo.states[d.cfg.VIPs[i].Address])
+	}
 }
 
 // views hands the loop's results to Status. Two views take turns, so that
@@ -87,14 +185,7 @@ func (vs *views) read(f func(*view)) {
 // the loop's maps.
 func (d *Daemon) publish() {
 	v := d.views.next()
-	v.vips = v.vips[:0]
-	for i := range d.cfg.VIPs {
-		var r vipRec
-		if d.vs.ready {
-			r = vipRec{state: d.vs.state[i], since: d.vs.since[i], flips: d.vs.flips[i], guard: d.fo.states[d.cfg.VIPs[i].Address]}
-		}
-		v.vips = append(v.vips, r)
-	}
+	v.vips.fill(d)
 	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
 	v.probes = append(v.probes[:0], d.probes.results...)
 	v.orphans = v.orphans[:0]
@@ -137,9 +228,11 @@ func (d *Daemon) render(s *status.Status, v *view) {
 		MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.stats.settledAt, UnsettledPolls: v.stats.unsettled,
 	}
 	s.Drain = status.DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
-	var confirms map[netip.Prefix]status.VIPConfirm
+	confirms := func(int, netip.Prefix) (status.VIPConfirm, bool) { return status.VIPConfirm{}, false }
 	if d.conf != nil {
-		s.Bird, confirms = d.conf.snapshot()
+		var rs confirm.Records
+		s.Bird, rs = d.conf.results()
+		confirms = rs.Lookup()
 	}
 	s.Interface.Withdrawing = prefixStrings(v.orphans)
 	s.Interface.Unmanaged = prefixStrings(v.unmanaged)
@@ -150,7 +243,7 @@ func (d *Daemon) render(s *status.Status, v *view) {
 	s.VIPs = make([]status.VIPStatus, 0, len(v.cfg.VIPs))
 	for i := range v.cfg.VIPs {
 		vs := renderVIP(v, i)
-		if vc, ok := confirms[v.cfg.VIPs[i].Address]; ok {
+		if vc, ok := confirms(i, v.cfg.VIPs[i].Address); ok {
 			vs.Bird = &vc
 		}
 		if vs.Drained {
@@ -163,7 +256,7 @@ func (d *Daemon) render(s *status.Status, v *view) {
 // renderVIP is the status of v's i-th VIP, without BIRD's view of it.
 func renderVIP(v *view, i int) status.VIPStatus {
 	c := &v.cfg.VIPs[i]
-	rec := v.vips[i]
+	rec := v.vips.at(i)
 	st := rec.state
 	vs := status.VIPStatus{
 		Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),

@@ -2,6 +2,7 @@ package status
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -274,4 +275,82 @@ func TestStatusJSONSchema(t *testing.T) {
 			t.Errorf("/status has %s:\n%s", bad, body)
 		}
 	}
+}
+
+// TestStatusStreamsAsTheEncoder: /status, written one VIP at a time, is
+// byte for byte what an indenting json.Encoder writes of the whole, with
+// no VIP, one, and several (HTML characters and nested values included).
+func TestStatusStreamsAsTheEncoder(t *testing.T) {
+	many := sample()
+	odd := many.VIPs[0]
+	odd.Description, odd.Address = `<web> & "api"`, "2001:db8::1/128"
+	many.VIPs = append(many.VIPs, odd, many.VIPs[1])
+	one := sample()
+	one.VIPs = one.VIPs[:1]
+	none := sample()
+	none.VIPs = nil
+	empty := sample()
+	empty.VIPs = []VIPStatus{}
+	for name, s := range map[string]Status{"many": many, "one": one, "nil": none, "empty": empty, "not ready": {SchemaVersion: SchemaVersion}} {
+		var want strings.Builder
+		enc := json.NewEncoder(&want)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		src := &fixed{s}
+		if _, got := get(t, Handler(src, NewMetrics(src, "dev"), time.Now), "/status"); got != want.String() {
+			t.Errorf("%s: /status differs from the encoder's:\n%s", name, cmp.Diff(want.String(), got))
+		}
+	}
+}
+
+// status10000 is sample() with 10,000 VIPs.
+func status10000() Status {
+	s := sample()
+	vips := make([]VIPStatus, 0, 10000)
+	for i := range 10000 {
+		v := s.VIPs[i%2]
+		v.Address = fmt.Sprintf("10.%d.%d.%d/32", i>>16, i>>8&255, i&255)
+		v.Upstreams = []UpstreamStatus{{Key: fmt.Sprintf("/apisix/upstreams/u%d", i), Verdict: "up", Healthy: 1, Nodes: 2}}
+		vips = append(vips, v)
+	}
+	s.VIPs = vips
+	return s
+}
+
+// BenchmarkMetrics10000 is one /metrics scrape of 10,000 VIPs over 10,000
+// upstreams: B/op is the garbage a Prometheus scrape makes (issue 15).
+func BenchmarkMetrics10000(b *testing.B) {
+	src := &fixed{status10000()}
+	h := Handler(src, NewMetrics(src, "dev"), time.Now)
+	for b.Loop() {
+		h.ServeHTTP(discardWriter{}, httptest.NewRequest("GET", "/metrics", nil))
+	}
+}
+
+// discardWriter is an http.ResponseWriter that keeps nothing.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (discardWriter) WriteHeader(int)             {}
+
+// BenchmarkStatusJSON10000 is a /status of 10,000 VIPs written as the
+// handler does (stream) and as one indenting json.Encoder would (the way
+// it was before issue 15): compare B/op, the garbage of one read.
+func BenchmarkStatusJSON10000(b *testing.B) {
+	s := status10000()
+	b.Run("stream", func(b *testing.B) {
+		for b.Loop() {
+			writeStatus(io.Discard, s)
+		}
+	})
+	b.Run("encoder", func(b *testing.B) {
+		for b.Loop() {
+			enc := json.NewEncoder(io.Discard)
+			enc.SetIndent("", "  ")
+			enc.Encode(s)
+		}
+	})
 }
