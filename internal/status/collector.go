@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
@@ -350,12 +349,8 @@ func (t *textWriter) writeFloat(f float64) {
 // writeEscaped writes s with '\' and newline escaped, and '"' too if
 // quoted (a label value; help text is not quoted), as expfmt does.
 func writeEscaped(w *bufio.Writer, s string, quoted bool) {
-	special := "\\\n"
-	if quoted {
-		special = "\\\n\""
-	}
 	for {
-		i := strings.IndexAny(s, special)
+		i := escapeIndex(s, quoted)
 		if i < 0 {
 			w.WriteString(s)
 			return
@@ -371,6 +366,23 @@ func writeEscaped(w *bufio.Writer, s string, quoted bool) {
 		}
 		s = s[i+1:]
 	}
+}
+
+// escapeIndex is the index of the first byte of s that writeEscaped
+// escapes, -1 if none (strings.IndexAny, without building its set at
+// every call: a third of a scrape's CPU).
+func escapeIndex(s string, quoted bool) int {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\', '\n':
+			return i
+		case '"':
+			if quoted {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 func b2f(b bool) float64 {

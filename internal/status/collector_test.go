@@ -97,7 +97,7 @@ func parseText(t *testing.T, text string) map[string]parsedFamily {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
-		t.Fatalf("parse: %v\n%s", err, text)
+		t.Fatalf("parse: %v\n%.2000s", err, text)
 	}
 	out := map[string]parsedFamily{}
 	for name, mf := range mfs {
@@ -403,5 +403,30 @@ func TestAcceptsGzip(t *testing.T) {
 		if got := acceptsGzip(tt.headers); got != tt.want {
 			t.Errorf("Accept-Encoding %q: gzip %v, want %v", tt.headers, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkMetrics10000Gzip is BenchmarkMetrics10000 as Prometheus asks
+// (Accept-Encoding: gzip), served now and as promhttp served it before
+// issue 15.
+func BenchmarkMetrics10000Gzip(b *testing.B) {
+	src := &fixed{status10000()}
+	m := NewMetrics(src, "dev")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&constCollector{src: src, now: m.coll.now})
+	for _, h := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{"text", Handler(src, m, time.Now)},
+		{"promhttp", promhttp.HandlerFor(prometheus.Gatherers{m.reg, reg}, promhttp.HandlerOpts{})},
+	} {
+		b.Run(h.name, func(b *testing.B) {
+			for b.Loop() {
+				req := httptest.NewRequest("GET", "/metrics", nil)
+				req.Header.Set("Accept-Encoding", "gzip")
+				h.h.ServeHTTP(discardWriter{}, req)
+			}
+		})
 	}
 }
