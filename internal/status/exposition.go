@@ -27,7 +27,7 @@ var (
 		z, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed) // a valid level: no error
 		return z
 	}}
-	bufPool  = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+	bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
 )
 
 // serveMetrics is /metrics: the registry's families (instruments fed by
