@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
@@ -428,5 +430,23 @@ func BenchmarkMetrics10000Gzip(b *testing.B) {
 				h.h.ServeHTTP(discardWriter{}, req)
 			}
 		})
+	}
+}
+
+// TestMetricsPromtool: promtool, when installed, finds nothing to say of a
+// /metrics with odd label values.
+func TestMetricsPromtool(t *testing.T) {
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed")
+	}
+	src := &fixed{oddStatus()}
+	_, body := get(t, Handler(src, NewMetrics(src, "v"), time.Now), "/metrics")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
