@@ -1,9 +1,31 @@
 package status
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 func TestMetricsUnmanaged(t *testing.T) {
@@ -32,5 +54,399 @@ func TestMetricsUnmanaged(t *testing.T) {
 	}
 	if strings.Contains(body, "rhi_unmanaged_address{") {
 		t.Errorf("a per-address series without unmanaged addresses:\n%s", body)
+	}
+}
+
+// oracleText is the status families as the collector wrote them before
+// issue 15 (constCollector: const metrics gathered by a pedantic registry
+// and encoded by expfmt).
+func oracleText(t testing.TB, s Status, now time.Time) string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(&constCollector{src: &fixed{s}, now: func() time.Time { return now }})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("oracle: gather: %v", err)
+	}
+	var b strings.Builder
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatalf("oracle: encode %s: %v", mf.GetName(), err)
+		}
+	}
+	return b.String()
+}
+
+// collectorText is the status families as the collector writes them.
+func collectorText(s Status, now time.Time) string {
+	var b bytes.Buffer
+	bw := bufio.NewWriter(&b)
+	(&collector{src: &fixed{s}, now: func() time.Time { return now }}).write(&textWriter{w: bw}, &s)
+	bw.Flush()
+	return b.String()
+}
+
+// parsedFamily is a family as expfmt's parser reads it: its series as
+// `{a="x",b="y"} value` lines, sorted.
+type parsedFamily struct {
+	Help, Type string
+	Series     []string
+}
+
+// parseText parses a text exposition with expfmt's parser.
+func parseText(t *testing.T, text string) map[string]parsedFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("parse: %v\n%.2000s", err, text)
+	}
+	out := map[string]parsedFamily{}
+	for name, mf := range mfs {
+		f := parsedFamily{Help: mf.GetHelp(), Type: mf.GetType().String()}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			sort.Strings(labels)
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+			f.Series = append(f.Series, "{"+strings.Join(labels, ",")+"} "+strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		sort.Strings(f.Series)
+		out[name] = f
+	}
+	return out
+}
+
+// familyBlocks splits a text exposition into its families: the header
+// lines as written, the series lines sorted. A family written twice fails.
+func familyBlocks(t *testing.T, text string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	var name string
+	var headers, series []string
+	flush := func() {
+		if name == "" {
+			return
+		}
+		if _, dup := out[name]; dup {
+			t.Errorf("family %s is written twice", name)
+		}
+		sort.Strings(series)
+		out[name] = append(headers, series...)
+		headers, series = nil, nil
+	}
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if strings.HasPrefix(line, "# HELP ") {
+			flush()
+			name = strings.Fields(line)[2]
+		}
+		if strings.HasPrefix(line, "#") {
+			headers = append(headers, line)
+		} else if line != "" {
+			series = append(series, line)
+		}
+	}
+	flush()
+	return out
+}
+
+// oddStatus is sample() with every value that formatting or escaping could
+// get wrong, and every family that only some states have.
+func oddStatus() Status {
+	s := sample()
+	odd := "a\"b\\c\nd ü✓ \\n"
+	s.DryRun = true
+	s.Interface.Name = `rhi"0\`
+	s.Interface.Unmanaged = []string{"10.0.0.77/32", "2001:db8::9/128", odd}
+	s.Interface.RecordError = "read-only file system"
+	s.Interface.WriteErrors = 1 << 60
+	s.Drain.Error = "bad drain"
+	s.ControlAPI.Polls, s.ControlAPI.FailedPolls = 1000000, 123456789012
+	s.Bird.Protocols = append(s.Bird.Protocols, verify.ProtocolState{Name: odd, Established: true})
+	v := s.VIPs[0]
+	v.Address, v.Tier, v.Reason, v.FailedPolls, v.Transitions = odd, decide.TierDegraded, decide.ReasonPolicyAnnounce, 1234567, 1<<53+1
+	v.Bird = &VIPConfirm{Agrees: true, Latency: 1500 * time.Microsecond, Renewed: 7}
+	v.Probe = &ProbeStatus{Result: "up", LatencySeconds: 0.1234567890123}
+	v.FailOpen = &VIPFailOpen{Engaged: true}
+	v.Upstreams = []UpstreamStatus{{Key: odd, Verdict: "failed", Healthy: 3, Nodes: 1e7}, {Key: "/apisix/upstreams/api", Verdict: "down"}}
+	s.VIPs = append(s.VIPs, v)
+	for i, lat := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 1e-9, 0, 1, 2.5e21} {
+		w := s.VIPs[1]
+		w.Address = fmt.Sprintf("2001:db8::%x/128", i)
+		w.Probe = &ProbeStatus{Result: "down", LatencySeconds: lat}
+		w.FailOpen = &VIPFailOpen{Engaged: i%2 == 0}
+		w.Bird = &VIPConfirm{Agrees: i%3 == 0, Stale: i%4 == 1, Latency: time.Duration(i) * time.Second, Renewed: i}
+		w.Upstreams = []UpstreamStatus{{Key: fmt.Sprintf("u%d", i%3), Verdict: verdicts[i%len(verdicts)], Healthy: i, Nodes: 2 * i}}
+		s.VIPs = append(s.VIPs, w)
+	}
+	return s
+}
+
+// oracleCases are the statuses the collector is compared on.
+func oracleCases() map[string]Status {
+	cases := map[string]Status{
+		"sample":          sample(),
+		"odd":             oddStatus(),
+		"10000":           status10000(),
+		"not ready":       {},
+		"not ready, vips": {VIPs: sample().VIPs, Bird: sample().Bird, Interface: sample().Interface},
+	}
+	none := sample()
+	none.VIPs = nil
+	cases["no VIPs"] = none
+	empty := sample()
+	empty.VIPs = []VIPStatus{}
+	cases["empty VIPs"] = empty
+	away := oddStatus()
+	away.Bird.Error = "dial unix /run/bird/bird.ctl: connect: connection refused"
+	cases["BIRD away"] = away
+	unknown := oddStatus()
+	unknown.Bird.LastCheck = time.Time{}
+	cases["BIRD not asked yet"] = unknown
+	off := sample()
+	off.Bird = BirdStatus{}
+	cases["BIRD off"] = off
+	noProto := sample()
+	noProto.Bird.Protocols = nil
+	cases["no protocols"] = noProto
+	return cases
+}
+
+// TestCollectorAsOracle: the families the collector writes are those the
+// const-metric collector made before issue 15, for many statuses: the
+// same families, types, help, label sets and values once parsed by
+// expfmt, and byte for byte the same family by family once series are
+// sorted. Every family the collector may write is seen in some case.
+func TestCollectorAsOracle(t *testing.T) {
+	seen := map[string]bool{}
+	for name, s := range oracleCases() {
+		for _, now := range []time.Time{t0.Add(time.Second), time.Now()} {
+			want, got := oracleText(t, s, now), collectorText(s, now)
+			if diff := cmp.Diff(parseText(t, want), parseText(t, got)); diff != "" {
+				t.Errorf("%s: parsed families differ from the oracle's (-oracle +collector):\n%s", name, diff)
+			}
+			wantB, gotB := familyBlocks(t, want), familyBlocks(t, got)
+			if diff := cmp.Diff(wantB, gotB); diff != "" {
+				t.Errorf("%s: text differs from the oracle's (-oracle +collector):\n%s", name, diff)
+			}
+			for f := range gotB {
+				seen[f] = true
+			}
+		}
+	}
+	for _, f := range statusFamilies() {
+		if !seen[f.name] {
+			t.Errorf("family %s is written in no case: the oracle does not check it", f.name)
+		}
+	}
+	if len(seen) != len(statusFamilies()) {
+		t.Errorf("the cases write %d families, statusFamilies lists %d", len(seen), len(statusFamilies()))
+	}
+}
+
+// descFields reads the name, help and label names of a Desc, which keeps
+// them private and shows them only in String.
+var descFields = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", help: (".*"), unit: "", constLabels: \{\}, variableLabels: \{([^}]*)\}\}$`)
+
+// TestStatusFamiliesAsDescribed: the collector's list of families is the
+// oracle's Describe, names, help and labels (sorted), so that the docs
+// test, which reads the list, sees every family.
+func TestStatusFamiliesAsDescribed(t *testing.T) {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		(&constCollector{}).Describe(ch)
+		close(ch)
+	}()
+	want := map[string]family{}
+	for d := range ch {
+		m := descFields.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("cannot read %s", d)
+		}
+		help, err := strconv.Unquote(m[2])
+		if err != nil {
+			t.Fatalf("help of %s: %v", d, err)
+		}
+		var labels []string
+		if m[3] != "" {
+			labels = strings.Split(m[3], ",")
+			sort.Strings(labels)
+		}
+		want[m[1]] = family{name: m[1], help: help, labels: labels}
+	}
+	got := map[string]family{}
+	for _, f := range statusFamilies() {
+		if _, dup := got[f.name]; dup {
+			t.Errorf("%s is listed twice", f.name)
+		}
+		if f.typ != "gauge" && f.typ != "counter" {
+			t.Errorf("%s: type %q", f.name, f.typ)
+		}
+		f.typ = ""
+		got[f.name] = f
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(family{})); diff != "" {
+		t.Errorf("statusFamilies differs from the oracle's Describe (-oracle +collector):\n%s", diff)
+	}
+}
+
+// oldHandler is /metrics as it was before issue 15: promhttp over the
+// registry with the const-metric collector registered in it.
+func oldHandler(t *testing.T, m *Metrics, src Source) http.Handler {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&constCollector{src: src, now: m.coll.now})
+	return promhttp.HandlerFor(prometheus.Gatherers{m.reg, reg}, promhttp.HandlerOpts{})
+}
+
+// TestMetricsAsPromhttp: a whole /metrics is what promhttp served before
+// issue 15: the same families (each once), and the same rhi_* families
+// (help, type, series, values); the Go runtime's and the process's
+// change from one gather to the next, so only their names are compared.
+func TestMetricsAsPromhttp(t *testing.T) {
+	for name, s := range oracleCases() {
+		if name == "10000" {
+			continue // TestCollectorAsOracle has it; here it would take seconds
+		}
+		src := &fixed{s}
+		m := NewMetrics(src, "v1\"\\\n")
+		m.ObservePoll(20*time.Millisecond, 0)
+		m.Reloaded(false, t0)
+		_, want := get(t, oldHandler(t, m, src), "/metrics")
+		_, got := get(t, Handler(src, m, time.Now), "/metrics")
+		wantF, gotF := parseText(t, want), parseText(t, got)
+		for f := range familyBlocks(t, got) { // fails on a family written twice
+			if !strings.HasPrefix(f, "rhi_") {
+				delete(wantF, f)
+				delete(gotF, f)
+				if _, ok := parseText(t, want)[f]; !ok {
+					t.Errorf("%s: /metrics has %s, promhttp did not", name, f)
+				}
+			}
+		}
+		for f := range wantF {
+			if !strings.HasPrefix(f, "rhi_") {
+				t.Errorf("%s: /metrics lacks %s", name, f)
+				delete(wantF, f)
+			}
+		}
+		if diff := cmp.Diff(wantF, gotF); diff != "" {
+			t.Errorf("%s: /metrics differs from promhttp's (-promhttp +now):\n%s", name, diff)
+		}
+	}
+}
+
+// TestMetricsHTTP: the content type is always the text format, gzip is
+// served to a client that asks for it (as promhttp did), and name[]
+// selects families.
+func TestMetricsHTTP(t *testing.T) {
+	src := &fixed{oddStatus()}
+	m := NewMetrics(src, "v")
+	h := Handler(src, m, time.Now)
+	_, plain := get(t, h, "/metrics")
+
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Accept", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3")
+	req.Header.Set("Accept-Encoding", "gzip")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if ct := rec.Header().Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8; escaping=underscores" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if ce := rec.Header().Get("Content-Encoding"); ce != "gzip" {
+		t.Fatalf("Content-Encoding %q, want gzip", ce)
+	}
+	zr, err := gzip.NewReader(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := familyBlocks(t, string(unzipped))["rhi_vip_desired"], familyBlocks(t, plain)["rhi_vip_desired"]; len(want) == 0 || !cmp.Equal(got, want) {
+		t.Errorf("gzipped rhi_vip_desired %q, plain %q", got, want)
+	}
+	if len(parseText(t, string(unzipped))) != len(parseText(t, plain)) {
+		t.Errorf("gzipped and plain bodies have different families")
+	}
+
+	_, some := get(t, h, "/metrics?name[]=rhi_vip_desired&name[]=rhi_build_info&name[]=rhi_bgp_established")
+	var names []string
+	for f := range parseText(t, some) {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	if want := []string{"rhi_bgp_established", "rhi_build_info", "rhi_vip_desired"}; !cmp.Equal(names, want) {
+		t.Errorf("name[] selects %v, want %v", names, want)
+	}
+}
+
+// TestAcceptsGzip: the encoding is chosen as promhttp chose it (identity
+// offered first, then gzip).
+func TestAcceptsGzip(t *testing.T) {
+	for _, tt := range []struct {
+		headers []string
+		want    bool
+	}{
+		{nil, false},
+		{[]string{"gzip"}, true},
+		{[]string{"GZIP"}, true},
+		{[]string{"deflate, gzip;q=1.0, *;q=0.5"}, true},
+		{[]string{"identity"}, false},
+		{[]string{"*"}, false},
+		{[]string{"gzip;q=0"}, false},
+		{[]string{"identity;q=0.5, gzip;q=0.4"}, false},
+		{[]string{"identity;q=0.5", "gzip;q=0.6"}, true},
+		{[]string{"br"}, false},
+	} {
+		if got := acceptsGzip(tt.headers); got != tt.want {
+			t.Errorf("Accept-Encoding %q: gzip %v, want %v", tt.headers, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkMetrics10000Gzip is BenchmarkMetrics10000 as Prometheus asks
+// (Accept-Encoding: gzip), served now and as promhttp served it before
+// issue 15.
+func BenchmarkMetrics10000Gzip(b *testing.B) {
+	src := &fixed{status10000()}
+	m := NewMetrics(src, "dev")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&constCollector{src: src, now: m.coll.now})
+	for _, h := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{"text", Handler(src, m, time.Now)},
+		{"promhttp", promhttp.HandlerFor(prometheus.Gatherers{m.reg, reg}, promhttp.HandlerOpts{})},
+	} {
+		b.Run(h.name, func(b *testing.B) {
+			for b.Loop() {
+				req := httptest.NewRequest("GET", "/metrics", nil)
+				req.Header.Set("Accept-Encoding", "gzip")
+				h.h.ServeHTTP(discardWriter{}, req)
+			}
+		})
+	}
+}
+
+// TestMetricsPromtool: promtool, when installed, finds nothing to say of a
+// /metrics with odd label values.
+func TestMetricsPromtool(t *testing.T) {
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed")
+	}
+	src := &fixed{oddStatus()}
+	_, body := get(t, Handler(src, NewMetrics(src, "v"), time.Now), "/metrics")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }

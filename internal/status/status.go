@@ -21,7 +21,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Source is where status comes from (the daemon, which builds it). Status
@@ -41,7 +40,9 @@ type Metrics struct {
 	coll         *collector
 }
 
-// NewMetrics registers rhi's metrics, the Go runtime's and the process's.
+// NewMetrics registers rhi's metrics, the Go runtime's and the process's;
+// the families of the daemon's status are written by m.coll at scrape
+// time, outside the registry (issue 15).
 func NewMetrics(src Source, version string) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -72,7 +73,6 @@ func NewMetrics(src Source, version string) *Metrics {
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
 	m.reg.MustRegister(m.pollDuration, m.reloads, m.lastReload, m.reloadOK, build,
-		m.coll,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Reloaded(true, time.Now())
 	return m
@@ -98,7 +98,7 @@ func (m *Metrics) Reloaded(ok bool, at time.Time) {
 // Handler serves /metrics, /status and /healthz.
 func Handler(src Source, m *Metrics, now func() time.Time) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /metrics", m.serveMetrics) // the registry's families, then m.coll's (collector.go)
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		writeStatus(w, src.Status())
