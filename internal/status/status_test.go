@@ -306,10 +306,13 @@ func TestStatusStreamsAsTheEncoder(t *testing.T) {
 }
 
 // status10000 is sample() with 10,000 VIPs.
-func status10000() Status {
+func status10000() Status { return statusN(10000) }
+
+// statusN is the sample status with n VIPs, each over an upstream of its own.
+func statusN(n int) Status {
 	s := sample()
-	vips := make([]VIPStatus, 0, 10000)
-	for i := range 10000 {
+	vips := make([]VIPStatus, 0, n)
+	for i := range n {
 		v := s.VIPs[i%2]
 		v.Address = fmt.Sprintf("10.%d.%d.%d/32", i>>16, i>>8&255, i&255)
 		v.Upstreams = []UpstreamStatus{{Key: fmt.Sprintf("/apisix/upstreams/u%d", i), Verdict: "up", Healthy: 1, Nodes: 2}}
