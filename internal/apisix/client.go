@@ -169,7 +169,7 @@ func (c *Client) Poll(ctx context.Context, ups []health.Upstream) health.Snapsho
 	}
 
 	if c.listFirst(len(jobs)) {
-		usable := c.fromList(ctx, jobs)
+		usable := c.fromList(ctx, jobs, jobOf)
 		if c.mode == ModeAuto && !usable {
 			c.auto.pause()
 		}

@@ -112,15 +112,12 @@ func (c *Client) listFirst(n int) bool {
 
 // fromList answers the jobs whose resource the list holds and reports
 // whether the list was usable: the 3.3+ format, and it answered at least
-// one job. Jobs it does not answer are left for fetchEach.
-func (c *Client) fromList(ctx context.Context, jobs []job) bool {
+// one job. jobOf maps each job's resource to its index in jobs. Jobs it
+// does not answer are left for fetchEach.
+func (c *Client) fromList(ctx context.Context, jobs []job, jobOf map[health.Ref]int) bool {
 	deadline, _ := ctx.Deadline() // Poll's context always has one
 	lctx, cancel := context.WithTimeout(ctx, time.Until(deadline)/2)
-	want := make(map[string]health.Ref, len(jobs))
-	for i := range jobs {
-		want[jobs[i].ref.String()] = jobs[i].ref
-	}
-	list, err := c.getList(lctx, want)
+	found, err := c.getList(lctx, jobOf, len(jobs))
 	cancel()
 	if err != nil {
 		// Not logged, not returned: the per-upstream requests that follow
@@ -128,9 +125,8 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 		return false
 	}
 	answered := 0
-	for i := range jobs {
-		l, ok := list[jobs[i].ref]
-		if !ok || l.entries > 1 {
+	for i, l := range found {
+		if l.entries != 1 {
 			continue
 		}
 		r := l.res
@@ -150,8 +146,9 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 }
 
 // getList fetches the list and decodes it as it arrives, keeping only the
-// resources in want.
-func (c *Client) getList(ctx context.Context, want map[string]health.Ref) (map[health.Ref]listed, error) {
+// resources in jobOf: what it says of jobOf's resource j is in found[j],
+// of n.
+func (c *Client) getList(ctx context.Context, jobOf map[health.Ref]int, n int) (found []listed, err error) {
 	resp, err := c.send(ctx, listPath)
 	if err != nil {
 		return nil, err
@@ -165,7 +162,7 @@ func (c *Client) getList(ctx context.Context, want map[string]health.Ref) (map[h
 	case resp.ContentLength > c.maxList:
 		return nil, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", resp.ContentLength, c.maxList)
 	}
-	return decodeHealthList(ctx, resp.Body, want, listLimits{
+	return decodeListJobs(ctx, resp.Body, jobOf, n, listLimits{
 		bytes:      c.maxList,
 		entries:    c.maxEntries,
 		entryBytes: max(c.maxBody, minListEntryBytes),
