@@ -205,14 +205,24 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // job is one distinct resource of a poll and what was learned about it.
 type job struct {
-	ref  health.Ref
-	res  health.Result
-	done bool // answered by the list
+	ref    health.Ref
+	res    health.Result
+	done   bool  // answered by the list
+	listed int32 // entries of the list that named ref
 }
 
 // fetchEach reads every job the list has not answered, one request each.
 func (c *Client) fetchEach(ctx context.Context, jobs []job) {
-	todo := make([]int, 0, len(jobs))
+	n := 0
+	for i := range jobs {
+		if !jobs[i].done {
+			n++
+		}
+	}
+	if n == 0 {
+		return // the list answered every one
+	}
+	todo := make([]int, 0, n)
 	for i := range jobs {
 		if !jobs[i].done {
 			todo = append(todo, i)

@@ -117,7 +117,7 @@ func (c *Client) listFirst(n int) bool {
 func (c *Client) fromList(ctx context.Context, jobs []job, jobOf map[health.Ref]int) bool {
 	deadline, _ := ctx.Deadline() // Poll's context always has one
 	lctx, cancel := context.WithTimeout(ctx, time.Until(deadline)/2)
-	found, err := c.getList(lctx, jobOf, len(jobs))
+	err := c.getList(lctx, jobOf, jobs)
 	cancel()
 	if err != nil {
 		// Not logged, not returned: the per-upstream requests that follow
@@ -125,11 +125,11 @@ func (c *Client) fromList(ctx context.Context, jobs []job, jobOf map[health.Ref]
 		return false
 	}
 	answered := 0
-	for i, l := range found {
-		if l.entries != 1 {
+	for i := range jobs {
+		if jobs[i].listed != 1 {
 			continue
 		}
-		r := l.res
+		r := jobs[i].res
 		if r.Verdict == health.Failed {
 			// An entry the list holds but garbled: its own endpoint may
 			// still answer, so ask it (a broken list costs time, never a
@@ -146,23 +146,23 @@ func (c *Client) fromList(ctx context.Context, jobs []job, jobOf map[health.Ref]
 }
 
 // getList fetches the list and decodes it as it arrives, keeping only the
-// resources in jobOf: what it says of jobOf's resource j is in found[j],
-// of n.
-func (c *Client) getList(ctx context.Context, jobOf map[health.Ref]int, n int) (found []listed, err error) {
+// resources in jobOf: what it says of jobOf's resource j is in jobs[j]
+// (decodeListJobs).
+func (c *Client) getList(ctx context.Context, jobOf map[health.Ref]int, jobs []job) error {
 	resp, err := c.send(ctx, listPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	switch ct := resp.Header.Get("Content-Type"); {
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	case isHTML(ct):
-		return nil, fmt.Errorf("HTTP 200 with content type %q", ct)
+		return fmt.Errorf("HTTP 200 with content type %q", ct)
 	case resp.ContentLength > c.maxList:
-		return nil, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", resp.ContentLength, c.maxList)
+		return fmt.Errorf("body of %d bytes exceeds the %d-byte limit", resp.ContentLength, c.maxList)
 	}
-	return decodeListJobs(ctx, resp.Body, jobOf, n, listLimits{
+	return decodeListJobs(ctx, resp.Body, jobOf, jobs, listLimits{
 		bytes:      c.maxList,
 		entries:    c.maxEntries,
 		entryBytes: max(c.maxBody, minListEntryBytes),

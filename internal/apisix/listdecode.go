@@ -61,16 +61,15 @@ func decodeList(ctx context.Context, r io.Reader, want map[string]health.Ref, li
 }
 
 // decodeListJobs is decodeHealthList for a poll: it keeps the entries
-// whose resource is a key of jobs, and what the list says of the resource
-// jobs maps to j is in found[j], of n. It takes no map of names and makes
-// no map out: at 10,000 upstreams the two were a tenth of a poll's CPU
-// (BENCHMARKS.md, issue 15). An empty list gives found nil.
-func decodeListJobs(ctx context.Context, r io.Reader, jobs map[health.Ref]int, n int, lim listLimits) (found []listed, err error) {
-	e := listEntry{jobs: jobs, found: make([]listed, n)}
-	if isList, err := readList(ctx, r, &e, lim, listBufSize); !isList {
-		return nil, err
-	}
-	return e.found, nil
+// whose resource is a key of jobOf, and what the list says of the resource
+// jobOf maps to j is in jobs[j].res, with jobs[j].listed the number of
+// entries that named it. It takes no map of names and makes no map out: at
+// 10,000 upstreams the two were a tenth of a poll's CPU (BENCHMARKS.md,
+// issue 15). On an error, what it wrote to jobs is meaningless.
+func decodeListJobs(ctx context.Context, r io.Reader, jobOf map[health.Ref]int, jobs []job, lim listLimits) error {
+	e := listEntry{jobs: jobOf, found: jobs}
+	_, err := readList(ctx, r, &e, lim, listBufSize)
+	return err
 }
 
 // readList reads a list into e, entry by entry. isList is false on an
@@ -196,7 +195,7 @@ type listEntry struct {
 	want  map[string]health.Ref // by resource name, "<type>/<id>"
 	out   map[health.Ref]listed
 	jobs  map[health.Ref]int // replaces want and out when set
-	found []listed           // by the index jobs gives
+	found []job              // by the index jobs gives
 	v2    bool               // an entry had a key only 2.x–3.2 sends
 }
 
@@ -274,7 +273,7 @@ func (e *listEntry) lookup(quoted []byte, esc bool) (ref health.Ref, j int, ok b
 func (e *listEntry) store(ref health.Ref, j int, res health.Result) {
 	if j >= 0 {
 		e.found[j].res = res
-		e.found[j].entries++
+		e.found[j].listed++
 		return
 	}
 	l := e.out[ref]

@@ -40,19 +40,20 @@ func FuzzDecodeListJobs(f *testing.F) {
 			refs = append(refs, ref)
 		}
 		old, oldErr := decodeHealthList(context.Background(), bytes.NewReader(body), want, jobsLimits)
-		found, err := decodeListJobs(context.Background(), bytes.NewReader(body), jobOf, len(refs), jobsLimits)
+		jobs := make([]job, len(refs))
+		for j, ref := range refs {
+			jobs[j].ref = ref
+		}
+		err := decodeListJobs(context.Background(), bytes.NewReader(body), jobOf, jobs, jobsLimits)
 		if (err == nil) != (oldErr == nil) {
 			t.Fatalf("%q: jobs: %v; want map: %v", body, err, oldErr)
 		}
-		if (found == nil) != (old == nil) {
-			t.Fatalf("%q: jobs found %v, want map %v", body, found, old)
+		if err != nil {
+			return
 		}
-		if len(found) != 0 && len(found) != len(refs) {
-			t.Fatalf("%q: %d found for %d jobs", body, len(found), len(refs))
-		}
-		for j, l := range found {
+		for j := range jobs {
 			o := old[refs[j]]
-			if got, exp := describeListed(l), describeListed(o); got != exp {
+			if got, exp := describeJob(jobs[j]), describeListed(o); got != exp {
 				t.Errorf("%q: %s: jobs %s, want map %s", body, refs[j], got, exp)
 			}
 		}
@@ -82,6 +83,10 @@ func describeListed(l listed) string {
 	return fmt.Sprintf("%d entries, %s %d/%d, err %v", l.entries, l.res.Verdict, l.res.Healthy, l.res.Total, l.res.Err != nil)
 }
 
+func describeJob(j job) string {
+	return describeListed(listed{res: j.res, entries: int(j.listed)})
+}
+
 // TestDecodeListJobsReadsStatusInPlace: a node's status is read in place,
 // escaped or not, and only "healthy" and "mostly_healthy" count.
 func TestDecodeListJobsReadsStatusInPlace(t *testing.T) {
@@ -89,8 +94,8 @@ func TestDecodeListJobsReadsStatusInPlace(t *testing.T) {
 	{"name":"/a/upstreams/2","nodes":[{"status":"mostly_unhealthy"},{"status":"Healthy"},{"status":null}]},
 	{"name":"/a/upstreams/3","nodes":[{"status":"mostly_healthy"}]}]`
 	jobOf := map[health.Ref]int{{Type: "upstreams", ID: "1"}: 0, {Type: "upstreams", ID: "2"}: 1, {Type: "upstreams", ID: "3"}: 2}
-	found, err := decodeListJobs(context.Background(), strings.NewReader(body), jobOf, 3, jobsLimits)
-	if err != nil {
+	jobs := make([]job, 3)
+	if err := decodeListJobs(context.Background(), strings.NewReader(body), jobOf, jobs, jobsLimits); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -98,8 +103,8 @@ func TestDecodeListJobsReadsStatusInPlace(t *testing.T) {
 		"1 entries, down 0/3, err false",
 		"1 entries, up 1/1, err false",
 	}
-	for j, l := range found {
-		if got := describeListed(l); got != want[j] {
+	for j := range jobs {
+		if got := describeJob(jobs[j]); got != want[j] {
 			t.Errorf("upstreams/%d: %s, want %s", j+1, got, want[j])
 		}
 	}
