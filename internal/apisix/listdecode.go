@@ -197,10 +197,12 @@ type listEntry struct {
 	jobs  map[health.Ref]int // replaces want and out when set
 	found []job              // by the index jobs gives
 	v2    bool               // an entry had a key only 2.x–3.2 sends
+	w     walker             // reused: one allocated per entry was most of a poll's allocations
 }
 
 func (e *listEntry) UnmarshalJSON(b []byte) error {
-	w := &walker{b: b}
+	e.w = walker{b: b}
+	w := &e.w
 	if w.peek() != '{' {
 		return fmt.Errorf("%s, not an object", kindOf(b))
 	}
