@@ -61,16 +61,6 @@ func (w *walker) peek() byte {
 // and whether it holds an escape.
 func (w *walker) str() (quoted []byte, esc bool, err error) {
 	b, start := w.b, w.i
-	// Nearly every string has no escape: find its end with IndexByte,
-	// which reads many bytes at a time, and walk byte by byte only when
-	// a backslash comes first.
-	if q := bytes.IndexByte(b[min(start+1, len(b)):], '"'); q >= 0 {
-		end := start + 1 + q
-		if bytes.IndexByte(b[start+1:end], '\\') < 0 {
-			w.i = end + 1
-			return b[start:w.i], false, nil
-		}
-	}
 	for i := start + 1; i < len(b); i++ {
 		switch b[i] {
 		case '\\':
