@@ -169,10 +169,11 @@ func decodeHealth(body []byte) health.Result {
 	return decodeV3(h.nodes)
 }
 
-// node is what matters of one 3.3+ node: its status and whether it is
-// being purged. ip, port, hostname and counters are skipped.
+// node is what matters of one 3.3+ node: whether its status is one APISIX
+// sends traffic to, and whether it is being purged. ip, port, hostname and
+// counters are skipped.
 type node struct {
-	status  string
+	healthy bool // status is "healthy" or "mostly_healthy"
 	purging bool // purge_time holds anything but null
 }
 
@@ -190,9 +191,22 @@ func readNode(w *walker, obj bool) (node, error) {
 		}
 		switch w.peek() {
 		case '"':
-			s, _, err := w.stringValue()
-			n.status = s
-			return err
+			// Compared in place: a string per node was half of a
+			// 10,000-upstream list's allocations.
+			q, esc, err := w.str()
+			if err != nil {
+				return err
+			}
+			status := q[1 : len(q)-1]
+			if esc {
+				s, err := unquote(q, esc)
+				if err != nil {
+					return err
+				}
+				status = []byte(s)
+			}
+			n.healthy = string(status) == "healthy" || string(status) == "mostly_healthy"
+			return nil
 		case 'n': // null: no status, as Unmarshal read it
 			return w.skip()
 		}
@@ -216,7 +230,7 @@ func decodeV3At(w *walker) health.Result {
 			return err
 		}
 		r.Total++
-		if n.status == "healthy" || n.status == "mostly_healthy" {
+		if n.healthy {
 			r.Healthy++
 		}
 		return nil

@@ -112,15 +112,12 @@ func (c *Client) listFirst(n int) bool {
 
 // fromList answers the jobs whose resource the list holds and reports
 // whether the list was usable: the 3.3+ format, and it answered at least
-// one job. Jobs it does not answer are left for fetchEach.
-func (c *Client) fromList(ctx context.Context, jobs []job) bool {
+// one job. jobOf maps each job's resource to its index in jobs. Jobs it
+// does not answer are left for fetchEach.
+func (c *Client) fromList(ctx context.Context, jobs []job, jobOf map[health.Ref]int) bool {
 	deadline, _ := ctx.Deadline() // Poll's context always has one
 	lctx, cancel := c.listTimeout(ctx, time.Until(deadline)/2)
-	want := make(map[string]health.Ref, len(jobs))
-	for i := range jobs {
-		want[jobs[i].ref.String()] = jobs[i].ref
-	}
-	list, err := c.getList(lctx, want)
+	err := c.getList(lctx, jobOf, jobs)
 	cancel()
 	if err != nil {
 		// Not logged, not returned: the per-upstream requests that follow
@@ -129,11 +126,10 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 	}
 	answered := 0
 	for i := range jobs {
-		l, ok := list[jobs[i].ref]
-		if !ok || l.entries > 1 {
+		if jobs[i].listed != 1 {
 			continue
 		}
-		r := l.res
+		r := jobs[i].res
 		if r.Verdict == health.Failed {
 			// An entry the list holds but garbled: its own endpoint may
 			// still answer, so ask it (a broken list costs time, never a
@@ -150,22 +146,23 @@ func (c *Client) fromList(ctx context.Context, jobs []job) bool {
 }
 
 // getList fetches the list and decodes it as it arrives, keeping only the
-// resources in want.
-func (c *Client) getList(ctx context.Context, want map[string]health.Ref) (map[health.Ref]listed, error) {
+// resources in jobOf: what it says of jobOf's resource j is in jobs[j]
+// (decodeListJobs).
+func (c *Client) getList(ctx context.Context, jobOf map[health.Ref]int, jobs []job) error {
 	resp, err := c.send(ctx, listPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	switch ct := resp.Header.Get("Content-Type"); {
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	case isHTML(ct):
-		return nil, fmt.Errorf("HTTP 200 with content type %q", ct)
+		return fmt.Errorf("HTTP 200 with content type %q", ct)
 	case resp.ContentLength > c.maxList:
-		return nil, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", resp.ContentLength, c.maxList)
+		return fmt.Errorf("body of %d bytes exceeds the %d-byte limit", resp.ContentLength, c.maxList)
 	}
-	return decodeHealthList(ctx, resp.Body, want, listLimits{
+	return decodeListJobs(ctx, resp.Body, jobOf, jobs, listLimits{
 		bytes:      c.maxList,
 		entries:    c.maxEntries,
 		entryBytes: max(c.maxBody, minListEntryBytes),

@@ -53,43 +53,64 @@ func decodeHealthList(ctx context.Context, r io.Reader, want map[string]health.R
 // decodeList is decodeHealthList with a read buffer of bufSize bytes to
 // start with (tests make it tiny).
 func decodeList(ctx context.Context, r io.Reader, want map[string]health.Ref, lim listLimits, bufSize int) (map[health.Ref]listed, error) {
+	e := listEntry{want: want, out: make(map[health.Ref]listed, len(want))}
+	if isList, err := readList(ctx, r, &e, lim, bufSize); !isList {
+		return nil, err
+	}
+	return e.out, nil
+}
+
+// decodeListJobs is decodeHealthList for a poll: it keeps the entries
+// whose resource is a key of jobOf, and what the list says of the resource
+// jobOf maps to j is in jobs[j].res, with jobs[j].listed the number of
+// entries that named it. It takes no map of names and makes no map out: at
+// 10,000 upstreams the two were a tenth of a poll's CPU (BENCHMARKS.md,
+// issue 15). On an error, what it wrote to jobs is meaningless.
+func decodeListJobs(ctx context.Context, r io.Reader, jobOf map[health.Ref]int, jobs []job, lim listLimits) error {
+	e := listEntry{jobs: jobOf, found: jobs}
+	_, err := readList(ctx, r, &e, lim, listBufSize)
+	return err
+}
+
+// readList reads a list into e, entry by entry. isList is false on an
+// error, and for an empty list sent as {} or null.
+func readList(ctx context.Context, r io.Reader, e *listEntry, lim listLimits, bufSize int) (isList bool, err error) {
 	m := &meter{r: r, limit: lim.bytes, entryLimit: lim.entryBytes}
 	lr := &listReader{m: m, buf: make([]byte, max(bufSize, 1))}
 	c, err := lr.peek()
 	if err != nil {
-		return nil, fmt.Errorf("decode: %w", noEOF(err))
+		return false, fmt.Errorf("decode: %w", noEOF(err))
 	}
 	if c != '[' {
 		if err := lr.emptyList(c); err != nil {
-			return nil, fmt.Errorf("decode: %w", err)
+			return false, fmt.Errorf("decode: %w", err)
 		}
-		return nil, nil
+		return false, nil
 	}
 	lr.pos++
-	e := listEntry{want: want, out: make(map[health.Ref]listed, len(want))}
 	for n := 0; ; n++ {
 		c, err := lr.peek()
 		if err != nil || c == ']' || c == '}' {
 			break
 		}
 		if n == lim.entries {
-			return nil, fmt.Errorf("%w: more than %d entries", errListTooLarge, lim.entries)
+			return false, fmt.Errorf("%w: more than %d entries", errListTooLarge, lim.entries)
 		}
 		if n%256 == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("decode: stopped after %d entries: %w", n, context.Cause(ctx))
+			return false, fmt.Errorf("decode: stopped after %d entries: %w", n, context.Cause(ctx))
 		}
 		m.mark = lr.offset()
-		if err := lr.entry(n, &e); err != nil {
-			return nil, fmt.Errorf("decode: entry %d: %w", n, err)
+		if err := lr.entry(n, e); err != nil {
+			return false, fmt.Errorf("decode: entry %d: %w", n, err)
 		}
 		if e.v2 {
-			return nil, errV2List
+			return false, errV2List
 		}
 	}
 	if err := lr.finish(']'); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return false, fmt.Errorf("decode: %w", err)
 	}
-	return e.out, nil
+	return true, nil
 }
 
 // entry reads the list's entry n, after the comma that precedes it but
@@ -168,15 +189,20 @@ func (r *listReader) finish(delim byte) error {
 }
 
 // listEntry decodes one entry of the list in place, in the decoder's
-// buffer, and records it in out if want holds its resource.
+// buffer, and records it in out if want holds its resource; or, when jobs
+// is set (a poll), in found[jobs[resource]] if jobs holds it.
 type listEntry struct {
-	want map[string]health.Ref // by resource name, "<type>/<id>"
-	out  map[health.Ref]listed
-	v2   bool // an entry had a key only 2.x–3.2 sends
+	want  map[string]health.Ref // by resource name, "<type>/<id>"
+	out   map[health.Ref]listed
+	jobs  map[health.Ref]int // replaces want and out when set
+	found []job              // by the index jobs gives
+	v2    bool               // an entry had a key only 2.x–3.2 sends
+	w     walker             // reused: one allocated per entry was most of a poll's allocations
 }
 
 func (e *listEntry) UnmarshalJSON(b []byte) error {
-	w := &walker{b: b}
+	e.w = walker{b: b}
+	w := &e.w
 	if w.peek() != '{' {
 		return fmt.Errorf("%s, not an object", kindOf(b))
 	}
@@ -223,18 +249,39 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 	case name == nil:
 		return errors.New(`"name" missing or not a string`)
 	}
-	ref, ok, err := e.wanted(name, esc)
+	ref, j, ok, err := e.lookup(name, esc)
 	if err != nil || !ok {
 		return err
 	}
 	if !read {
 		res = decodeV3(nodes)
 	}
+	e.store(ref, j, res)
+	return nil
+}
+
+// lookup reports whether the resource a quoted name names is wanted: in
+// want (j is then -1), or in jobs (j is then its index).
+func (e *listEntry) lookup(quoted []byte, esc bool) (ref health.Ref, j int, ok bool, err error) {
+	if e.jobs == nil {
+		ref, ok, err = e.wanted(quoted, esc)
+		return ref, -1, ok, err
+	}
+	j, ok, err = e.wantedJob(quoted, esc)
+	return health.Ref{}, j, ok, err
+}
+
+// store records what an entry says of a wanted resource, found by lookup.
+func (e *listEntry) store(ref health.Ref, j int, res health.Result) {
+	if j >= 0 {
+		e.found[j].res = res
+		e.found[j].listed++
+		return
+	}
 	l := e.out[ref]
 	l.res = res
 	l.entries++
 	e.out[ref] = l
-	return nil
 }
 
 // wanted reads a quoted name and reports whether want holds its resource.
@@ -242,13 +289,9 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 // wanted, and a wanted one takes its Ref from want: the name need only be
 // checked as health.ParseRef would, which FuzzDecodeListWanted holds it to.
 func (e *listEntry) wanted(quoted []byte, esc bool) (health.Ref, bool, error) {
-	name := quoted[1 : len(quoted)-1]
-	if esc {
-		s, err := unquote(quoted, esc)
-		if err != nil {
-			return health.Ref{}, false, err
-		}
-		name = []byte(s)
+	name, err := nameOf(quoted, esc)
+	if err != nil {
+		return health.Ref{}, false, err
 	}
 	if e.want == nil {
 		ref, err := health.ParseRef(string(name))
@@ -257,21 +300,57 @@ func (e *listEntry) wanted(quoted []byte, esc bool) (health.Ref, bool, error) {
 		}
 		return ref, true, nil
 	}
-	i := bytes.LastIndexByte(name, '/')
-	if i < 0 {
+	j, _, ok := splitName(name)
+	if !ok {
 		return health.Ref{}, false, nil
-	}
-	j := bytes.LastIndexByte(name[:i], '/')
-	if j < 0 {
-		return health.Ref{}, false, nil // "<type>/<id>": no leading "/"
 	}
 	ref, ok := e.want[string(name[j+1:])]
-	// The resource is valid (want's are); what ParseRef checks besides is
-	// the prefix: a leading "/" and no empty segment.
-	if !ok || name[0] != '/' || bytes.Contains(name[:j+1], []byte("//")) {
-		return health.Ref{}, false, nil
+	return ref, ok, nil
+}
+
+// wantedJob is wanted for a poll: it reports the index jobs gives the
+// resource a quoted name names, if jobs holds it. The lookup allocates
+// nothing; FuzzDecodeListJobs holds it to wanted.
+func (e *listEntry) wantedJob(quoted []byte, esc bool) (int, bool, error) {
+	name, err := nameOf(quoted, esc)
+	if err != nil {
+		return 0, false, err
 	}
-	return ref, true, nil
+	j, i, ok := splitName(name)
+	if !ok {
+		return 0, false, nil
+	}
+	k, ok := e.jobs[health.Ref{Type: string(name[j+1 : i]), ID: string(name[i+1:])}]
+	return k, ok, nil
+}
+
+// nameOf returns the text of a quoted name.
+func nameOf(quoted []byte, esc bool) ([]byte, error) {
+	if !esc {
+		return quoted[1 : len(quoted)-1], nil
+	}
+	s, err := unquote(quoted, esc)
+	return []byte(s), err
+}
+
+// splitName finds the last two segments of a list entry's name, the
+// resource "<type>/<id>" at name[j+1:i] and name[i+1:], and reports
+// whether name has them and a prefix health.ParseRef accepts: a leading
+// "/" and no empty segment. (Whether the resource is valid is left to the
+// lookup: every resource asked for is.)
+func splitName(name []byte) (j, i int, ok bool) {
+	i = bytes.LastIndexByte(name, '/')
+	if i < 0 {
+		return 0, 0, false
+	}
+	j = bytes.LastIndexByte(name[:i], '/')
+	if j < 0 {
+		return 0, 0, false // "<type>/<id>": no leading "/"
+	}
+	if name[0] != '/' || bytes.Contains(name[:j+1], []byte("//")) {
+		return 0, 0, false
+	}
+	return j, i, true
 }
 
 // meter bounds what the list's decoder reads: the whole body, and how far
