@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
+	"maps"
 	"strings"
 	"testing"
-	"unicode"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // chunkReader returns at most n bytes a read, to make the list reader
@@ -205,17 +206,7 @@ func FuzzDecodeListWanted(f *testing.F) {
 				want[ref.String()] = ref
 			}
 		}
-		words := strings.FieldsFunc(string(body), func(r rune) bool {
-			return r != '/' && r != '_' && r != '.' && r != '-' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
-		})
-		for _, w := range words {
-			segs := strings.Split(w, "/")
-			for i := 0; i+1 < len(segs); i++ {
-				if ref := (health.Ref{Type: segs[i], ID: segs[i+1]}); ref.Check() == nil {
-					want[ref.String()] = ref
-				}
-			}
-		}
+		maps.Copy(want, resourcesNamed(body))
 		got, err := decodeHealthList(context.Background(), bytes.NewReader(body), want, noLimits)
 		if errClass(err) != errClass(allErr) {
 			t.Fatalf("%q: wanted: %v; all: %v", body, err, allErr)
