@@ -307,6 +307,13 @@ func TestListAnswers(t *testing.T) {
 		// and gets the verdict its endpoint gives.
 		{"a bad entry is fetched on its own", 200, "application/json", `[{"name":"/apisix/upstreams/api","nodes":"10.0.0.1"},{"name":"/apisix/services/web","nodes":[{"status":"unhealthy"}]}]`,
 			map[health.Ref]int{api: 1, dns: 1, nock: 1, gone: 1}, nil},
+		// A list that breaks after answering some entries (a bad entry, a
+		// cut body, a 2.x entry, data after it) answers none: what it said
+		// before the break is never a verdict; every key is fetched.
+		{"broken after an entry", 200, "application/json", `[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"}]},1]`, all, nil},
+		{"cut after an entry", 200, "application/json", `[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"}]},{"name":"/apisix/services/web","nodes":[{"status":"healthy"}]}`, all, nil},
+		{"a 2.x entry after an entry", 200, "application/json", `[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"}]},{"name":"/apisix/services/web","src_type":"services","healthy_nodes":[]}]`, all, nil},
+		{"data after the list", 200, "application/json", `[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"}]}] 1`, all, nil},
 		{"v3-list-empty.json", 200, "application/json", read("v3-list-empty.json"), all, nil},
 		{"empty []", 200, "application/json", "[]\n", all, nil},
 		{"null", 200, "application/json", "null", all, nil},
