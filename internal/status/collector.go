@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
 )
@@ -316,6 +318,12 @@ func (t *textWriter) sample(v float64, values ...string) {
 			}
 			w.WriteString(f.labels[i])
 			w.WriteString(`="`)
+			if !utf8.ValidString(val) {
+				// A name taken from BIRD's output unchecked: one
+				// invalid byte would make Prometheus reject the
+				// whole scrape, every alert with it.
+				val = strings.ToValidUTF8(val, "\uFFFD")
+			}
 			writeEscaped(w, val, true)
 			w.WriteByte('"')
 		}

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -450,5 +451,21 @@ func TestMetricsPromtool(t *testing.T) {
 	cmd.Stdin = strings.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// TestMetricsInvalidUTF8: a label value that is not UTF-8 (a protocol name
+// as BIRD printed it, unchecked when bird.protocols is empty) is written
+// with U+FFFD in place of the bad bytes, so the scrape still parses: one
+// bad byte would make Prometheus reject the whole page. (The collector
+// before issue 15 panicked in the registry on it.)
+func TestMetricsInvalidUTF8(t *testing.T) {
+	s := sample()
+	s.Bird.Protocols = append(s.Bird.Protocols, verify.ProtocolState{Name: "peer\xff\xfe7", Established: true})
+	src := &fixed{s}
+	_, text := get(t, Handler(src, NewMetrics(src, "v"), time.Now), "/metrics")
+	got := parseText(t, text)["rhi_bgp_established"] // fails on invalid UTF-8
+	if want := `{protocol="peer` + "\uFFFD" + `7"} 1`; !slices.Contains(got.Series, want) {
+		t.Errorf("rhi_bgp_established %q lacks %q", got.Series, want)
 	}
 }
