@@ -122,8 +122,10 @@ type Announcer struct {
 	armed       bool
 	last        []netip.Prefix
 	lastPresent int
-	// fullOnly makes every Set plan (tests compare the two ways).
+	// fullOnly makes every Set plan (tests compare the two ways); skipped
+	// counts the Sets that did not.
 	fullOnly bool
+	skipped  int
 	// stale says that a.present may be out of date although owned and the
 	// interface are as the previous Set left them: Renew changed reached.
 	stale bool
@@ -214,6 +216,7 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	}
 	a.noteLink(r.up)
 	if a.steady(r, owned) {
+		a.skipped++
 		a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), a.lastPresent, 0, 0)
 		return a.state(r, 0, nil), nil
 	}
