@@ -3,6 +3,7 @@ package vip
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"strings"
@@ -251,6 +252,106 @@ func TestSetSkipsPlanWhenNothingChanged(t *testing.T) {
 				if s.check != nil {
 					s.check(t, w, st)
 				}
+			}
+		})
+	}
+}
+
+// TestSetSkipsPlanRandomly plays random sequences of ticks on a twin:
+// mostly nothing new, sometimes someone else adding or deleting an address
+// (a VIP, a foreign one, a point-to-point entry, an IPv6 address with
+// another length), the owned set changing, writes refused or unanswered,
+// interrupted dumps, the dump's order changing, renewals. Every Set must
+// come out of the Announcer that may skip its plan as out of the one that
+// always plans, and enough Sets must skip for that to mean something.
+func TestSetSkipsPlanRandomly(t *testing.T) {
+	var vips, others []netip.Prefix
+	for i := 1; i <= 8; i++ {
+		vips = append(vips, pfx(fmt.Sprintf("10.0.0.%d/32", i)))
+	}
+	vips = append(vips, pfx("2001:db8::1/128"), pfx("2001:db8::2/128"), pfx("2001:db8::3/128"))
+	others = append(others, pfx("10.0.0.200/24"), pfx("2001:db8::2/64"), pfx("10.0.0.9/32"))
+	nonHost := pfx("10.1.0.0/24")
+	peer := Peer{Local: netip.MustParseAddr("10.0.0.1"), Peer: pfx("10.9.9.9/32")}
+	sets, skips := 0, 0
+	for seed := range uint64(150) {
+		rng := rand.New(rand.NewPCG(seed, 15))
+		w := newTwin(t)
+		own := map[netip.Prefix]bool{}
+		for _, p := range vips[:rng.IntN(len(vips))] {
+			own[p] = rng.IntN(3) > 0
+		}
+		for range 80 {
+			tickChange(t, rng, w, own, vips, others, nonHost, peer)
+			w.set(t, own)
+			w.both(func(f *fakeKernel, _ *fakeLink) { f.loseAcks, f.interrupted = 0, 0 })
+			sets++
+		}
+		skips += w.fast.skipped
+		if w.full.skipped != 0 {
+			t.Fatalf("seed %d: the full twin skipped %d plans", seed, w.full.skipped)
+		}
+	}
+	t.Logf("%d of %d Sets skipped their plan", skips, sets)
+	if skips < sets/10 {
+		t.Errorf("only %d of %d Sets skipped their plan: the test shows little", skips, sets)
+	}
+}
+
+// tickChange makes, more often than not, no change at all; else one
+// random change, to both fakes of w or to own.
+func tickChange(t *testing.T, rng *rand.Rand, w *twin, own map[netip.Prefix]bool, vips, others []netip.Prefix, nonHost netip.Prefix, peer Peer) {
+	anyOf := func(ps []netip.Prefix) netip.Prefix { return ps[rng.IntN(len(ps))] }
+	switch rng.IntN(40) {
+	case 0, 1: // someone else adds an address
+		p := anyOf(append(slices.Clone(vips), others...))
+		w.both(func(f *fakeKernel, l *fakeLink) { _ = f.add(l, p) })
+	case 2, 3: // someone else deletes one
+		p := anyOf(append(slices.Clone(vips), others...))
+		w.both(func(_ *fakeKernel, l *fakeLink) { delete(l.addrs, p) })
+	case 4:
+		w.both(func(_ *fakeKernel, l *fakeLink) { l.peers[peer] = fakeAddr{} })
+	case 5:
+		w.both(func(_ *fakeKernel, l *fakeLink) { delete(l.peers, peer) })
+	case 6, 7:
+		p := anyOf(vips)
+		own[p] = !own[p]
+	case 8:
+		delete(own, anyOf(vips))
+	case 9:
+		if _, ok := own[nonHost]; ok {
+			delete(own, nonHost)
+		} else {
+			own[nonHost] = true
+		}
+	case 10:
+		p, e := anyOf(vips), error(unix.EPERM)
+		if rng.IntN(2) == 0 {
+			e = nil
+		}
+		w.both(func(f *fakeKernel, _ *fakeLink) {
+			f.failAdd = map[netip.Prefix]error{p: e}
+			f.failDel = map[netip.Prefix]error{anyOf(vips[:1]): e}
+		})
+	case 11:
+		n := 1 + rng.IntN(3)
+		w.both(func(f *fakeKernel, _ *fakeLink) { f.loseAcks = n })
+	case 12:
+		n := 1 + rng.IntN(maxReads)
+		w.both(func(f *fakeKernel, _ *fakeLink) { f.interrupted = n })
+	case 13:
+		w.both(func(f *fakeKernel, _ *fakeLink) { f.reversed = !f.reversed })
+	case 14:
+		p := anyOf(vips)
+		_, have := w.kfast.links[iface].addrs[p]
+		w.renew(t, p, have)
+	case 15, 16: // the operator cleans up
+		delete(own, nonHost)
+		w.both(func(f *fakeKernel, l *fakeLink) {
+			f.failAdd, f.failDel = nil, nil
+			clear(l.peers)
+			for _, p := range others {
+				delete(l.addrs, p)
 			}
 		})
 	}
