@@ -3,6 +3,7 @@ package vip
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -164,6 +165,12 @@ func TestSetSkipsPlanWhenNothingChanged(t *testing.T) {
 			{name: "gone", change: del("10.0.0.9/32")},
 			{name: "armed again", skip: true},
 		}},
+		{"someone else undoes the writes", []string{"10.0.0.2/32", "2001:db8::1/128"}, []step{
+			{name: "adds 10.0.0.1", owned: base, check: holds("10.0.0.1/32", "10.0.0.2/32", "2001:db8::1/128")},
+			{name: "the dump as before the add", change: del("10.0.0.1/32"), check: holds("10.0.0.1/32", "10.0.0.2/32", "2001:db8::1/128")},
+			{name: "settled"},
+			{name: "armed", skip: true},
+		}},
 		{"owned changes", nil, []step{
 			{name: "first", owned: base},
 			{name: "settled: the first wrote"},
@@ -201,6 +208,7 @@ func TestSetSkipsPlanWhenNothingChanged(t *testing.T) {
 					t.Errorf("ForeignPeers = %v", st.ForeignPeers)
 				}
 			}},
+			{name: "still not"},
 		}},
 		{"the dump in another order", nil, []step{
 			{name: "first", owned: base},
@@ -283,7 +291,11 @@ func TestSetSkipsPlanRandomly(t *testing.T) {
 		}
 		for range 80 {
 			tickChange(t, rng, w, own, vips, others, nonHost, peer)
+			before := maps.Clone(w.kfast.links[iface].addrs)
 			w.set(t, own)
+			if rng.IntN(8) == 0 { // someone else undoes what that Set wrote
+				w.both(func(_ *fakeKernel, l *fakeLink) { l.addrs = maps.Clone(before) })
+			}
 			w.both(func(f *fakeKernel, _ *fakeLink) { f.loseAcks, f.interrupted = 0, 0 })
 			sets++
 		}
