@@ -105,6 +105,9 @@ func allLogged(h *logtest.Hook) []string {
 	return out
 }
 
+// TestSetSkipsPlanWhenNothingChanged plays sequences of ticks and says of
+// each Set whether it skips its plan; a twin that always plans checks that
+// each comes out the same (twin.set). Long because it is one table.
 func TestSetSkipsPlanWhenNothingChanged(t *testing.T) {
 	type step struct {
 		name    string
