@@ -446,13 +446,16 @@ type refused struct {
 // delete is an error until it is.
 func (a *Announcer) checkGone(ctx context.Context, dels []refused, errs *[]error) int {
 	now, err := a.readInto(ctx, nil, nil)
+	listed := make(map[netip.Prefix]bool, len(now.list))
+	for _, p := range now.list {
+		listed[p] = true
+	}
 	n := 0
 	for _, d := range dels {
-		listed := slices.Contains(now.list, d.o.p)
 		switch {
 		case err != nil:
 			*errs = append(*errs, fmt.Errorf("vip %q: delete on %q: %w, and reading again to check failed: %w", d.o.p, a.iface, d.err, err))
-		case listed:
+		case listed[d.o.p]:
 			*errs = append(*errs, fmt.Errorf("vip %q: delete on %q: %w, yet the address is still listed", d.o.p, a.iface, d.err))
 		default:
 			a.made(d.o)
