@@ -38,7 +38,7 @@ func (d *DryRun) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, e
 	if err != nil {
 		return State{}, err
 	}
-	c := plan(d.a.iface, r.addrs, r.peers, owned, nil)
+	c := plan(d.a.iface, d.a.set(r.list), r.peers, owned, nil)
 	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp, Foreign: c.foreign, ForeignPeers: sortedPeers(r.peers)}
 	for _, s := range c.sightings { // every owned VIP: there is no previous Set
 		if s.present {

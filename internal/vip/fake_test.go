@@ -49,6 +49,8 @@ type fakeKernel struct {
 	// are made and answered, the n-th is made, and the rest of that send is
 	// neither made nor answered.
 	loseAcks int
+	// reversed makes AppendPrefixes list in reverse order.
+	reversed bool
 }
 
 type fakeLink struct {
@@ -143,6 +145,23 @@ func (f *fakeKernel) ListPrefixes(index int, into map[netip.Prefix]struct{}, pee
 		}
 	}
 	return peers, err
+}
+
+// AppendPrefixes lists as ListPrefixes does, in a stable order as the
+// kernel's dump: sorted, or the other way round when reversed is set (a
+// kernel listing the same addresses in another order).
+func (f *fakeKernel) AppendPrefixes(index int, into []netip.Prefix, peers []Peer) ([]netip.Prefix, []Peer, error) {
+	set := map[netip.Prefix]struct{}{}
+	peers, err := f.ListPrefixes(index, set, peers)
+	start := len(into)
+	for p := range set {
+		into = append(into, p)
+	}
+	slices.SortFunc(into[start:], netip.Prefix.Compare)
+	if f.reversed {
+		slices.Reverse(into[start:])
+	}
+	return into, peers, err
 }
 
 func (f *fakeKernel) WriteAddrs(ctx context.Context, index int, changes []rtnl.AddrChange) ([]error, error) {

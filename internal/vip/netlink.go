@@ -21,13 +21,16 @@ type Netlink interface {
 	// LinkByName returns the link called name, or an error that is a
 	// netlink.LinkNotFoundError (or unix.ENODEV) when there is none.
 	LinkByName(name string) (netlink.Link, error)
-	// ListPrefixes adds to into (which the caller has cleared) every
-	// address but the link-local ones on the link with the given index,
-	// with its prefix length, and appends to peers, returning the result,
-	// every point-to-point entry: one whose peer is not its local address.
-	// An error that is netlink.ErrDumpInterrupted means the lists may be
-	// incomplete, never that an address is absent.
-	ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error)
+	// AppendPrefixes appends to into, in the order of the kernel's dump,
+	// every address but the link-local ones on the link with the given
+	// index, with its prefix length, and to peers every point-to-point
+	// entry: one whose peer is not its local address; it returns both as
+	// they became, even on an error. Two dumps of the same addresses should
+	// list them in the same order (the kernel's does): a Set that finds the
+	// list as the previous one left it can skip its plan. An error that is
+	// netlink.ErrDumpInterrupted means the lists may be incomplete, never
+	// that an address is absent.
+	AppendPrefixes(index int, into []netip.Prefix, peers []Peer) ([]netip.Prefix, []Peer, error)
 	// WriteAddrs adds or deletes host prefixes on the link with the given
 	// index, in order, with scope global and, for IPv6, nodad, and returns
 	// the kernel's answer to each, as long as changes: nil, or its errno

@@ -105,11 +105,28 @@ type Announcer struct {
 	// owned set and what is on the interface stay the same: sorting 10,000
 	// prefixes on every tick would be a fifth of its cost.
 	present []netip.Prefix
-	// addrs is reused by every read, to spare the daemon a 10,000-entry map
-	// of garbage per tick.
+	// addrs is reused by every plan, to spare the daemon a 10,000-entry map
+	// of garbage per tick; nil while armed (a Set that skips its plan needs
+	// no map, and 10,000 entries are 0.8 MB of heap, twice list and last).
 	addrs map[netip.Prefix]struct{}
-	// peers is reused by every read, like addrs.
+	// list and peers are reused by every read, like addrs.
+	list  []netip.Prefix
 	peers []Peer
+	// armed says that the previous Set read last from the interface and
+	// found nothing to do: no change, no error, no foreign address, no
+	// point-to-point entry. Then a.reached was, as a map, its owned, and
+	// said of every prefix of last that it is present and of every other
+	// that it is absent. While it stays armed (Renew disarms it), a Set that
+	// reads last again with an owned equal to a.reached would plan nothing:
+	// it skips the plan (steady). lastPresent is that Set's count of
+	// present VIPs, for its log line.
+	armed       bool
+	last        []netip.Prefix
+	lastPresent int
+	// fullOnly makes every Set plan (tests compare the two ways); skipped
+	// counts the Sets that did not.
+	fullOnly bool
+	skipped  int
 	// stale says that a.present may be out of date although owned and the
 	// interface are as the previous Set left them: Renew changed reached.
 	stale bool
@@ -138,8 +155,8 @@ type reading struct {
 	link    netlink.Link
 	up      bool
 	lowerUp bool
-	addrs   map[netip.Prefix]struct{}
-	peers   []Peer // point-to-point entries, not in addrs
+	list    []netip.Prefix // in the order of the dump
+	peers   []Peer         // point-to-point entries, not in list
 }
 
 // Observe reads the interface and changes nothing. Its error wraps
@@ -150,7 +167,7 @@ func (a *Announcer) Observe(ctx context.Context) (State, error) {
 		return State{}, err
 	}
 	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp}
-	for p := range r.addrs {
+	for _, p := range r.list {
 		if isHost(p) {
 			st.Present = append(st.Present, p)
 		} else {
@@ -159,6 +176,8 @@ func (a *Announcer) Observe(ctx context.Context) (State, error) {
 	}
 	slices.SortFunc(st.Present, netip.Prefix.Compare)
 	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
+	st.Present = slices.Compact(st.Present)
+	st.Foreign = slices.Compact(st.Foreign)
 	st.ForeignPeers = sortedPeers(r.peers)
 	return st, nil
 }
@@ -190,28 +209,83 @@ func sortedPeers(peers []Peer) []Peer {
 func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
 	r, err := a.read(ctx)
 	if err != nil {
+		a.armed = false
 		if errors.Is(err, ErrNoInterface) {
 			a.linkKnown = false
 		}
 		return State{}, err
 	}
 	a.noteLink(r.up)
-	c := plan(a.iface, r.addrs, r.peers, owned, a.reached)
+	if a.steady(r, owned) {
+		a.skipped++
+		a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), a.lastPresent, 0, 0)
+		return a.state(r, 0, nil), nil
+	}
+	c := plan(a.iface, a.set(r.list), r.peers, owned, a.reached)
 	same := a.record(c, owned)
 	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), c.present, len(c.adds), len(c.dels))
 	made, errs := a.apply(ctx, r.link, c)
 	if !same {
 		a.refreshPresent()
 	}
-	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp, Changed: made}
+	slices.SortFunc(c.foreign, netip.Prefix.Compare)
+	errs = append(c.errs, errs...)
+	a.arm(r, c, len(errs) == 0)
+	return a.state(r, made, c.foreign), errors.Join(errs...)
+}
+
+// set returns a.addrs, cleared and filled with list.
+func (a *Announcer) set(list []netip.Prefix) map[netip.Prefix]struct{} {
+	if a.addrs == nil {
+		a.addrs = make(map[netip.Prefix]struct{}, len(list))
+	}
+	clear(a.addrs)
+	for _, p := range list {
+		a.addrs[p] = struct{}{}
+	}
+	return a.addrs
+}
+
+// steady reports whether a plan of what r read for owned would find
+// nothing to do, nothing to log and nothing to record, because the
+// previous Set armed the Announcer (see Announcer.armed), r read the same
+// list, there are no point-to-point entries, and owned is a.reached. It
+// costs one lookup per owned VIP, where a plan costs an insert into a map
+// per address read and two lookups per owned VIP.
+func (a *Announcer) steady(r reading, owned map[netip.Prefix]bool) bool {
+	if !a.armed || a.fullOnly || a.stale || len(r.peers) > 0 || len(owned) != len(a.reached) || !slices.Equal(r.list, a.last) {
+		return false
+	}
+	for p, want := range owned {
+		if was, ok := a.reached[p]; !ok || was != want {
+			return false
+		}
+	}
+	return true
+}
+
+// arm arms the Announcer after a Set that planned c from r and ended with
+// no error (clean), if it found nothing else to do (see Announcer.armed),
+// and disarms it otherwise.
+func (a *Announcer) arm(r reading, c changes, clean bool) {
+	a.armed = clean && !a.stale && len(c.adds) == 0 && len(c.dels) == 0 && len(c.foreign) == 0 && len(r.peers) == 0
+	if a.armed {
+		a.last, a.list = r.list, a.last[:0] // the next read fills the other one
+		a.lastPresent = c.present
+		a.addrs = nil
+	}
+}
+
+// state is what Set returns and logs: the link as r read it, a.present,
+// the sorted foreign and what became of the point-to-point entries.
+func (a *Announcer) state(r reading, made int, foreign []netip.Prefix) State {
+	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp, Changed: made, Foreign: foreign}
 	if len(a.present) > 0 {
 		st.Present = slices.Clone(a.present) // the caller may keep and change its State
 	}
-	st.Foreign = c.foreign
-	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
 	st.ForeignPeers = sortedPeers(r.peers)
 	a.noteForeign(st.Foreign, st.ForeignPeers)
-	return st, errors.Join(append(c.errs, errs...)...)
+	return st
 }
 
 // DeletePeers deletes the point-to-point entries peers from the interface
@@ -371,14 +445,17 @@ type refused struct {
 // delete, and counted in the result. One still listed is not gone, and its
 // delete is an error until it is.
 func (a *Announcer) checkGone(ctx context.Context, dels []refused, errs *[]error) int {
-	now, err := a.readInto(ctx, map[netip.Prefix]struct{}{}, nil)
+	now, err := a.readInto(ctx, nil, nil)
+	listed := make(map[netip.Prefix]bool, len(now.list))
+	for _, p := range now.list {
+		listed[p] = true
+	}
 	n := 0
 	for _, d := range dels {
-		_, listed := now.addrs[d.o.p]
 		switch {
 		case err != nil:
 			*errs = append(*errs, fmt.Errorf("vip %q: delete on %q: %w, and reading again to check failed: %w", d.o.p, a.iface, d.err, err))
-		case listed:
+		case listed[d.o.p]:
 			*errs = append(*errs, fmt.Errorf("vip %q: delete on %q: %w, yet the address is still listed", d.o.p, a.iface, d.err))
 		default:
 			a.made(d.o)
@@ -455,55 +532,55 @@ func (a *Announcer) noteLink(up bool) {
 // again while netlink reports that the dump was interrupted, at most
 // maxReads times.
 func (a *Announcer) read(ctx context.Context) (reading, error) {
-	r, err := a.readInto(ctx, a.addrs, a.peers)
-	a.peers = r.peers[:0] // keep what append grew, for the next read
+	r, err := a.readInto(ctx, a.list, a.peers)
+	// Keep what append grew, for the next read.
+	a.list, a.peers = r.list[:0], r.peers[:0]
 	return r, err
 }
 
-// readInto is read with the addresses put into addrs (cleared first) and
-// the peer entries appended to peers[:0].
-func (a *Announcer) readInto(ctx context.Context, addrs map[netip.Prefix]struct{}, peers []Peer) (reading, error) {
+// readInto is read with the addresses appended to list[:0] and the peer
+// entries to peers[:0]. The reading's list and peers are what became of
+// them, even on an error.
+func (a *Announcer) readInto(ctx context.Context, list []netip.Prefix, peers []Peer) (reading, error) {
 	for i := 1; ; i++ {
 		if err := ctx.Err(); err != nil {
-			return reading{}, fmt.Errorf("read %q: %w", a.iface, err)
+			return reading{list: list, peers: peers}, fmt.Errorf("read %q: %w", a.iface, err)
 		}
-		r, err := a.readOnce(addrs, peers[:0])
-		peers = r.peers
+		r, err := a.readOnce(list[:0], peers[:0])
+		list, peers = r.list, r.peers
 		if err == nil || !errors.Is(err, netlink.ErrDumpInterrupted) {
 			return r, err
 		}
 		if i == maxReads {
-			return reading{}, fmt.Errorf("%w (%d reads)", err, i)
+			return reading{list: list, peers: peers}, fmt.Errorf("%w (%d reads)", err, i)
 		}
 		a.log.WithError(err).Debug("netlink dump interrupted, reading again")
 	}
 }
 
-// readOnce reads the link and its addresses once, into addrs (cleared
-// first) and peers. The reading's peers is what became of peers, even on
-// an error, so that its storage can be reused.
-func (a *Announcer) readOnce(addrs map[netip.Prefix]struct{}, peers []Peer) (reading, error) {
+// readOnce reads the link and its addresses once, appending them to list
+// and peers. The reading's list and peers are what became of them, even
+// on an error, so that their storage can be reused.
+func (a *Announcer) readOnce(list []netip.Prefix, peers []Peer) (reading, error) {
 	link, err := a.nl.LinkByName(a.iface)
 	if err != nil {
 		if isLinkNotFound(err) {
-			return reading{peers: peers}, fmt.Errorf("%w %q: %w", ErrNoInterface, a.iface, err)
+			return reading{list: list, peers: peers}, fmt.Errorf("%w %q: %w", ErrNoInterface, a.iface, err)
 		}
-		return reading{peers: peers}, fmt.Errorf("read interface %q: %w", a.iface, err)
+		return reading{list: list, peers: peers}, fmt.Errorf("read interface %q: %w", a.iface, err)
 	}
 	attrs := link.Attrs()
-	clear(addrs)
 	r := reading{
 		link:    link,
 		up:      attrs.Flags&net.FlagUp != 0,
 		lowerUp: attrs.RawFlags&unix.IFF_LOWER_UP != 0,
-		addrs:   addrs,
 	}
-	// ListPrefixes leaves out link-local addresses: they come with every
+	// AppendPrefixes leaves out link-local addresses: they come with every
 	// link (the kernel's fe80::/64 on an ifb), are never VIPs and are not
 	// worth reporting.
-	r.peers, err = a.nl.ListPrefixes(attrs.Index, r.addrs, peers)
+	r.list, r.peers, err = a.nl.AppendPrefixes(attrs.Index, list, peers)
 	if err != nil {
-		return reading{peers: r.peers}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
+		return reading{list: r.list, peers: r.peers}, fmt.Errorf("list addresses on %q: %w", a.iface, err)
 	}
 	return r, nil
 }
@@ -532,11 +609,12 @@ func (a *Announcer) Renew(ctx context.Context, p netip.Prefix, present bool) err
 	if !isHost(p) {
 		return fmt.Errorf("vip %q: not a /32 or /128 host prefix", p)
 	}
+	a.armed = false // it changes a.reached and the order of the dump
 	r, err := a.read(ctx)
 	if err != nil {
 		return err
 	}
-	_, have := r.addrs[p]
+	have := slices.Contains(r.list, p)
 	if have != present {
 		return fmt.Errorf("vip %q: renew on %q: the address is %s, not %s", p, a.iface, presence(have), presence(present))
 	}

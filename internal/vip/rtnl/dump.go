@@ -42,13 +42,35 @@ func align4(n int) int { return (n + 3) &^ 3 }
 // dump is reported as netlink.ErrDumpInterrupted, having been read to its
 // end so that no rest of it is left on the socket.
 func collect(next func() ([]byte, error), seq uint32, index int, into map[netip.Prefix]struct{}, peers *[]Peer) error {
+	return collectTo(next, seq, index, sink{set: into, peers: peers})
+}
+
+// sink is where a dump's entries go: the addresses into set, or, when list
+// is not nil, appended to *list in the order of the dump; the
+// point-to-point entries appended to *peers.
+type sink struct {
+	set   map[netip.Prefix]struct{}
+	list  *[]netip.Prefix
+	peers *[]Peer
+}
+
+func (s sink) add(p netip.Prefix) {
+	if s.list != nil {
+		*s.list = append(*s.list, p)
+		return
+	}
+	s.set[p] = struct{}{}
+}
+
+// collectTo is collect with the entries put into s.
+func collectTo(next func() ([]byte, error), seq uint32, index int, s sink) error {
 	interrupted := false
 	for {
 		b, err := next()
 		if err != nil {
 			return err
 		}
-		done, intr, err := parseAddrMessages(b, seq, index, into, peers)
+		done, intr, err := parseAddrMessagesTo(b, seq, index, s)
 		interrupted = interrupted || intr
 		if err != nil {
 			return err
@@ -67,6 +89,11 @@ func collect(next func() ([]byte, error), seq uint32, index int, into map[netip.
 // inconsistent. Messages of another sequence (a late answer to an earlier
 // request) are skipped.
 func parseAddrMessages(b []byte, seq uint32, index int, into map[netip.Prefix]struct{}, peers *[]Peer) (done, interrupted bool, err error) {
+	return parseAddrMessagesTo(b, seq, index, sink{set: into, peers: peers})
+}
+
+// parseAddrMessagesTo is parseAddrMessages with the entries put into s.
+func parseAddrMessagesTo(b []byte, seq uint32, index int, s sink) (done, interrupted bool, err error) {
 	ne := binary.NativeEndian
 	for len(b) >= nlmsgHdrLen {
 		l := int(ne.Uint32(b[0:]))
@@ -98,20 +125,20 @@ func parseAddrMessages(b []byte, seq uint32, index int, into map[netip.Prefix]st
 				return true, interrupted, fmt.Errorf("address dump: %w", syscall.Errno(-e))
 			}
 		case unix.RTM_NEWADDR:
-			parseIfaddr(msg, index, into, peers)
+			parseIfaddr(msg, index, s)
 		}
 	}
 	return false, interrupted, nil
 }
 
-// parseIfaddr reads an ifaddrmsg and its attributes into into, or into
-// peers when it is a point-to-point entry, one whose peer is not its local
+// parseIfaddr reads an ifaddrmsg and its attributes into s: its addresses,
+// or its peers when it is a point-to-point entry, one whose peer is not its local
 // address (the prefix length is then the peer's). The address is IFA_LOCAL
 // when there is one, else IFA_ADDRESS, as in the netlink library: the
 // kernel sends both for IPv4, and for an IPv6 point-to-point entry, with
 // IFA_ADDRESS the peer, and only IFA_ADDRESS for other IPv6 entries. An
 // entry of another link, a link-local one or a garbled one is skipped.
-func parseIfaddr(msg []byte, index int, into map[netip.Prefix]struct{}, peers *[]Peer) {
+func parseIfaddr(msg []byte, index int, s sink) {
 	const ifaddrLen = 8
 	if len(msg) < ifaddrLen {
 		return
@@ -144,11 +171,11 @@ func parseIfaddr(msg []byte, index int, into map[netip.Prefix]struct{}, peers *[
 		return
 	}
 	if local == nil || address == nil || bytes.Equal(local, address) {
-		into[netip.PrefixFrom(addr, bits)] = struct{}{}
+		s.add(netip.PrefixFrom(addr, bits))
 		return
 	}
 	if peer, ok := ipOf(family, address); ok {
-		*peers = append(*peers, Peer{Local: addr, Peer: netip.PrefixFrom(peer, bits)})
+		*s.peers = append(*s.peers, Peer{Local: addr, Peer: netip.PrefixFrom(peer, bits)})
 	}
 }
 

@@ -82,7 +82,17 @@ func (h *Handle) Close() {
 // out link-local ones. An error that is netlink.ErrDumpInterrupted means
 // the lists may be incomplete.
 func (h *Handle) ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
-	return h.dump.list(index, into, peers)
+	err := h.dump.list(index, sink{set: into, peers: &peers})
+	return peers, err
+}
+
+// AppendPrefixes is ListPrefixes with the addresses appended to into in
+// the order of the kernel's dump, which a caller may compare with the
+// previous dump's. It returns into and peers as they became, even on an
+// error, so that their storage can be reused.
+func (h *Handle) AppendPrefixes(index int, into []netip.Prefix, peers []Peer) ([]netip.Prefix, []Peer, error) {
+	err := h.dump.list(index, sink{list: &into, peers: &peers})
+	return into, peers, err
 }
 
 // addrDumper runs RTM_GETADDR dumps on a raw netlink socket of its own.
@@ -162,7 +172,7 @@ func (d *addrDumper) close() {
 	d.ns = netns.None()
 }
 
-func (d *addrDumper) list(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
+func (d *addrDumper) list(index int, s sink) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fd < 0 {
@@ -170,17 +180,17 @@ func (d *addrDumper) list(index int, into map[netip.Prefix]struct{}, peers []Pee
 		// and the kernel refuses (EBUSY) a new dump on it until the old one
 		// has been read to its end: start afresh on a new socket.
 		if err := d.reopen(); err != nil {
-			return peers, err
+			return err
 		}
 	}
-	err := d.dump(index, into, &peers)
+	err := d.dump(index, s)
 	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 		var errno syscall.Errno
 		if !errors.As(err, &errno) || errno == unix.EAGAIN || errno == unix.EINTR || errno == unix.ENOBUFS {
 			d.drop()
 		}
 	}
-	return peers, err
+	return err
 }
 
 // drop closes a socket that may hold the rest of a dump, so that the next
@@ -192,7 +202,7 @@ func (d *addrDumper) drop() {
 	}
 }
 
-func (d *addrDumper) dump(index int, into map[netip.Prefix]struct{}, peers *[]Peer) error {
+func (d *addrDumper) dump(index int, s sink) error {
 	d.seq++
 	ne := binary.NativeEndian
 	ne.PutUint32(d.req[0:], uint32(len(d.req)))
@@ -206,13 +216,13 @@ func (d *addrDumper) dump(index int, into map[netip.Prefix]struct{}, peers *[]Pe
 	if err := unix.Sendto(d.fd, d.req[:], 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("address dump: send: %w", err)
 	}
-	return collect(func() ([]byte, error) {
+	return collectTo(func() ([]byte, error) {
 		b, err := d.recv()
 		if err != nil {
 			err = fmt.Errorf("address dump: %w", err)
 		}
 		return b, err
-	}, d.seq, index, into, peers)
+	}, d.seq, index, s)
 }
 
 // WriteAddrs makes changes on the link with the given index, in order,

@@ -135,6 +135,40 @@ func TestLeanDumpAgreesWithTheLibrary(t *testing.T) {
 	if err != nil || len(again) != len(fast) || len(againPeers) != len(fastPeers) {
 		t.Errorf("second dump: %d addresses, %d peers, %v", len(again), len(againPeers), err)
 	}
+	appendsInOrder(t, h, link.Attrs().Index, fast, fastPeers)
+}
+
+// appendsInOrder checks that AppendPrefixes lists set and peers, as
+// ListPrefixes read them, after what into held, and lists them twice in
+// the same order (a Set skips its plan only when it does).
+func appendsInOrder(t *testing.T, h *Handle, index int, set map[netip.Prefix]struct{}, peers []Peer) {
+	t.Helper()
+	head := prefixes("192.0.2.99/32")
+	first, firstPeers, err := h.AppendPrefixes(index, slices.Clone(head), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(first[:1], head) {
+		t.Errorf("AppendPrefixes changed what into held: %v", first[:1])
+	}
+	got := map[netip.Prefix]struct{}{}
+	for _, p := range first[1:] {
+		got[p] = struct{}{}
+	}
+	if len(got) != len(first)-1 {
+		t.Errorf("AppendPrefixes listed %d addresses, %d of them different", len(first)-1, len(got))
+	}
+	if diff := cmpDiff(set, got); diff != "" {
+		t.Errorf("AppendPrefixes differs from ListPrefixes (-list +append):\n%s", diff)
+	}
+	slices.SortFunc(firstPeers, Peer.Compare)
+	if diff := cmpDiff(peers, firstPeers); diff != "" {
+		t.Errorf("AppendPrefixes' peers differ from ListPrefixes' (-list +append):\n%s", diff)
+	}
+	second, _, err := h.AppendPrefixes(index, nil, nil)
+	if err != nil || !slices.Equal(first[1:], second) {
+		t.Errorf("a second AppendPrefixes listed the same addresses otherwise (%v)", err)
+	}
 }
 
 // TestLeanDumpReopensInItsNamespace: after a dump that failed midway (a
