@@ -47,7 +47,7 @@ func isPunct(c byte) bool { return c == ',' || c == ':' || c == ']' || c == '}' 
 // peek skips whitespace and returns the next byte, 0 at the end.
 func (w *walker) peek() byte {
 	b, i := w.b, w.i
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 		i++
 	}
 	w.i = i
@@ -62,6 +62,9 @@ func (w *walker) peek() byte {
 func (w *walker) str() (quoted []byte, esc bool, err error) {
 	b, start := w.b, w.i
 	for i := start + 1; i < len(b); i++ {
+		if i = skipToQuote(b, i); i == len(b) {
+			break
+		}
 		switch b[i] {
 		case '\\':
 			esc = true

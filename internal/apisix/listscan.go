@@ -238,7 +238,7 @@ func syntaxError(c byte, context string) error {
 // whitespace, errIncomplete if there is none.
 func skipSpace(b []byte, i int) (int, error) {
 	for ; i < len(b); i++ {
-		if !isSpace(b[i]) {
+		if c := b[i]; c > ' ' || !isSpace(c) {
 			return i, nil
 		}
 	}
@@ -258,12 +258,11 @@ var plain = func() (t [256]bool) {
 // its closing quote. Like encoding/json it accepts any byte from 0x20 up,
 // valid UTF-8 or not.
 func scanString(b []byte, i int) (int, error) {
-	for i++; i < len(b); {
-		c := b[i]
-		switch {
-		case plain[c]:
-			i++
-			continue
+	for i++; ; {
+		if i = skipPlain(b, i); i == len(b) {
+			return i, errIncomplete
+		}
+		switch c := b[i]; {
 		case c == '"':
 			return i + 1, nil
 		case c != '\\':
@@ -271,24 +270,33 @@ func scanString(b []byte, i int) (int, error) {
 		case i+1 == len(b):
 			return i, errIncomplete
 		}
-		switch e := b[i+1]; e {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i += 2
-		case 'u':
-			i += 2
-			for k := 0; k < 4; k, i = k+1, i+1 {
-				if i == len(b) {
-					return i, errIncomplete
-				}
-				if !isHex(b[i]) {
-					return i, syntaxError(b[i], "in \\u hexadecimal character escape")
-				}
-			}
-		default:
-			return i, syntaxError(e, "in string escape code")
+		var err error
+		if i, err = scanEscape(b, i); err != nil {
+			return i, err
 		}
 	}
-	return i, errIncomplete
+}
+
+// scanEscape checks the escape at b[i] ('\\', with a byte after it) and
+// returns the index after it.
+func scanEscape(b []byte, i int) (int, error) {
+	switch e := b[i+1]; e {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 2, nil
+	case 'u':
+		i += 2
+		for k := 0; k < 4; k, i = k+1, i+1 {
+			if i == len(b) {
+				return i, errIncomplete
+			}
+			if !isHex(b[i]) {
+				return i, syntaxError(b[i], "in \\u hexadecimal character escape")
+			}
+		}
+		return i, nil
+	default:
+		return i, syntaxError(e, "in string escape code")
+	}
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
