@@ -217,12 +217,29 @@ func (w *walker) key(known []string) (int, error) {
 			return i, nil
 		}
 	}
+	ascii := isASCII(k)
 	for _, name := range known {
+		// A known name is ASCII, and ASCII folds only to ASCII: an
+		// ASCII key of another length cannot fold to it, nor can a
+		// shorter key of any kind (a rune is at least one byte).
+		if len(k) < len(name) || len(k) != len(name) && ascii {
+			continue
+		}
 		if bytes.EqualFold(k, []byte(name)) {
 			return -1, fmt.Errorf("key %q is not %q: keys are case-sensitive", k, name)
 		}
 	}
 	return -1, nil
+}
+
+// isASCII reports whether every byte of b is below 0x80.
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // nodeList walks a node list (the raw value of "nodes" or "healthy_nodes")
