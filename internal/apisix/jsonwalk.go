@@ -2,9 +2,11 @@ package apisix
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // The control API's bodies are walked by hand rather than decoded with
@@ -60,6 +62,24 @@ func (w *walker) peek() byte {
 // str reads the string that starts at w.i and returns it with its quotes,
 // and whether it holds an escape.
 func (w *walker) str() (quoted []byte, esc bool, err error) {
+	b, start := w.b, w.i
+	// skipToQuote by hand, for the common case: no call for a string
+	// without escapes.
+	for i := start + 1; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := zeroBytes(x^'"'*lsb) | zeroBytes(x^'\\'*lsb); m != 0 {
+			if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
+				w.i = i + 1
+				return b[start:w.i], false, nil
+			}
+			break
+		}
+	}
+	return w.strRest()
+}
+
+// strRest is str for a string with an escape, or unterminated.
+func (w *walker) strRest() (quoted []byte, esc bool, err error) {
 	b, start := w.b, w.i
 	for i := start + 1; i < len(b); i++ {
 		if i = skipToQuote(b, i); i == len(b) {

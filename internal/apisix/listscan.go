@@ -1,9 +1,11 @@
 package apisix
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 )
 
 // The list is read by listReader, a tokenizer for its one shape, rather
@@ -175,6 +177,8 @@ value:
 		goto value
 	case c == '"':
 		i, err = scanString(b, i)
+	case isDigit(c) && i+1 < len(b) && (b[i+1] == ',' || b[i+1] == '}' || b[i+1] == ']'):
+		i++ // a one-digit number, as scanNumber would read it, without the call
 	case c == '-' || c >= '0' && c <= '9':
 		i, err = scanNumber(b, i)
 	case c == 't':
@@ -258,7 +262,23 @@ var plain = func() (t [256]bool) {
 // its closing quote. Like encoding/json it accepts any byte from 0x20 up,
 // valid UTF-8 or not.
 func scanString(b []byte, i int) (int, error) {
-	for i++; ; {
+	// skipPlain by hand, for the common case: no call for a string
+	// without escapes.
+	for i++; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := lowBytes(x) | zeroBytes(x^'"'*lsb) | zeroBytes(x^'\\'*lsb); m != 0 {
+			if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
+				return i + 1, nil
+			}
+			return scanStringRest(b, i)
+		}
+	}
+	return scanStringRest(b, i)
+}
+
+// scanStringRest is scanString from b[i], inside the string.
+func scanStringRest(b []byte, i int) (int, error) {
+	for {
 		if i = skipPlain(b, i); i == len(b) {
 			return i, errIncomplete
 		}
