@@ -10,7 +10,10 @@ import (
 // and a few arithmetic operations find the first of the eight that needs
 // a look of its own (a quote, a backslash, or, for the scanner, a control
 // character), if any. FuzzSkipPlain and TestSkipPlain hold skipPlain and
-// skipToQuote to the byte-by-byte loops they replace.
+// skipToQuote to the byte-by-byte loops they replace; scanString and
+// walker.str copy their word loop for a string without escapes (a call
+// per string was a tenth of the list's reading), which the list's
+// oracles (FuzzListReaderAgainstDecoder, FuzzDecodeListJobs, ...) hold.
 
 const (
 	lsb = 0x0101010101010101 // 0x01 in every byte
