@@ -110,6 +110,9 @@ func unquote(quoted []byte, esc bool) (string, error) {
 
 // skip consumes one value of any kind.
 func (w *walker) skip() error {
+	if c := w.peek(); c == '{' || c == '[' {
+		return w.skipContainer()
+	}
 	depth := 0
 	for {
 		switch c := w.peek(); {
@@ -146,6 +149,33 @@ func (w *walker) skip() error {
 			return nil
 		}
 	}
+}
+
+// skipContainer consumes the object or array at w.i by matching its
+// brackets, passing over strings, rather than reading it token by token:
+// the walker's input has been checked, so the brackets are its structure.
+// (A "counter" object per node made skip a tenth of the list's reading.)
+func (w *walker) skipContainer() error {
+	b, depth := w.b, 0
+	for i := w.i; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			w.i = i
+			if _, _, err := w.str(); err != nil {
+				return err
+			}
+			i = w.i - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				w.i = i + 1
+				return nil
+			}
+		}
+	}
+	w.i = len(b)
+	return errWalk
 }
 
 // raw consumes one value and returns its text.
