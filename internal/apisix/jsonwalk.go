@@ -2,9 +2,11 @@ package apisix
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // The control API's bodies are walked by hand rather than decoded with
@@ -47,7 +49,7 @@ func isPunct(c byte) bool { return c == ',' || c == ':' || c == ']' || c == '}' 
 // peek skips whitespace and returns the next byte, 0 at the end.
 func (w *walker) peek() byte {
 	b, i := w.b, w.i
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 		i++
 	}
 	w.i = i
@@ -61,7 +63,28 @@ func (w *walker) peek() byte {
 // and whether it holds an escape.
 func (w *walker) str() (quoted []byte, esc bool, err error) {
 	b, start := w.b, w.i
+	// skipToQuote by hand, for the common case: no call for a string
+	// without escapes.
+	for i := start + 1; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := zeroBytes(x^'"'*lsb) | zeroBytes(x^'\\'*lsb); m != 0 {
+			if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
+				w.i = i + 1
+				return b[start:w.i], false, nil
+			}
+			break
+		}
+	}
+	return w.strRest()
+}
+
+// strRest is str for a string with an escape, or unterminated.
+func (w *walker) strRest() (quoted []byte, esc bool, err error) {
+	b, start := w.b, w.i
 	for i := start + 1; i < len(b); i++ {
+		if i = skipToQuote(b, i); i == len(b) {
+			break
+		}
 		switch b[i] {
 		case '\\':
 			esc = true
@@ -87,6 +110,9 @@ func unquote(quoted []byte, esc bool) (string, error) {
 
 // skip consumes one value of any kind.
 func (w *walker) skip() error {
+	if c := w.peek(); c == '{' || c == '[' {
+		return w.skipContainer()
+	}
 	depth := 0
 	for {
 		switch c := w.peek(); {
@@ -123,6 +149,33 @@ func (w *walker) skip() error {
 			return nil
 		}
 	}
+}
+
+// skipContainer consumes the object or array at w.i by matching its
+// brackets, passing over strings, rather than reading it token by token:
+// the walker's input has been checked, so the brackets are its structure.
+// (A "counter" object per node made skip a tenth of the list's reading.)
+func (w *walker) skipContainer() error {
+	b, depth := w.b, 0
+	for i := w.i; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			w.i = i
+			if _, _, err := w.str(); err != nil {
+				return err
+			}
+			i = w.i - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				w.i = i + 1
+				return nil
+			}
+		}
+	}
+	w.i = len(b)
+	return errWalk
 }
 
 // raw consumes one value and returns its text.
@@ -214,12 +267,29 @@ func (w *walker) key(known []string) (int, error) {
 			return i, nil
 		}
 	}
+	ascii := isASCII(k)
 	for _, name := range known {
+		// A known name is ASCII, and ASCII folds only to ASCII: an
+		// ASCII key of another length cannot fold to it, nor can a
+		// shorter key of any kind (a rune is at least one byte).
+		if len(k) < len(name) || len(k) != len(name) && ascii {
+			continue
+		}
 		if bytes.EqualFold(k, []byte(name)) {
 			return -1, fmt.Errorf("key %q is not %q: keys are case-sensitive", k, name)
 		}
 	}
 	return -1, nil
+}
+
+// isASCII reports whether every byte of b is below 0x80.
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // nodeList walks a node list (the raw value of "nodes" or "healthy_nodes")

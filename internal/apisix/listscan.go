@@ -1,9 +1,11 @@
 package apisix
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 )
 
 // The list is read by listReader, a tokenizer for its one shape, rather
@@ -175,6 +177,8 @@ value:
 		goto value
 	case c == '"':
 		i, err = scanString(b, i)
+	case isDigit(c) && i+1 < len(b) && (b[i+1] == ',' || b[i+1] == '}' || b[i+1] == ']'):
+		i++ // a one-digit number, as scanNumber would read it, without the call
 	case c == '-' || c >= '0' && c <= '9':
 		i, err = scanNumber(b, i)
 	case c == 't':
@@ -238,7 +242,7 @@ func syntaxError(c byte, context string) error {
 // whitespace, errIncomplete if there is none.
 func skipSpace(b []byte, i int) (int, error) {
 	for ; i < len(b); i++ {
-		if !isSpace(b[i]) {
+		if c := b[i]; c > ' ' || !isSpace(c) {
 			return i, nil
 		}
 	}
@@ -258,12 +262,27 @@ var plain = func() (t [256]bool) {
 // its closing quote. Like encoding/json it accepts any byte from 0x20 up,
 // valid UTF-8 or not.
 func scanString(b []byte, i int) (int, error) {
-	for i++; i < len(b); {
-		c := b[i]
-		switch {
-		case plain[c]:
-			i++
-			continue
+	// skipPlain by hand, for the common case: no call for a string
+	// without escapes.
+	for i++; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := lowBytes(x) | zeroBytes(x^'"'*lsb) | zeroBytes(x^'\\'*lsb); m != 0 {
+			if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
+				return i + 1, nil
+			}
+			return scanStringRest(b, i)
+		}
+	}
+	return scanStringRest(b, i)
+}
+
+// scanStringRest is scanString from b[i], inside the string.
+func scanStringRest(b []byte, i int) (int, error) {
+	for {
+		if i = skipPlain(b, i); i == len(b) {
+			return i, errIncomplete
+		}
+		switch c := b[i]; {
 		case c == '"':
 			return i + 1, nil
 		case c != '\\':
@@ -271,24 +290,33 @@ func scanString(b []byte, i int) (int, error) {
 		case i+1 == len(b):
 			return i, errIncomplete
 		}
-		switch e := b[i+1]; e {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i += 2
-		case 'u':
-			i += 2
-			for k := 0; k < 4; k, i = k+1, i+1 {
-				if i == len(b) {
-					return i, errIncomplete
-				}
-				if !isHex(b[i]) {
-					return i, syntaxError(b[i], "in \\u hexadecimal character escape")
-				}
-			}
-		default:
-			return i, syntaxError(e, "in string escape code")
+		var err error
+		if i, err = scanEscape(b, i); err != nil {
+			return i, err
 		}
 	}
-	return i, errIncomplete
+}
+
+// scanEscape checks the escape at b[i] ('\\', with a byte after it) and
+// returns the index after it.
+func scanEscape(b []byte, i int) (int, error) {
+	switch e := b[i+1]; e {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 2, nil
+	case 'u':
+		i += 2
+		for k := 0; k < 4; k, i = k+1, i+1 {
+			if i == len(b) {
+				return i, errIncomplete
+			}
+			if !isHex(b[i]) {
+				return i, syntaxError(b[i], "in \\u hexadecimal character escape")
+			}
+		}
+		return i, nil
+	default:
+		return i, syntaxError(e, "in string escape code")
+	}
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
