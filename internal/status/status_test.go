@@ -292,16 +292,7 @@ func TestStatusStreamsAsTheEncoder(t *testing.T) {
 	empty := sample()
 	empty.VIPs = []VIPStatus{}
 	for name, s := range map[string]Status{"many": many, "one": one, "nil": none, "empty": empty, "not ready": {SchemaVersion: SchemaVersion}} {
-		var want strings.Builder
-		enc := json.NewEncoder(&want)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		src := &fixed{s}
-		if _, got := get(t, Handler(src, NewMetrics(src, "dev"), time.Now), "/status"); got != want.String() {
-			t.Errorf("%s: /status differs from the encoder's:\n%s", name, cmp.Diff(want.String(), got))
-		}
+		checkStreamsAsEncoder(t, name, s)
 	}
 }
 
@@ -356,4 +347,20 @@ func BenchmarkStatusJSON10000(b *testing.B) {
 			enc.Encode(s)
 		}
 	})
+}
+
+// checkStreamsAsEncoder fails unless /status of s is byte for byte what one
+// indenting json.Encoder writes.
+func checkStreamsAsEncoder(t *testing.T, name string, s Status) {
+	t.Helper()
+	var want strings.Builder
+	enc := json.NewEncoder(&want)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	src := &fixed{s}
+	if _, got := get(t, Handler(src, NewMetrics(src, "dev"), time.Now), "/status"); got != want.String() {
+		t.Errorf("%s: /status differs from the encoder's:\n%s", name, cmp.Diff(want.String(), got))
+	}
 }

@@ -2,7 +2,6 @@ package status
 
 import (
 	"compress/gzip"
-	"encoding/json"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -27,16 +26,7 @@ func TestStatusStreamsOddStrings(t *testing.T) {
 	}
 	s.VIPs[0].Upstreams = nil
 	s.VIPs[0].Probe = &ProbeStatus{Target: odd, Result: "up", LatencySeconds: 1e-300}
-	var want strings.Builder
-	enc := json.NewEncoder(&want)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(s); err != nil {
-		t.Fatal(err)
-	}
-	src := &fixed{s}
-	if _, got := get(t, Handler(src, NewMetrics(src, "dev"), time.Now), "/status"); got != want.String() {
-		t.Errorf("/status differs from the encoder's:\n got %q\nwant %q", got, want.String())
-	}
+	checkStreamsAsEncoder(t, "odd strings", s)
 }
 
 // TestMetricsConcurrentScrapes: scrapes served at once, plain and
