@@ -285,7 +285,7 @@ func TestSetSkipsPlanRandomly(t *testing.T) {
 	nonHost := pfx("10.1.0.0/24")
 	peer := Peer{Local: netip.MustParseAddr("10.0.0.1"), Peer: pfx("10.9.9.9/32")}
 	sets, skips := 0, 0
-	for seed := range uint64(150) {
+	for seed := range uint64(40) { // 150 were run once: the same breaches fail at 40
 		rng := rand.New(rand.NewPCG(seed, 15))
 		w := newTwin(t)
 		own := map[netip.Prefix]bool{}
