@@ -764,3 +764,49 @@ func TestEachDifference(t *testing.T) {
 		}
 	}
 }
+
+// TestSetStatesAreNeverChanged holds every State Set returned, with a
+// copy of its Present taken at once, through Sets that add, delete, find
+// nothing to do and repair, and a renewal: Set shares Present with the
+// Announcer and its earlier States (issue 15), so none may change under
+// its holder, and appending to one must not write into another.
+func TestSetStatesAreNeverChanged(t *testing.T) {
+	ctx := context.Background()
+	f, a, _ := newTest(t)
+	type held struct {
+		st   State
+		copy []netip.Prefix
+	}
+	var all []held
+	set := func(o map[netip.Prefix]bool) State {
+		t.Helper()
+		st, err := a.Set(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, held{st, slices.Clone(st.Present)})
+		return st
+	}
+	set(owned("10.0.0.1/32", "10.0.0.2/32", "-10.0.0.3/32"))
+	set(owned("10.0.0.1/32", "10.0.0.2/32", "-10.0.0.3/32"))
+	st := set(owned("10.0.0.1/32", "-10.0.0.2/32", "10.0.0.3/32"))
+	_ = append(st.Present, netip.MustParsePrefix("10.9.9.9/32"))
+	if err := f.del(f.links[iface], netip.MustParsePrefix("10.0.0.1/32")); err != nil {
+		t.Fatal(err)
+	}
+	set(owned("10.0.0.1/32", "-10.0.0.2/32", "10.0.0.3/32")) // repairs 10.0.0.1
+	if err := a.Renew(ctx, netip.MustParsePrefix("10.0.0.3/32"), true); err != nil {
+		t.Fatal(err)
+	}
+	set(owned("10.0.0.1/32", "-10.0.0.2/32", "10.0.0.3/32"))
+	set(owned("10.0.0.4/32"))
+	set(owned())
+	for i, h := range all {
+		if d := cmpDiff(h.copy, h.st.Present); d != "" {
+			t.Errorf("State %d of Set changed after it was returned (-then +now):\n%s", i, d)
+		}
+	}
+	if got, want := all[len(all)-2].st.Present, prefixes("10.0.0.4/32"); !slices.Equal(got, want) {
+		t.Errorf("Present = %v, want %v", got, want)
+	}
+}
