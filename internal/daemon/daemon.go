@@ -378,8 +378,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	d.stats.settled(d.anySettled(), polled)
 	for _, c := range changes {
 		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
-			d.vs.since[i] = polled
-			d.vs.flips[i]++
+			d.vs.touch(i, polled, true)
 		}
 	}
 	d.stepGuards(polled)
@@ -532,7 +531,7 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 		}
 		moved = true
 		if i, ok := d.vs.at(p); ok && d.tier.presenceChanged(p, st, d.iface) {
-			d.vs.since[i] = now
+			d.vs.touch(i, now, false)
 		}
 	})
 	for p := range d.orphans {

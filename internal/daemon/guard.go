@@ -154,8 +154,7 @@ func (d *Daemon) stepGuards(now time.Time) bool {
 		d.logGuard(p, ev, why, next)
 		if !health && !in.Drained {
 			changed = true
-			d.vs.since[i] = now
-			d.vs.flips[i]++
+			d.vs.touch(i, now, true)
 		}
 	}
 	if !cfg.Enabled() {

@@ -35,8 +35,10 @@ type view struct {
 	guardErr  string         // why the fail-open guard cannot ask BIRD; "" if it can
 }
 
-// vipRecs is the loop's per-VIP state in a view, in config order: copies
-// of the loop's slices (empty before the loop is seeded), and the fail-open
+// vipRecs is the loop's per-VIP state in a view, in config order: a copy
+// of the loop's states and its since and flips, shared with the loop
+// (vipStates.touch copies them before it changes them), all empty before
+// the loop is seeded, and the fail-open
 // guard's states only while the guard is enabled. Slices rather than a
 // record per VIP, and the decide.State packed, so that a view at 10,000
 // VIPs keeps 64 bytes a VIP, not the 184 of a record that held a
@@ -111,9 +113,10 @@ func (r *vipRecs) at(i int) vipRec {
 	return rec
 }
 
-// fill copies the loop's state into r, reusing r's slices.
+// fill copies the loop's state into r, reusing r's slices, and shares its
+// since and flips.
 func (r *vipRecs) fill(d *Daemon) {
-	r.state, r.since, r.flips, r.guards = r.state[:0], r.since[:0], r.flips[:0], r.guards[:0]
+	r.state, r.since, r.flips, r.guards = r.state[:0], nil, nil, r.guards[:0]
 	clear(r.other)
 	if !d.vs.ready {
 		return
@@ -129,8 +132,8 @@ func (r *vipRecs) fill(d *Daemon) {
 		}
 		r.state = append(r.state, p)
 	}
-	r.since = append(r.since, d.vs.since...)
-	r.flips = append(r.flips, d.vs.flips...)
+	r.since, r.flips = d.vs.since, d.vs.flips
+	d.vs.shared = true
 	if !d.cfg.FailOpen.Enabled() {
 		r.guards = nil // renderFailOpen reads none
 		return
