@@ -74,6 +74,17 @@ func (w withReload) Status() status.Status {
 	return s
 }
 
+// /healthz finds Summary by this interface.
+var _ status.Summarizer = withReload{}
+
+// Summary is Status without the per-VIP lists (status.Summarizer), for
+// /healthz.
+func (w withReload) Summary() status.Status {
+	s := status.SummaryOf(w.d)
+	s.Reload = w.r.get()
+	return s
+}
+
 // reloadAttempt is one reload, from SIGHUP to outcome: it records the
 // attempt in state, tells systemd RELOADING=1, loads and checks the file
 // (reload), waits until the loop has applied an accepted config, records

@@ -37,7 +37,7 @@ func watchdog(ctx context.Context, d interface{ Status() status.Status }, now fu
 	}
 	t := time.NewTicker(interval / 2)
 	defer t.Stop()
-	watchdogLoop(ctx, t.C, func() error { return status.Healthy(d.Status(), now()) },
+	watchdogLoop(ctx, t.C, func() error { return status.Healthy(status.SummaryOf(d), now()) },
 		func() { sd.SdNotify(false, sd.SdNotifyWatchdog) }, log)
 }
 

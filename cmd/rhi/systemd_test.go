@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -66,6 +67,51 @@ func TestWatchdogPingsThroughSystemd(t *testing.T) {
 	go watchdog(ctx, statusFunc(func() status.Status { return healthy }), func() time.Time { return now }, log)
 	if got := recv(t, c); got != "WATCHDOG=1" {
 		t.Errorf("got %q, want WATCHDOG=1", got)
+	}
+}
+
+// summaryFunc is a status.Summarizer: Status from one function, Summary
+// from the other.
+type summaryFunc struct{ status, summary func() status.Status }
+
+func (f summaryFunc) Status() status.Status  { return f.status() }
+func (f summaryFunc) Summary() status.Status { return f.summary() }
+
+// TestWatchdogReadsTheSummary: the watchdog judges the daemon's Summary,
+// not its whole Status (5 MB at 10,000 VIPs every half interval, issue
+// 15): a Status that would fail the test is never built.
+func TestWatchdogReadsTheSummary(t *testing.T) {
+	c := fakeSystemd(t)
+	t.Setenv("WATCHDOG_USEC", "20000")
+	log, _ := logtest.NewNullLogger()
+	now := time.Now()
+	healthy := status.Status{Ready: true, ControlAPI: status.APIStatus{LastPoll: now, PollInterval: time.Second, Timeout: time.Second}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := summaryFunc{
+		status:  func() status.Status { t.Error("the watchdog built the whole Status"); return status.Status{} },
+		summary: func() status.Status { return healthy },
+	}
+	go watchdog(ctx, src, func() time.Time { return now }, log)
+	if got := recv(t, c); got != "WATCHDOG=1" {
+		t.Errorf("got %q, want WATCHDOG=1", got)
+	}
+}
+
+// TestReloadSummary: what /healthz reads through cmd/rhi is the daemon's
+// Summary with the reloads' record, as its Status has it.
+func TestReloadSummary(t *testing.T) {
+	state := &reloadState{now: func() time.Time { return time.Unix(1_700_000_000, 0) }}
+	state.begin()
+	src := withReload{summaryFunc{
+		status: func() status.Status {
+			return status.Status{Ready: true, VIPs: []status.VIPStatus{{Address: "10.0.0.1/32"}}}
+		},
+		summary: func() status.Status { return status.Status{Ready: true, LastTick: time.Unix(5, 0)} },
+	}, state}
+	got := src.Summary()
+	if want := (status.Status{Ready: true, LastTick: time.Unix(5, 0), Reload: src.Status().Reload}); !reflect.DeepEqual(got, want) || got.Reload.Generation == 0 {
+		t.Errorf("Summary = %+v, want %+v with the reload recorded", got, want)
 	}
 }
 

@@ -59,6 +59,36 @@ func BenchmarkDaemonTick10000(b *testing.B) {
 	}
 }
 
+// BenchmarkHealthz10000 is what the systemd watchdog and /healthz build to
+// judge the loop at 10,000 VIPs: the Summary, against the whole Status
+// they built before (issue 15).
+func BenchmarkHealthz10000(b *testing.B) {
+	cfg, keys := manyVIPs(10000)
+	hs := newFakeHealth()
+	hs.set(health.Up, keys...)
+	link := newFakeLink()
+	d := New(cfg, Deps{Health: hs, Announcer: link, Confirmer: newFakeBird(link), Now: func() time.Time { return time.Unix(0, 0) }})
+	ctx := context.Background()
+	d.tick(ctx)
+	d.conf.once(ctx, <-d.conf.jobs)
+	b.Run("status", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if d.Status().VIPs == nil {
+				b.Fatal("no VIPs")
+			}
+		}
+	})
+	b.Run("summary", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !d.Summary().Ready {
+				b.Fatal("not ready")
+			}
+		}
+	})
+}
+
 // BenchmarkLiveHeap10000 measures what a daemon with 10,000 VIPs over
 // 10,000 upstreams keeps between ticks, confirmations included: the heap
 // after a GC, less the heap before it was built (config and snapshot

@@ -215,8 +215,28 @@ func (d *Daemon) Status() status.Status {
 	return s
 }
 
-// render fills s from v and the confirmer's last results.
-func (d *Daemon) render(s *status.Status, v *view) {
+// The watchdog and /healthz find Summary by this interface.
+var _ status.Summarizer = (*Daemon)(nil)
+
+// Summary is Status without what it says of each VIP and address: no
+// VIPs, no Interface.Foreign, Withdrawing or Unmanaged, Drain.Count 0;
+// the rest as Status has it. The systemd watchdog and /healthz read only
+// the top-level fields, and at 10,000 VIPs Status builds ~5 MB for them
+// to throw away (issue 15). It is safe to call from any goroutine.
+func (d *Daemon) Summary() status.Status {
+	s := status.Status{SchemaVersion: status.SchemaVersion, DryRun: d.dryRun}
+	d.views.read(func(v *view) {
+		if v != nil {
+			d.renderSummary(&s, v)
+		}
+	})
+	return s
+}
+
+// renderSummary fills s from v as Summary says, and returns the
+// confirmer's records of the same results as s.Bird (none without a
+// confirmer).
+func (d *Daemon) renderSummary(s *status.Status, v *view) confirm.Records {
 	s.Ready, s.LastTick = true, v.tickEnd
 	s.Interface = status.InterfaceStatus{
 		Name: v.cfg.Interface, Exists: v.iface.Exists, Up: v.iface.Up,
@@ -231,10 +251,18 @@ func (d *Daemon) render(s *status.Status, v *view) {
 		MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.stats.settledAt, UnsettledPolls: v.stats.unsettled,
 	}
 	s.Drain = status.DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
+	var rs confirm.Records
+	if d.conf != nil {
+		s.Bird, rs = d.conf.results()
+	}
+	return rs
+}
+
+// render fills s from v and the confirmer's last results.
+func (d *Daemon) render(s *status.Status, v *view) {
+	rs := d.renderSummary(s, v)
 	confirms := func(int, netip.Prefix) (status.VIPConfirm, bool) { return status.VIPConfirm{}, false }
 	if d.conf != nil {
-		var rs confirm.Records
-		s.Bird, rs = d.conf.results()
 		confirms = rs.Lookup()
 	}
 	s.Interface.Withdrawing = prefixStrings(v.orphans)

@@ -2,13 +2,18 @@ package daemon
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // TestViewKeepsEveryState: a view gives back each VIP's decide.State as
@@ -90,4 +95,46 @@ func TestViewSharesSinceAndFlips(t *testing.T) {
 	if changes < 10 {
 		t.Fatalf("only %d ticks changed flips: the test exercises too little", changes)
 	}
+}
+
+// TestSummaryIsStatusWithoutLists: Summary, what the watchdog and /healthz
+// read, is Status with its per-VIP lists left out, every other field the
+// same, through ticks with a confirmer, a failed delete of a VIP dropped by
+// a reload (withdrawing), a foreign address (unmanaged) and a drain, and
+// before the first tick.
+func TestSummaryIsStatusWithoutLists(t *testing.T) {
+	link := newFakeLink("10.9.9.9/32")
+	r, _ := newConfirmRig(t, link)
+	strip := func(s status.Status) status.Status {
+		s.VIPs = nil
+		s.Interface.Foreign, s.Interface.Withdrawing, s.Interface.Unmanaged = nil, nil, nil
+		s.Drain.Count = 0
+		return s
+	}
+	check := func(when string) {
+		t.Helper()
+		if d := cmp.Diff(strip(r.d.Status()), r.d.Summary()); d != "" {
+			t.Fatalf("%s: Summary differs from Status without its lists (-status +summary):\n%s", when, d)
+		}
+	}
+	check("before the first tick")
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
+	r.tick(t)
+	r.confirm(t)
+	check("after a confirmed tick")
+	dropped := netip.MustParsePrefix("10.0.0.102/32")
+	link.failDel[dropped] = true
+	next := seed(config.Withdraw)
+	next.VIPs = next.VIPs[:2]
+	next.Bird.Socket = "/run/bird/bird.ctl"
+	r.d.applyReload(next)
+	r.d.drained = drain.Set{VIPs: map[netip.Prefix]bool{netip.MustParsePrefix("10.0.0.100/32"): true}}
+	r.health.set(health.Down, auth)
+	r.tick(t)
+	r.confirm(t)
+	s := r.d.Status()
+	if len(s.Interface.Withdrawing) == 0 || len(s.Interface.Unmanaged) == 0 || s.Drain.Count == 0 || len(s.VIPs) == 0 || s.Bird.LastCheck.IsZero() {
+		t.Fatalf("the test exercises too little: %+v", s)
+	}
+	check("with lists")
 }

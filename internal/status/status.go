@@ -29,6 +29,23 @@ type Source interface {
 	Status() Status
 }
 
+// Summarizer is a Source that also gives its Status without the lists
+// that grow with the VIPs (VIPs, Interface.Foreign, Withdrawing,
+// Unmanaged; Drain.Count 0), every other field as Status has it: what
+// Judge and Healthy read, for a fraction of the cost at 10,000 VIPs.
+type Summarizer interface {
+	Summary() Status
+}
+
+// SummaryOf is src's Summary if it has one, else its Status: enough for
+// Judge and Healthy either way.
+func SummaryOf(src Source) Status {
+	if s, ok := src.(Summarizer); ok {
+		return s.Summary()
+	}
+	return src.Status()
+}
+
 // Metrics holds the instruments the daemon feeds as events happen; the rest
 // is derived from Source at scrape time.
 type Metrics struct {
@@ -104,7 +121,7 @@ func Handler(src Source, m *Metrics, now func() time.Time) http.Handler {
 		writeStatus(w, src.Status())
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := Judge(src.Status(), now()); err != nil {
+		if err := Judge(SummaryOf(src), now()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
