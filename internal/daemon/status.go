@@ -51,10 +51,11 @@ type vipRecs struct {
 	guards []guard.State // nil unless cfg.FailOpen is enabled
 }
 
-// packedState is a decide.State in 32 bytes instead of 64: its reason as
-// an index in packReasons, its verdict in a byte.
+// packedState is a decide.State in 16 bytes instead of 64: its reason as
+// an index in packReasons, its verdict in a byte, its counts in 32 bits
+// (a count that does not fit, ~68 years of 1 s polls, is kept whole).
 type packedState struct {
-	streak, failedPolls, tierStreak int
+	streak, failedPolls, tierStreak int32
 	verdict                         int8
 	reason                          uint8
 	announced, degraded             bool
@@ -67,16 +68,17 @@ var packReasons = [...]decide.Reason{"", decide.ReasonInitial, decide.ReasonHeal
 	decide.ReasonPolicyAnnounce, decide.ReasonDegraded}
 
 // pack returns s packed, and false when it cannot be (a reason or verdict
-// unknown here): the caller keeps s whole then.
+// unknown here, a count beyond 32 bits): the caller keeps s whole then.
 func pack(s decide.State) (packedState, bool) {
 	p := packedState{
-		streak: s.Streak, failedPolls: s.FailedPolls, tierStreak: s.TierStreak,
+		streak: int32(s.Streak), failedPolls: int32(s.FailedPolls), tierStreak: int32(s.TierStreak),
 		verdict: int8(s.Verdict), announced: s.Announced, degraded: s.Degraded,
 	}
+	fits := int(p.streak) == s.Streak && int(p.failedPolls) == s.FailedPolls && int(p.tierStreak) == s.TierStreak
 	for i := range packReasons {
 		if packReasons[i] == s.Reason {
 			p.reason = uint8(i)
-			return p, decide.Availability(p.verdict) == s.Verdict
+			return p, fits && decide.Availability(p.verdict) == s.Verdict
 		}
 	}
 	return p, false
@@ -86,7 +88,7 @@ func pack(s decide.State) (packedState, bool) {
 func (p packedState) unpack() decide.State {
 	return decide.State{
 		Announced: p.announced, Verdict: decide.Availability(p.verdict), Reason: packReasons[p.reason],
-		Streak: p.streak, FailedPolls: p.failedPolls, Degraded: p.degraded, TierStreak: p.tierStreak,
+		Streak: int(p.streak), FailedPolls: int(p.failedPolls), Degraded: p.degraded, TierStreak: int(p.tierStreak),
 	}
 }
 

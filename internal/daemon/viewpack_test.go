@@ -18,17 +18,20 @@ import (
 
 // TestViewKeepsEveryState: a view gives back each VIP's decide.State as
 // the loop had it, whether it packs (every reason package decide has,
-// every verdict, large counts) or not (a reason or verdict unknown to the
-// packing), and the view reused by a later publish forgets the states
+// every verdict, large and negative counts) or not (a reason or verdict
+// unknown to the packing, a count beyond 32 bits), and the view reused by a later publish forgets the states
 // that did not pack.
 func TestViewKeepsEveryState(t *testing.T) {
 	var states []decide.State
 	for _, r := range packReasons {
 		for _, v := range []decide.Availability{decide.Unknown, decide.Available, decide.Unavailable} {
 			states = append(states, decide.State{Announced: v == decide.Available, Verdict: v, Reason: r,
-				Streak: 3, FailedPolls: 1 << 40, Degraded: r == decide.ReasonDegraded, TierStreak: -2})
+				Streak: 3, FailedPolls: 1<<31 - 1, Degraded: r == decide.ReasonDegraded, TierStreak: -1 << 31})
 		}
 	}
+	wide := []decide.State{{Streak: 1 << 31, Reason: decide.ReasonRising}, {FailedPolls: 1 << 40, Reason: decide.ReasonUnknown},
+		{TierStreak: -1<<31 - 1, Reason: decide.ReasonDegraded}, {FailedPolls: 1 << 32, Reason: decide.ReasonUnknown}}
+	states = append(states, wide...)
 	states = append(states, decide.State{Reason: "not a reason of package decide"}, decide.State{Verdict: 300, Reason: decide.ReasonHealthy})
 	d := &Daemon{}
 	d.vs.ready = true
@@ -43,10 +46,10 @@ func TestViewKeepsEveryState(t *testing.T) {
 			t.Errorf("state %d: %+v came back as %+v", i, want, got)
 		}
 	}
-	if len(r.other) != 2 {
-		t.Errorf("%d states kept whole, want the 2 that do not pack", len(r.other))
+	if len(r.other) != 2+len(wide) {
+		t.Errorf("%d states kept whole, want the %d that do not pack", len(r.other), 2+len(wide))
 	}
-	d.vs.state = states[:len(states)-2]
+	d.vs.state = states[:len(states)-2-len(wide)] // those that pack
 	r.fill(d)
 	if len(r.other) != 0 || r.at(len(states)-1).state != (decide.State{}) {
 		t.Errorf("a refill kept %d whole states and %+v past the end", len(r.other), r.at(len(states)-1).state)
