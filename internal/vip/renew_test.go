@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,5 +134,36 @@ func TestRenewHalfDone(t *testing.T) {
 				t.Errorf("Present (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRenewOfAnAddressSomeoneElseAdded: a VIP the previous Set left off
+// the interface, added by someone else and then renewed as present (the
+// caller wants it now), is present for the next Set, which has nothing to
+// write: what Renew learnt outlives the Announcer's compact memory of the
+// previous Set (issue 15), and the Set after it says the same.
+func TestRenewOfAnAddressSomeoneElseAdded(t *testing.T) {
+	ctx := context.Background()
+	f, a, _ := newTest(t, "10.0.0.1/32")
+	p := netip.MustParsePrefix("10.0.0.2/32")
+	if _, err := a.Set(ctx, owned("10.0.0.1/32", "-10.0.0.2/32")); err != nil {
+		t.Fatal(err)
+	}
+	f.links[iface].addrs[p] = fakeAddr{}
+	if err := a.Renew(ctx, p, true); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		writes := f.writes
+		st, err := a.Set(ctx, owned("10.0.0.1/32", "10.0.0.2/32"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := prefixes("10.0.0.1/32", "10.0.0.2/32"); !slices.Equal(st.Present, want) || f.writes != writes {
+			t.Fatalf("Set %d after the renewal: Present %v after %d writes, want %v after none", i, st.Present, f.writes-writes, want)
+		}
+	}
+	if a.reached != nil {
+		t.Errorf("the Announcer keeps its map of %d VIPs between Sets", len(a.reached))
 	}
 }
