@@ -183,6 +183,18 @@ func TestSetSkipsPlanWhenNothingChanged(t *testing.T) {
 			{name: "gone", change: del("10.0.0.9/32")},
 			{name: "armed again", skip: true},
 		}},
+		{"someone else deletes the last of the dump, or the first", nil, []step{
+			{name: "first", owned: base},
+			{name: "settled: the first wrote"},
+			{name: "armed", skip: true},
+			{name: "last deleted", change: del("2001:db8::1/128"), check: holds("10.0.0.1/32", "10.0.0.2/32", "2001:db8::1/128 nodad")},
+			{name: "after the repair"},
+			{name: "armed again", skip: true},
+			{name: "reversed, first deleted", change: func(t *testing.T, w *twin) {
+				w.both(func(f *fakeKernel, l *fakeLink) { f.reversed = true })
+				del("2001:db8::1/128")(t, w)
+			}, check: holds("10.0.0.1/32", "10.0.0.2/32", "2001:db8::1/128 nodad")},
+		}},
 		{"someone else undoes the writes", []string{"10.0.0.2/32", "2001:db8::1/128"}, []step{
 			{name: "adds 10.0.0.1", owned: base, check: holds("10.0.0.1/32", "10.0.0.2/32", "2001:db8::1/128")},
 			{name: "the dump as before the add", change: del("10.0.0.1/32"), check: holds("10.0.0.1/32", "10.0.0.2/32", "2001:db8::1/128")},

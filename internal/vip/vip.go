@@ -120,7 +120,7 @@ type Announcer struct {
 	present []netip.Prefix
 	// addrs is reused by every plan, to spare the daemon a 10,000-entry map
 	// of garbage per tick; nil while armed (a Set that skips its plan needs
-	// no map, and 10,000 entries are 0.8 MB of heap, twice list and last).
+	// no map, and 10,000 entries are 0.8 MB of heap).
 	addrs map[netip.Prefix]struct{}
 	// list and peers are reused by every read, like addrs.
 	list  []netip.Prefix
@@ -131,10 +131,13 @@ type Announcer struct {
 	// said of every prefix of last that it is present and of every other
 	// that it is absent. While it stays armed (Renew disarms it), a Set that
 	// reads last again with an owned equal to a.reached would plan nothing:
-	// it skips the plan (steady). lastPresent is that Set's count of
-	// present VIPs, for its log line.
+	// it skips the plan (steady). last is kept as lastAt: the position in
+	// a.present of each prefix of last, in the dump's order (a.present
+	// holds them all, and is not replaced while armed), 40 KB at 10,000
+	// VIPs where a copy of the list was 320 KB (issue 15). lastPresent is
+	// that Set's count of present VIPs, for its log line.
 	armed       bool
-	last        []netip.Prefix
+	lastAt      []int32
 	lastPresent int
 	// fullOnly makes every Set plan (tests compare the two ways); skipped
 	// counts the Sets that did not.
@@ -265,7 +268,7 @@ func (a *Announcer) set(list []netip.Prefix) map[netip.Prefix]struct{} {
 // only by a Set that compacted a.reached, and disarmed by Renew, which
 // builds it: a built a.reached (never while armed) makes it plan.
 func (a *Announcer) steady(r reading, owned map[netip.Prefix]bool) bool {
-	if !a.armed || a.fullOnly || a.stale || a.reached != nil || len(r.peers) > 0 || !slices.Equal(r.list, a.last) {
+	if !a.armed || a.fullOnly || a.stale || a.reached != nil || len(r.peers) > 0 || !a.readLast(r.list) {
 		return false
 	}
 	// owned is a.reached when they are as long and each VIP of a.present
@@ -318,12 +321,40 @@ func (a *Announcer) compact(changed bool) {
 // no error (clean), if it found nothing else to do (see Announcer.armed),
 // and disarms it otherwise.
 func (a *Announcer) arm(r reading, c changes, clean bool) {
-	a.armed = clean && !a.stale && len(c.adds) == 0 && len(c.dels) == 0 && len(c.foreign) == 0 && len(r.peers) == 0
+	a.armed = clean && !a.stale && len(c.adds) == 0 && len(c.dels) == 0 && len(c.foreign) == 0 && len(r.peers) == 0 && a.keepLast(r.list)
 	if a.armed {
-		a.last, a.list = r.list, a.last[:0] // the next read fills the other one
 		a.lastPresent = c.present
 		a.addrs = nil
 	}
+}
+
+// keepLast sets a.lastAt to the position in a.present of each prefix of
+// list, and reports whether a.present holds every one (it does when a Set
+// found nothing to do: what it read were the owned VIPs it left present).
+func (a *Announcer) keepLast(list []netip.Prefix) bool {
+	a.lastAt = a.lastAt[:0]
+	for _, p := range list {
+		i, ok := slices.BinarySearchFunc(a.present, p, netip.Prefix.Compare)
+		if !ok {
+			return false
+		}
+		a.lastAt = append(a.lastAt, int32(i))
+	}
+	return true
+}
+
+// readLast reports whether list is the list keepLast was given, prefix by
+// prefix in the same order, while armed.
+func (a *Announcer) readLast(list []netip.Prefix) bool {
+	if len(list) != len(a.lastAt) {
+		return false
+	}
+	for i, p := range list {
+		if a.present[a.lastAt[i]] != p {
+			return false
+		}
+	}
+	return true
 }
 
 // state is what Set returns and logs: the link as r read it, a.present,
