@@ -117,7 +117,10 @@ func (f *fakeKernel) LinkByName(name string) (netlink.Link, error) {
 	return &netlink.Ifb{LinkAttrs: attrs}, nil
 }
 
-func (f *fakeKernel) ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
+// collect adds to into the addresses on the link with the given index,
+// and appends to peers its point-to-point entries, in no order: a dump
+// that f.interrupted cuts off halfway.
+func (f *fakeKernel) collect(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
 	l := f.byIndex(index)
 	if l == nil {
 		return peers, nil // the kernel's dump simply has no address for it
@@ -147,12 +150,12 @@ func (f *fakeKernel) ListPrefixes(index int, into map[netip.Prefix]struct{}, pee
 	return peers, err
 }
 
-// AppendPrefixes lists as ListPrefixes does, in a stable order as the
+// AppendPrefixes lists what collect finds, in a stable order as the
 // kernel's dump: sorted, or the other way round when reversed is set (a
 // kernel listing the same addresses in another order).
 func (f *fakeKernel) AppendPrefixes(index int, into []netip.Prefix, peers []Peer) ([]netip.Prefix, []Peer, error) {
 	set := map[netip.Prefix]struct{}{}
-	peers, err := f.ListPrefixes(index, set, peers)
+	peers, err := f.collect(index, set, peers)
 	start := len(into)
 	for p := range set {
 		into = append(into, p)

@@ -11,5 +11,5 @@
 // ~12 ms instead of ~37 ms, 1,000 adds ~20 ms instead of ~48 ms).
 //
 // A Handle satisfies the interface package vip declares for its Announcer:
-// LinkByName (from the library), ListPrefixes and WriteAddrs.
+// LinkByName (from the library), AppendPrefixes and WriteAddrs.
 package rtnl

@@ -34,43 +34,30 @@ const nlmsgHdrLen = 16
 
 func align4(n int) int { return (n + 3) &^ 3 }
 
-// collect reads the datagrams of the dump numbered seq from next, up to
-// its end, adding the addresses of link index to into and its
-// point-to-point entries to peers. The kernel flags with NLM_F_DUMP_INTR
-// the message at which it saw the addresses change, which need not be in
-// the last datagram, so the flag is remembered until the end: then the
-// dump is reported as netlink.ErrDumpInterrupted, having been read to its
-// end so that no rest of it is left on the socket.
-func collect(next func() ([]byte, error), seq uint32, index int, into map[netip.Prefix]struct{}, peers *[]Peer) error {
-	return collectTo(next, seq, index, sink{set: into, peers: peers})
-}
-
-// sink is where a dump's entries go: the addresses into set, or, when list
-// is not nil, appended to *list in the order of the dump; the
-// point-to-point entries appended to *peers.
+// sink is where a dump's entries go: the addresses appended to *list in
+// the order of the dump, the point-to-point entries to *peers.
 type sink struct {
-	set   map[netip.Prefix]struct{}
 	list  *[]netip.Prefix
 	peers *[]Peer
 }
 
-func (s sink) add(p netip.Prefix) {
-	if s.list != nil {
-		*s.list = append(*s.list, p)
-		return
-	}
-	s.set[p] = struct{}{}
-}
+func (s sink) add(p netip.Prefix) { *s.list = append(*s.list, p) }
 
-// collectTo is collect with the entries put into s.
-func collectTo(next func() ([]byte, error), seq uint32, index int, s sink) error {
+// collect reads the datagrams of the dump numbered seq from next, up to
+// its end, putting the addresses of link index and its point-to-point
+// entries into s. The kernel flags with NLM_F_DUMP_INTR the message at
+// which it saw the addresses change, which need not be in the last
+// datagram, so the flag is remembered until the end: then the dump is
+// reported as netlink.ErrDumpInterrupted, having been read to its end so
+// that no rest of it is left on the socket.
+func collect(next func() ([]byte, error), seq uint32, index int, s sink) error {
 	interrupted := false
 	for {
 		b, err := next()
 		if err != nil {
 			return err
 		}
-		done, intr, err := parseAddrMessagesTo(b, seq, index, s)
+		done, intr, err := parseAddrMessages(b, seq, index, s)
 		interrupted = interrupted || intr
 		if err != nil {
 			return err
@@ -84,16 +71,11 @@ func collectTo(next func() ([]byte, error), seq uint32, index int, s sink) error
 	}
 }
 
-// parseAddrMessages reads one datagram of a dump: done when it holds the
-// end of the dump, interrupted when the kernel flagged the dump as
-// inconsistent. Messages of another sequence (a late answer to an earlier
-// request) are skipped.
-func parseAddrMessages(b []byte, seq uint32, index int, into map[netip.Prefix]struct{}, peers *[]Peer) (done, interrupted bool, err error) {
-	return parseAddrMessagesTo(b, seq, index, sink{set: into, peers: peers})
-}
-
-// parseAddrMessagesTo is parseAddrMessages with the entries put into s.
-func parseAddrMessagesTo(b []byte, seq uint32, index int, s sink) (done, interrupted bool, err error) {
+// parseAddrMessages reads one datagram of a dump into s: done when it
+// holds the end of the dump, interrupted when the kernel flagged the dump
+// as inconsistent. Messages of another sequence (a late answer to an
+// earlier request) are skipped.
+func parseAddrMessages(b []byte, seq uint32, index int, s sink) (done, interrupted bool, err error) {
 	ne := binary.NativeEndian
 	for len(b) >= nlmsgHdrLen {
 		l := int(ne.Uint32(b[0:]))

@@ -67,17 +67,15 @@ func TestParseAddrMessages(t *testing.T) {
 	add(seq, unix.AF_INET6, 128, index, map[uint16][]byte{unix.IFA_ADDRESS: ip("2001:db8:3::2"), unix.IFA_LOCAL: ip("fe80::1")})
 	add(seq, unix.AF_INET, 32, index+1, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.9")})
 	add(seq-1, unix.AF_INET, 32, index, map[uint16][]byte{unix.IFA_LOCAL: ip("10.0.0.8")})
-	got := map[netip.Prefix]struct{}{}
+	var got []netip.Prefix
 	var peers []Peer
-	done, intr, err := parseAddrMessages(b, seq, index, got, &peers)
+	s := sink{list: &got, peers: &peers}
+	done, intr, err := parseAddrMessages(b, seq, index, s)
 	if err != nil || done || intr {
 		t.Fatalf("done %v, interrupted %v, err %v", done, intr, err)
 	}
-	want := map[netip.Prefix]struct{}{}
-	for _, p := range prefixes("10.0.0.1/32", "10.0.0.100/24", "2001:db8::1/128", "2001:db8:2::1/64") {
-		want[p] = struct{}{}
-	}
-	if diff := cmpDiff(want, got); diff != "" {
+	// In the order of the messages.
+	if diff := cmpDiff(prefixes("10.0.0.1/32", "10.0.0.100/24", "2001:db8::1/128", "2001:db8:2::1/64"), got); diff != "" {
 		t.Errorf("prefixes (-want +got):\n%s", diff)
 	}
 	wantPeers := []Peer{
@@ -89,19 +87,19 @@ func TestParseAddrMessages(t *testing.T) {
 	}
 
 	end := nlmsg(unix.NLMSG_DONE, unix.NLM_F_MULTI|unix.NLM_F_DUMP_INTR, seq, []byte{0, 0, 0, 0})
-	if done, intr, err := parseAddrMessages(end, seq, index, got, &peers); !done || !intr || err != nil {
+	if done, intr, err := parseAddrMessages(end, seq, index, s); !done || !intr || err != nil {
 		t.Errorf("end of an interrupted dump: done %v, interrupted %v, err %v", done, intr, err)
 	}
 	e := make([]byte, 4)
 	errno := -int32(unix.EINVAL)
 	binary.NativeEndian.PutUint32(e, uint32(errno))
-	_, _, err = parseAddrMessages(nlmsg(unix.NLMSG_ERROR, 0, seq, append(e, make([]byte, 16)...)), seq, index, got, &peers)
+	_, _, err = parseAddrMessages(nlmsg(unix.NLMSG_ERROR, 0, seq, append(e, make([]byte, 16)...)), seq, index, s)
 	if !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("error message: %v, want EINVAL", err)
 	}
 	bad := nlmsg(unix.RTM_NEWADDR, 0, seq, nil)
 	binary.NativeEndian.PutUint32(bad[0:], 999)
-	if _, _, err := parseAddrMessages(bad, seq, index, got, &peers); err == nil {
+	if _, _, err := parseAddrMessages(bad, seq, index, s); err == nil {
 		t.Error("a message longer than the datagram was accepted")
 	}
 }
@@ -111,10 +109,10 @@ func FuzzParseAddrMessages(f *testing.F) {
 	f.Add(nlmsg(unix.RTM_NEWADDR, 0, 1, ifaddr(unix.AF_INET6, 128, 2, map[uint16][]byte{unix.IFA_LOCAL: ip("2001:db8::1"), unix.IFA_ADDRESS: ip("2001:db8::2")})))
 	f.Add(nlmsg(unix.NLMSG_DONE, 0, 1, []byte{0, 0, 0, 0}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		into := map[netip.Prefix]struct{}{}
+		var into []netip.Prefix
 		var peers []Peer
-		parseAddrMessages(b, 1, 2, into, &peers)
-		for p := range into {
+		parseAddrMessages(b, 1, 2, sink{list: &into, peers: &peers})
+		for _, p := range into {
 			if !p.IsValid() || p.Addr().IsLinkLocalUnicast() {
 				t.Fatalf("bad prefix %v", p)
 			}
@@ -145,14 +143,13 @@ func BenchmarkParseAddrMessages(b *testing.B) {
 		cur = append(cur, m...)
 	}
 	datagrams = append(datagrams, cur)
-	into := make(map[netip.Prefix]struct{}, 10000)
+	into := make([]netip.Prefix, 0, 10000)
 	var peers []Peer
 	b.ReportAllocs()
 	for b.Loop() {
-		clear(into)
-		peers = peers[:0]
+		into, peers = into[:0], peers[:0]
 		for _, d := range datagrams {
-			if _, _, err := parseAddrMessages(d, seq, index, into, &peers); err != nil {
+			if _, _, err := parseAddrMessages(d, seq, index, sink{list: &into, peers: &peers}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -76,20 +76,13 @@ func (h *Handle) Close() {
 	h.dump.close()
 }
 
-// ListPrefixes adds to into every address on the link with the given index,
-// with its prefix length, and appends to peers, returning the result, every
+// AppendPrefixes appends to into every address on the link with the given
+// index, with its prefix length, in the order of the kernel's dump, which
+// a caller may compare with the previous dump's, and to peers every
 // point-to-point entry (one whose peer is not its local address), leaving
-// out link-local ones. An error that is netlink.ErrDumpInterrupted means
-// the lists may be incomplete.
-func (h *Handle) ListPrefixes(index int, into map[netip.Prefix]struct{}, peers []Peer) ([]Peer, error) {
-	err := h.dump.list(index, sink{set: into, peers: &peers})
-	return peers, err
-}
-
-// AppendPrefixes is ListPrefixes with the addresses appended to into in
-// the order of the kernel's dump, which a caller may compare with the
-// previous dump's. It returns into and peers as they became, even on an
-// error, so that their storage can be reused.
+// out link-local ones. It returns into and peers as they became, even on
+// an error, so that their storage can be reused. An error that is
+// netlink.ErrDumpInterrupted means the lists may be incomplete.
 func (h *Handle) AppendPrefixes(index int, into []netip.Prefix, peers []Peer) ([]netip.Prefix, []Peer, error) {
 	err := h.dump.list(index, sink{list: &into, peers: &peers})
 	return into, peers, err
@@ -216,7 +209,7 @@ func (d *addrDumper) dump(index int, s sink) error {
 	if err := unix.Sendto(d.fd, d.req[:], 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("address dump: send: %w", err)
 	}
-	return collectTo(func() ([]byte, error) {
+	return collect(func() ([]byte, error) {
 		b, err := d.recv()
 		if err != nil {
 			err = fmt.Errorf("address dump: %w", err)

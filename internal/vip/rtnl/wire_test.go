@@ -63,7 +63,7 @@ func newWireKernel(addrs ...string) *wireKernel {
 
 // dump runs one lean dump of link index through collect, and returns how
 // many datagrams were left unread.
-func (k *wireKernel) dump(index int, into map[netip.Prefix]struct{}, peers *[]Peer) (int, error) {
+func (k *wireKernel) dump(index int, into *[]netip.Prefix, peers *[]Peer) (int, error) {
 	k.seq++
 	var msgs [][]byte
 	if index == k.index {
@@ -101,7 +101,7 @@ func (k *wireKernel) dump(index int, into map[netip.Prefix]struct{}, peers *[]Pe
 		datagrams = datagrams[1:]
 		return b, nil
 	}
-	err := collect(next, k.seq, index, into, peers)
+	err := collect(next, k.seq, index, sink{list: into, peers: peers})
 	return len(datagrams), err
 }
 
@@ -237,15 +237,11 @@ func (k *wireKernel) String() string {
 func TestDumpOverTheWire(t *testing.T) {
 	k := newWireKernel("10.0.0.1/32", "10.0.0.100/24", "2001:db8::1/128", "fe80::1/64",
 		"10.9.0.1 peer 10.9.0.2/32", "2001:db8:1::1 peer 2001:db8:1::2/128")
-	into := map[netip.Prefix]struct{}{}
+	var got []netip.Prefix
 	var peers []Peer
-	left, err := k.dump(k.index, into, &peers)
+	left, err := k.dump(k.index, &got, &peers)
 	if err != nil || left != 0 {
 		t.Fatalf("dump: %v, %d datagrams left", err, left)
-	}
-	var got []netip.Prefix
-	for p := range into {
-		got = append(got, p)
 	}
 	slices.SortFunc(got, netip.Prefix.Compare)
 	// Not the late 192.0.2.99/32 of an earlier dump, nor the link-local one.
@@ -261,13 +257,13 @@ func TestDumpOverTheWire(t *testing.T) {
 		t.Errorf("peers (-want +got):\n%s", diff)
 	}
 
-	other := map[netip.Prefix]struct{}{}
-	if _, err := k.dump(k.index+1, other, &peers); err != nil || len(other) != 0 {
+	var other []netip.Prefix
+	if _, err := k.dump(k.index+1, &other, &peers); err != nil || len(other) != 0 {
 		t.Errorf("dump of another link: %v, %v", other, err)
 	}
 
 	k.interrupted = true
-	left, err = k.dump(k.index, map[netip.Prefix]struct{}{}, &peers)
+	left, err = k.dump(k.index, new([]netip.Prefix), &peers)
 	if !errors.Is(err, netlink.ErrDumpInterrupted) || left != 0 {
 		t.Errorf("interrupted dump: %v, %d datagrams left; want ErrDumpInterrupted, read to its end", err, left)
 	}
