@@ -117,7 +117,8 @@ type Daemon struct {
 	keys      []health.Upstream     // distinct upstream keys of cfg, with their parsed refs
 	vs        vipStates             // per-VIP state, in config order
 	orphans   map[netip.Prefix]bool // dropped by a reload, still to withdraw
-	owned     map[netip.Prefix]bool // scratch: desired presence, rebuilt per tick
+	owned     map[netip.Prefix]bool // desired presence, built by a tick that sets it (setOwned)
+	steady    steadyOwned           // what the last Set was told (setOwned)
 	upstreams upstreamLog
 	iface     vip.State
 	writes    ifaceWrites
@@ -157,7 +158,6 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		drainW:    drain.NewWatcher(cfg.DrainFile),
 		drains:    make(chan drain.Update, 1),
 		orphans:   map[netip.Prefix]bool{},
-		owned:     map[netip.Prefix]bool{},
 		tier:      tiers{ann: deps.Degraded},
 		fo:        newFailOpen(deps.Guard),
 	}
@@ -497,21 +497,8 @@ func (d *Daemon) desiredAt(i int) bool {
 // error, counted, returned, and retried on the next tick by the same
 // declarative call.
 func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
-	clear(d.owned)
-	for i := range d.cfg.VIPs {
-		d.owned[d.cfg.VIPs[i].Address] = d.desiredAt(i)
-	}
-	for p := range d.orphans {
-		d.owned[p] = false
-	}
-	if d.own.dirty {
-		d.saveRecord() // before any address is added
-	}
-	d.holdUnrecorded()
-	d.withdrawUnmanaged(ctx)
-	actx, cancel := context.WithTimeout(ctx, applyTimeout)
-	st, err := d.setInterfaces(actx)
-	cancel()
+	defer d.dropOwned()
+	st, err := d.setOwned(ctx)
 	d.noteWrite(err)
 	if err != nil && !st.Exists && !errors.Is(err, vip.ErrNoInterface) {
 		// Set could not read the interface at all: keep the last known view
@@ -526,7 +513,7 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	// changed: at 10,000 VIPs, two binary searches per VIP were a quarter
 	// of a tick.
 	vip.EachDifference(st.Present, d.iface.Present, func(p netip.Prefix) {
-		if _, ok := d.owned[p]; !ok {
+		if !d.isOwned(p) {
 			return
 		}
 		moved = true
@@ -611,7 +598,8 @@ func (d *Daemon) shutdown() error {
 		d.log.WithField("on_shutdown", "keep").Info("stopping; VIPs left as they are")
 		return nil
 	}
-	clear(d.owned)
+	d.owned = make(map[netip.Prefix]bool, len(d.vs.state)+len(d.orphans))
+	d.steady.valid = false
 	for i := range d.vs.state {
 		d.owned[d.vs.vips[i].Address] = false
 	}

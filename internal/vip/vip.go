@@ -247,6 +247,36 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 	return a.state(r, made, c.foreign), errors.Join(errs...)
 }
 
+// SetSteady is Set with the owned of the previous call, which the caller
+// vouches for: the same VIPs, each wanted or not as then. Told so, an
+// armed Announcer (see Announcer.armed) need not check owned against what
+// it remembers; it still reads the interface, to see changes made by
+// someone else. It reports whether it did the Set: it declines, having
+// changed nothing and logged nothing, when the Announcer is not armed or
+// the read finds the interface otherwise than the previous Set left it;
+// the caller then calls Set with owned. A failed read is a Set done, with
+// its error, as Set would return it.
+func (a *Announcer) SetSteady(ctx context.Context) (State, error, bool) {
+	if !a.armed || a.fullOnly || a.stale || a.reached != nil {
+		return State{}, nil, false
+	}
+	r, err := a.read(ctx)
+	if err != nil {
+		a.armed = false
+		if errors.Is(err, ErrNoInterface) {
+			a.linkKnown = false
+		}
+		return State{}, err, true
+	}
+	if len(r.peers) > 0 || !a.readLast(r.list) {
+		return State{}, nil, false
+	}
+	a.noteLink(r.up)
+	a.skipped++
+	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(a.present)+len(a.absent), a.lastPresent, 0, 0)
+	return a.state(r, 0, nil), nil, true
+}
+
 // set returns a.addrs, cleared and filled with list.
 func (a *Announcer) set(list []netip.Prefix) map[netip.Prefix]struct{} {
 	if a.addrs == nil {
