@@ -169,7 +169,8 @@ func TestSteadyTicksRoguely(t *testing.T) {
 				rng.Shuffle(len(next.VIPs), func(i, j int) { next.VIPs[i], next.VIPs[j] = next.VIPs[j], next.VIPs[i] })
 				cfg = &next
 				both(func(s *side) { s.d.applyReload(cfg) }) // the same VIPs, reordered
-				for range 2 {                                // and health moves before the next tick
+				// and health moves before the next tick
+				for range 2 {
 					k, v := keys[rng.IntN(len(keys))], verdicts[rng.IntN(len(verdicts))]
 					both(func(s *side) { s.health.set(v, k) })
 				}
