@@ -102,7 +102,7 @@ func TestSteadyTicksRoguely(t *testing.T) {
 		netip.MustParsePrefix("2001:db8::1/128"), netip.MustParsePrefix("10.0.0.103/32"), netip.MustParsePrefix("10.9.0.0/24")}
 	peer := vip.Peer{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.9.0.2/32")}
 	steadies, ticks := 0, 0
-	for seed := range uint64(300) {
+	for seed := range uint64(40) { // 300 seeds passed when it was written (1.3 s; 11 s under -race)
 		rng := rand.New(rand.NewPCG(seed, 16))
 		quiet := logrus.New()
 		quiet.Out = io.Discard
