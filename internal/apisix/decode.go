@@ -112,7 +112,7 @@ func errorMessage(contentType string, body []byte) (string, bool) {
 	if isHTML(contentType) {
 		return "", false
 	}
-	if !json.Valid(body) {
+	if !validJSON(body) {
 		return "", false
 	}
 	w := &walker{b: body}
@@ -143,7 +143,7 @@ func short(s string) string {
 // apply is then a guess.
 func decodeHealth(body []byte) health.Result {
 	b := trimJSONSpace(body)
-	if !json.Valid(b) {
+	if !validJSON(b) {
 		var v any
 		return failed(fmt.Errorf("decode: %w", json.Unmarshal(b, &v)))
 	}

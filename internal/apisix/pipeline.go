@@ -131,12 +131,14 @@ type pipePoll struct {
 	next    int
 	again   []int // job indices to send again, before todo
 	retries []uint8
-	share   int // most jobs one take hands out: each connection gets some
+	// window is pipeWindow, or less when there are few jobs: a
+	// connection holds at most its share of them, so every connection
+	// gets some (MaxInFlight is reached) before one takes more.
+	window int
 }
 
 // take appends up to n jobs to dst, those to send again first.
 func (q *pipePoll) take(dst []int, n int) []int {
-	n = min(n, q.share)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	k := min(n, len(q.again))
@@ -161,7 +163,7 @@ func (q *pipePoll) putBack(js []int) {
 // fetchAll answers jobs[todo] with pipelined requests.
 func (p *pipeliner) fetchAll(ctx context.Context, jobs []job, todo []int) {
 	conns := min(p.conns, len(todo))
-	q := &pipePoll{jobs: jobs, todo: todo, retries: make([]uint8, len(jobs)), share: (len(todo) + conns - 1) / conns}
+	q := &pipePoll{jobs: jobs, todo: todo, retries: make([]uint8, len(jobs)), window: min(pipeWindow, (len(todo)+conns-1)/conns)}
 	var wg sync.WaitGroup
 	for range conns {
 		wg.Go(func() { p.work(ctx, q) })
@@ -175,7 +177,7 @@ func (p *pipeliner) fetchAll(ctx context.Context, jobs []job, todo []int) {
 func (p *pipeliner) work(ctx context.Context, q *pipePoll) {
 	var batch []int
 	for {
-		batch = q.take(batch[:0], pipeWindow)
+		batch = q.take(batch[:0], q.window)
 		if len(batch) == 0 {
 			return
 		}
@@ -335,7 +337,7 @@ func (r *pipeRun) loop() bool {
 		return r.drop(err)
 	}
 	for r.head < len(r.out) {
-		if len(r.out)-r.head <= pipeWindow/2 {
+		if len(r.out)-r.head <= r.q.window/2 {
 			if err := r.refill(); err != nil {
 				return r.drop(err)
 			}
@@ -360,7 +362,7 @@ func (r *pipeRun) refill() error {
 		r.out, r.head = r.out[:n], 0
 	}
 	from := len(r.out)
-	r.out = r.q.take(r.out, pipeWindow-from)
+	r.out = r.q.take(r.out, r.q.window-from)
 	if len(r.out) == from {
 		return nil
 	}

@@ -1,0 +1,26 @@
+package apisix
+
+import "encoding/json"
+
+// validJSON reports whether b is one JSON value, as json.Valid does, for a
+// fraction of its cost: the list's scanner (listReader.scan), which passes
+// over strings eight bytes at a time, says yes for a body it reads whole;
+// anything else (invalid, or a number that ends the body, which the
+// scanner cannot tell from a cut one) gets json.Valid's own answer. A
+// single body was checked twice per request before (json.Valid, then the
+// walker); json.Valid was ~9 % of rhi's CPU at 10,000 pipelined requests a
+// poll. FuzzValidJSON holds it to json.Valid.
+func validJSON(b []byte) bool {
+	var st [16]byte
+	r := listReader{stack: st[:0]}
+	i, err := skipSpace(b, 0)
+	if err == nil {
+		i, err = r.scan(b, i)
+	}
+	if err == nil {
+		if j, err := skipSpace(b, i); err == errIncomplete && j == len(b) {
+			return true // only whitespace after the value
+		}
+	}
+	return json.Valid(b)
+}
