@@ -164,9 +164,12 @@ func (q *pipePoll) putBack(js []int) {
 func (p *pipeliner) fetchAll(ctx context.Context, jobs []job, todo []int) {
 	conns := min(p.conns, len(todo))
 	q := &pipePoll{jobs: jobs, todo: todo, retries: make([]uint8, len(jobs)), window: min(pipeWindow, (len(todo)+conns-1)/conns)}
+	// Each connection's first batch is taken here, so that every one gets
+	// its share before another takes more.
 	var wg sync.WaitGroup
 	for range conns {
-		wg.Go(func() { p.work(ctx, q) })
+		batch := q.take(make([]int, 0, q.window), q.window)
+		wg.Go(func() { p.work(ctx, q, batch) })
 	}
 	wg.Wait()
 }
@@ -174,10 +177,8 @@ func (p *pipeliner) fetchAll(ctx context.Context, jobs []job, todo []int) {
 // work runs connections until the queue is empty: a connection that is
 // dropped leaves its unanswered requests in the queue, and this loop, or
 // another's, takes them.
-func (p *pipeliner) work(ctx context.Context, q *pipePoll) {
-	var batch []int
-	for {
-		batch = q.take(batch[:0], q.window)
+func (p *pipeliner) work(ctx context.Context, q *pipePoll, batch []int) {
+	for ; ; batch = q.take(batch[:0], q.window) {
 		if len(batch) == 0 {
 			return
 		}
