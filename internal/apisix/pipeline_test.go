@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
@@ -209,6 +210,7 @@ func TestPipelineOddAnswers(t *testing.T) {
 				}
 			})
 			c := newClient(t, s.url(), apisix.Options{})
+			defer c.CloseIdleConnections() // or the server waits for their idle timeout
 			for poll := range 2 {
 				r := c.Poll(context.Background(), ups("/apisix/upstreams/a"))["/apisix/upstreams/a"]
 				if r.Verdict != tt.want || (tt.err != "" && (r.Err == nil || r.Err.Error() != tt.err)) {
@@ -238,7 +240,8 @@ func TestPipelineStallCanceled(t *testing.T) {
 		<-srv.Stalled()
 		cancel()
 	}()
-	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: 1}).Poll(ctx, ups(keys...))
+	// An hour: only the cancellation can end this poll in the test's time.
+	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: 1, Timeout: time.Hour}).Poll(ctx, ups(keys...))
 	if r := snap[stalled.Key]; r.Verdict != health.Failed || !errors.Is(r.Err, context.Canceled) {
 		t.Errorf("stalled: %v, err %v; want failed, canceled", r.Verdict, r.Err)
 	}
