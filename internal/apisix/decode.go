@@ -52,7 +52,13 @@ func readHealthBody(w *walker) (healthBody, error) {
 		var err error
 		switch k {
 		case keyName:
-			_, h.name, err = w.stringValue()
+			// Only whether it is a string matters: no copy of it. The
+			// body is valid JSON, so its escapes are.
+			if w.peek() != '"' {
+				return w.skip()
+			}
+			_, _, err = w.str()
+			h.name = err == nil
 		case keyNodes:
 			h.nodes, err = w.raw()
 		case keyHealthyNodes:
