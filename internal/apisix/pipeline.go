@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -92,7 +92,7 @@ type pconn struct {
 	lr    limitedConn
 	br    *bufio.Reader
 	wbuf  []byte
-	body  []byte // the last answer's body: classify keeps none of it
+	body  []byte      // the last answer's body: classify keeps none of it
 	timer *time.Timer // closes it after pipeIdleTimeout in the pool
 }
 
