@@ -53,7 +53,8 @@ type Options struct {
 	MaxListBytes int64
 	// MaxListEntries bounds the list's entries in the same way.
 	MaxListEntries int
-	// MaxInFlight bounds the requests one Poll runs at the same time.
+	// MaxInFlight bounds the requests one Poll runs at the same time;
+	// pipelined (pipeline.go), the connections, at most 4.
 	MaxInFlight int
 	// HTTPClient replaces the client NewClient builds. It is used as given:
 	// its transport decides proxies, keep-alive and redirects.
