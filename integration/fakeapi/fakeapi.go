@@ -223,7 +223,7 @@ func Serve(ctx context.Context, api net.Listener, control string, srv *apisixtes
 		return err
 	}
 	servers := []*http.Server{
-		{Handler: srv, ReadHeaderTimeout: 5 * time.Second},
+		{Handler: srv, ReadHeaderTimeout: 5 * time.Second, ConnContext: srv.ConnContext},
 		{Handler: Control(srv), ReadHeaderTimeout: 5 * time.Second},
 	}
 	errc := make(chan error, 2)

@@ -53,7 +53,8 @@ type Options struct {
 	MaxListBytes int64
 	// MaxListEntries bounds the list's entries in the same way.
 	MaxListEntries int
-	// MaxInFlight bounds the requests one Poll runs at the same time.
+	// MaxInFlight bounds the requests one Poll runs at the same time;
+	// pipelined (pipeline.go), the connections, at most 4.
 	MaxInFlight int
 	// HTTPClient replaces the client NewClient builds. It is used as given:
 	// its transport decides proxies, keep-alive and redirects.
@@ -75,7 +76,10 @@ type Client struct {
 	// the headers for redirects, which are never followed, and of the
 	// request), a few µs of the ~20 each of 10,000 requests a poll costs
 	// in per_upstream mode.
-	rt   http.RoundTripper
+	rt http.RoundTripper
+	// pipe sends per-upstream requests pipelined (pipeline.go) when
+	// NewClient built hc for a plain-http URL; nil otherwise.
+	pipe *pipeliner
 	auto autoState // ModeAuto's memory of the list's last answers
 	// listTimeout bounds the list request with its share of the poll's
 	// deadline: context.WithTimeout, or a test's stand-in that also ends
@@ -120,6 +124,7 @@ func NewClient(baseURL string, opts Options) (*Client, error) {
 	if c.hc == nil {
 		c.hc = newHTTPClient(c.maxInFlight)
 		c.rt = c.hc.Transport
+		c.pipe = pipelineFor(u, c.maxBody, c.maxInFlight)
 	}
 	return c, nil
 }
@@ -206,7 +211,12 @@ func (c *Client) Poll(ctx context.Context, ups []health.Upstream) health.Snapsho
 // is replaced (a reload that changes the control URL, timeout or mode):
 // an abandoned client's connections otherwise stay open until their idle
 // timeout, 50 s. A later Poll dials again.
-func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() {
+	c.hc.CloseIdleConnections()
+	if c.pipe != nil {
+		c.pipe.closeIdleConns()
+	}
+}
 
 // job is one distinct resource of a poll and what was learned about it.
 type job struct {
@@ -232,6 +242,10 @@ func (c *Client) fetchEach(ctx context.Context, jobs []job) {
 		if !jobs[i].done {
 			todo = append(todo, i)
 		}
+	}
+	if c.pipe != nil {
+		c.pipe.fetchAll(ctx, jobs, todo)
+		return
 	}
 	// A fixed set of workers pulling indices keeps at most maxInFlight
 	// requests (and so connections) open, however many keys there are.

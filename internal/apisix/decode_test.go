@@ -259,3 +259,20 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// FuzzValidJSON holds validJSON to json.Valid, on the fixtures and on
+// values cut, padded and nested around the scanner's edges.
+func FuzzValidJSON(f *testing.F) {
+	for _, b := range fixtures(f) {
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	for _, s := range []string{"", " ", "5", " 5 ", "-", "1e", "{}x", "{} ", `"\u00e9"`, `[1,2`, `{"a":1,}`, "\x00", "[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]", "nul", "true false"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Errorf("validJSON(%q) = %v, json.Valid %v", b, got, want)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -131,6 +132,40 @@ type Server struct {
 	done      chan struct{} // closed by Close
 	closed    bool
 	ts        *httptest.Server
+	chunked   bool // SetChunked
+	keepalive int  // SetKeepaliveRequests; 0: no limit
+}
+
+// connKey holds a connection's answer count in a request's context, when
+// the server's ConnContext is ConnContext.
+type connKey struct{}
+
+// ConnContext counts the answers of each connection, which
+// SetKeepaliveRequests needs: set it as the http.Server's ConnContext.
+// Start does.
+func (s *Server) ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, new(int))
+}
+
+// SetChunked makes every answer but the faults' chunked, without a
+// Content-Length, as APISIX sends them: nginx streams what Lua's
+// core.response.exit writes (ngx.say) with chunked transfer coding on
+// HTTP/1.1. Off by default, so that tests that count bytes see lengths.
+func (s *Server) SetChunked(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chunked = on
+}
+
+// SetKeepaliveRequests makes the server close a connection after n answers,
+// saying "Connection: close" on the last, as nginx's keepalive_requests does
+// (1000 by default in nginx and APISIX; nginx then ignores requests the
+// client pipelined after it). 0, the default here, is no limit. It takes
+// effect only with ConnContext installed (Start does).
+func (s *Server) SetKeepaliveRequests(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keepalive = n
 }
 
 // New returns a server that knows no resources: every resource is
@@ -151,7 +186,9 @@ func New() *Server {
 // which also frees stalled requests (httptest.Server.Close alone waits for
 // them).
 func (s *Server) Start() *httptest.Server {
-	ts := httptest.NewServer(s)
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config.ConnContext = s.ConnContext
+	ts.Start()
 	s.mu.Lock()
 	s.ts = ts
 	s.mu.Unlock()
@@ -386,7 +423,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	release, done := s.release, s.done
+	chunked, closeConn := s.chunked, s.lastOnConn(r)
 	s.mu.Unlock()
+	if closeConn {
+		// net/http's server then closes the connection after this answer
+		// and reads no request pipelined after it, as nginx.
+		w.Header().Set("Connection", "close")
+	}
 
 	if fault == Stall {
 		s.holdBack()
@@ -432,11 +475,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", a.contentType)
+	if chunked && fault != Truncated {
+		writeChunked(w, a)
+		return
+	}
 	if w.Header().Get("Content-Length") == "" {
 		w.Header().Set("Content-Length", fmt.Sprint(len(a.body)))
 	}
 	w.WriteHeader(a.status)
 	_, _ = w.Write(a.body)
+}
+
+// lastOnConn counts an answer of r's connection and reports whether it is
+// the last SetKeepaliveRequests allows. It runs under s.mu.
+func (s *Server) lastOnConn(r *http.Request) bool {
+	n, ok := r.Context().Value(connKey{}).(*int)
+	if !ok || s.keepalive <= 0 {
+		return false
+	}
+	*n++
+	return *n >= s.keepalive
+}
+
+// writeChunked sends a's body in two chunks: net/http's server uses the
+// chunked coding for a body it has flushed before knowing its length.
+func writeChunked(w http.ResponseWriter, a answer) {
+	w.WriteHeader(a.status)
+	half := len(a.body) / 2
+	_, _ = w.Write(a.body[:half])
+	_ = http.NewResponseController(w).Flush()
+	_, _ = w.Write(a.body[half:])
 }
 
 // resourceOf tells whether the request addresses one resource's checker.

@@ -24,12 +24,19 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:9090", "address of the fake control API")
 	control := flag.String("control", "", "unix socket to steer it (required)")
 	healthy := flag.String("healthy", "", "comma-separated type/id resources to create with 2 healthy nodes")
+	// APISIX answers chunked and closes a connection after 1000 answers
+	// (nginx's keepalive_requests); the lab's defaults are off, so that its
+	// figures compare with earlier ones.
+	chunked := flag.Bool("chunked", false, "answer with chunked bodies, as APISIX does")
+	keepalive := flag.Int("keepalive-requests", 0, "close a connection after this many answers, as nginx does (APISIX: 1000); 0: never")
 	flag.Parse()
 	if *control == "" {
 		fmt.Fprintln(os.Stderr, "fake-apisix: --control is required")
 		os.Exit(2)
 	}
 	srv := apisixtest.New()
+	srv.SetChunked(*chunked)
+	srv.SetKeepaliveRequests(*keepalive)
 	for _, r := range strings.Split(*healthy, ",") {
 		if r == "" {
 			continue

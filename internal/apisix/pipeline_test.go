@@ -1,0 +1,400 @@
+package apisix_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
+	"github.com/rhi-daemon/rhi/internal/health"
+)
+
+// distinct gives resource i a state no other of the n has: i%5 healthy of
+// i%5+1+i/5 nodes (so Healthy and Total name i), or no checker, or none.
+func distinct(srv *apisixtest.Server, n int) (keys []string, want map[string]got) {
+	want = map[string]got{}
+	for i := range n {
+		ref := health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		key := "/apisix/upstreams/" + ref.ID
+		keys = append(keys, key)
+		switch {
+		case i%17 == 3:
+			srv.NoChecker(ref)
+			want[key] = got{health.NoChecker, 0, 0}
+		case i%17 == 5: // never created: not found
+			want[key] = got{health.NotFound, 0, 0}
+		default:
+			healthy, total := i%5, i%5+1+i/5
+			nodes := make([]apisixtest.Node, total)
+			for k := range nodes {
+				nodes[k] = apisixtest.Node{IP: "10.0.0.1", Port: 80 + k, Status: apisixtest.Unhealthy}
+				if k < healthy {
+					nodes[k].Status = apisixtest.Healthy
+				}
+			}
+			srv.SetNodes(ref, nodes...)
+			v := health.Down
+			if healthy > 0 {
+				v = health.Up
+			}
+			want[key] = got{v, healthy, total}
+		}
+	}
+	return keys, want
+}
+
+func checkAll(t *testing.T, snap health.Snapshot, want map[string]got) {
+	t.Helper()
+	for k, w := range want {
+		r := snap[k]
+		if g := (got{r.Verdict, r.Healthy, r.Total}); g != w {
+			t.Errorf("%s: got %+v (err %v), want %+v", k, g, r.Err, w)
+		}
+	}
+}
+
+// Answers are matched to requests by their order on each connection: every
+// resource gets its own, in both body codings, with nginx's close after
+// keepalive_requests answers in the middle of pipelines (the requests
+// written after the close are sent again on another connection, and the
+// server sees each resource once).
+func TestPipelineOrder(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		chunked   bool
+		keepalive int
+	}{{"length", false, 0}, {"chunked", true, 0}, {"keepalive 7", false, 7}, {"chunked keepalive 1", true, 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := apisixtest.New()
+			srv.SetChunked(tt.chunked)
+			srv.SetKeepaliveRequests(tt.keepalive)
+			ts := srv.Start()
+			defer srv.Close()
+			keys, want := distinct(srv, 300)
+			c := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModePerUpstream})
+			for range 2 {
+				checkAll(t, c.Poll(context.Background(), ups(keys...)), want)
+			}
+			for _, k := range keys[:20] {
+				ref := ups(k)[0].Ref
+				if n := srv.RequestsFor(ref); n != 2 {
+					t.Errorf("%v requested %d times in 2 polls, want 2", ref, n)
+				}
+			}
+		})
+	}
+}
+
+// A resource whose request the server answers by closing the connection is
+// sent once more (as the Transport retries), then Failed; the resources
+// pipelined behind it on that connection are sent again and answered.
+func TestPipelineRefusedOne(t *testing.T) {
+	srv := apisixtest.New()
+	ts := srv.Start()
+	defer srv.Close()
+	keys, want := distinct(srv, 100)
+	bad := ups(keys[10])[0]
+	srv.SetFault(bad.Ref, apisixtest.Refuse)
+	delete(want, bad.Key)
+	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModePerUpstream}).Poll(context.Background(), ups(keys...))
+	checkAll(t, snap, want)
+	if r := snap[bad.Key]; r.Verdict != health.Failed || !errors.Is(r.Err, io.EOF) {
+		t.Errorf("refused: %v, err %v; want failed, EOF", r.Verdict, r.Err)
+	}
+	if n := srv.RequestsFor(bad.Ref); n != 2 {
+		t.Errorf("refused resource requested %d times, want 2", n)
+	}
+}
+
+// rawServer accepts connections and hands each to serve; it counts them.
+type rawServer struct {
+	ln    net.Listener
+	conns atomic.Int32
+	wg    sync.WaitGroup
+}
+
+func newRawServer(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) *rawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawServer{ln: ln}
+	s.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			s.wg.Go(func() {
+				defer c.Close()
+				serve(c, bufio.NewReader(c))
+			})
+		}
+	})
+	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
+	return s
+}
+
+func (s *rawServer) url() string { return "http://" + s.ln.Addr().String() }
+
+const okBody = `{"name":"/apisix/upstreams/x","type":"http","nodes":[{"ip":"10.0.0.1","port":80,"status":"healthy"}]}`
+
+var okAnswer = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(okBody), okBody)
+
+// A server that closes every connection without a byte: each request is
+// sent twice and Failed, and the client dials a bounded number of times.
+func TestPipelineServerClosesSilently(t *testing.T) {
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		_, _ = http.ReadRequest(br) // then close
+	})
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = fmt.Sprint("/apisix/upstreams/u", i)
+	}
+	snap := newClient(t, s.url(), apisix.Options{}).Poll(context.Background(), ups(keys...))
+	for _, k := range keys {
+		if r := snap[k]; r.Verdict != health.Failed || r.Err == nil || !strings.HasPrefix(r.Err.Error(), "GET /v1/healthcheck/upstreams/u") {
+			t.Errorf("%s: %v, err %v", k, r.Verdict, r.Err)
+		}
+	}
+	// Each connection charges the request at its head: at most two
+	// connections per request.
+	if n := int(s.conns.Load()); n > 2*len(keys) || n < len(keys) {
+		t.Errorf("%d connections for %d requests, want %d to %d", n, len(keys), len(keys), 2*len(keys))
+	}
+}
+
+// Answers a pipeline cannot trust fail the request they answer, and the
+// connection is not used again: a 1xx, junk, a body cut short, a second
+// answer to one request, an HTTP/1.0 answer (used, then closed).
+func TestPipelineOddAnswers(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer string
+		want   health.Verdict
+		err    string
+	}{
+		{"1xx", "HTTP/1.1 100 Continue\r\n\r\n" + okAnswer, health.Failed, "GET /v1/healthcheck/upstreams/a: HTTP 100 before an answer"},
+		{"junk", "\x00\x01 junk\r\n\r\n", health.Failed, `GET /v1/healthcheck/upstreams/a: malformed HTTP status code "junk"`},
+		{"cut", strings.TrimSuffix(okAnswer, "}"), health.Failed, "GET /v1/healthcheck/upstreams/a: read body: unexpected EOF"},
+		{"two answers", okAnswer + okAnswer, health.Up, ""},
+		{"HTTP/1.0", strings.Replace(okAnswer, "HTTP/1.1", "HTTP/1.0", 1), health.Up, ""},
+		{"close", strings.Replace(okAnswer, "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1), health.Up, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+				for {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					if _, err := io.WriteString(c, tt.answer); err != nil {
+						return
+					}
+					if tt.name == "cut" {
+						return
+					}
+				}
+			})
+			c := newClient(t, s.url(), apisix.Options{})
+			defer c.CloseIdleConnections() // or the server waits for their idle timeout
+			for poll := range 2 {
+				r := c.Poll(context.Background(), ups("/apisix/upstreams/a"))["/apisix/upstreams/a"]
+				if r.Verdict != tt.want || (tt.err != "" && (r.Err == nil || r.Err.Error() != tt.err)) {
+					t.Errorf("poll %d: %v, err %v; want %v, %q", poll, r.Verdict, r.Err, tt.want, tt.err)
+				}
+			}
+			if n := s.conns.Load(); n != 2 {
+				t.Errorf("%d connections for two polls, want 2 (none kept)", n)
+			}
+		})
+	}
+}
+
+// A stalled answer holds its pipeline until the poll ends; cancelling the
+// poll when the server holds it back ends the poll at once, the stalled
+// request and those behind it Failed with the context's error, the others
+// answered.
+func TestPipelineStallCanceled(t *testing.T) {
+	srv := apisixtest.New()
+	ts := srv.Start()
+	defer srv.Close()
+	keys, want := distinct(srv, 40)
+	stalled := ups(keys[0])[0]
+	srv.SetFault(stalled.Ref, apisixtest.Stall)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-srv.Stalled()
+		cancel()
+	}()
+	// An hour: only the cancellation can end this poll in the test's time.
+	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: 1, Timeout: time.Hour}).Poll(ctx, ups(keys...))
+	if r := snap[stalled.Key]; r.Verdict != health.Failed || !errors.Is(r.Err, context.Canceled) {
+		t.Errorf("stalled: %v, err %v; want failed, canceled", r.Verdict, r.Err)
+	}
+	for k, w := range want {
+		if r := snap[k]; r.Verdict != w.Verdict && (r.Verdict != health.Failed || !errors.Is(r.Err, context.Canceled)) {
+			t.Errorf("%s: %v, err %v; want %v or canceled", k, r.Verdict, r.Err, w.Verdict)
+		}
+	}
+}
+
+// A body over the bound fails its request only; the rest of the pipeline
+// is sent again.
+func TestPipelineOversizeOne(t *testing.T) {
+	srv := apisixtest.New()
+	ts := srv.Start()
+	defer srv.Close()
+	keys, want := distinct(srv, 60)
+	big := ups(keys[7])[0]
+	srv.SetFault(big.Ref, apisixtest.Oversize)
+	delete(want, big.Key)
+	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: 1}).Poll(context.Background(), ups(keys...))
+	checkAll(t, snap, want)
+	if r := snap[big.Key]; r.Verdict != health.Failed || r.Err == nil || r.Err.Error() != "GET /v1/healthcheck/upstreams/u7: body exceeds the 4194304-byte limit" {
+		t.Errorf("oversize: %v, err %v", r.Verdict, r.Err)
+	}
+}
+
+// Kept connections are reused across polls; one the server closed while
+// idle is noticed before use and replaced, without a failed request; and
+// CloseIdleConnections closes the kept ones.
+func TestPipelineKeptConnections(t *testing.T) {
+	srv := apisixtest.New()
+	defer srv.Close()
+	keys, want := distinct(srv, 50)
+	var mu sync.Mutex
+	var open []net.Conn
+	news, closed := 0, 0
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StateNew:
+			news++
+			open = append(open, c)
+		case http.StateClosed:
+			closed++
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	c := newClient(t, ts.URL, apisix.Options{})
+	poll := func() {
+		t.Helper()
+		checkAll(t, c.Poll(context.Background(), ups(keys...)), want)
+	}
+	// A connection whose work is done is kept and may serve another
+	// connection's share of the same poll: at most 4 are dialled.
+	poll()
+	mu.Lock()
+	first := news
+	mu.Unlock()
+	poll()
+	mu.Lock()
+	if first < 1 || first > 4 || news != first {
+		t.Errorf("%d connections after one poll, %d after two; want 1-4, none more", first, news)
+	}
+	// The server drops every connection while the client keeps them.
+	for _, nc := range open {
+		nc.Close()
+	}
+	mu.Unlock()
+	poll()
+	mu.Lock()
+	dropped := news
+	if dropped == first {
+		t.Errorf("no connection dialled after the server dropped all %d", first)
+	}
+	mu.Unlock()
+
+	// Closed kept connections are not used: the next poll dials.
+	c.CloseIdleConnections()
+	poll()
+	mu.Lock()
+	defer mu.Unlock()
+	if news == dropped {
+		t.Errorf("no connection dialled after CloseIdleConnections")
+	}
+}
+
+// BenchmarkPipeline10000 is the client's side of a per_upstream poll of
+// 10,000 resources: a raw server answers each request it reads with the
+// same two-node body, as many answers in one write as it read requests, so
+// that nearly all the CPU and allocations measured are the client's.
+func BenchmarkPipeline10000(b *testing.B) {
+	body := `{"name":"/apisix/upstreams/u","type":"http","nodes":[` +
+		`{"counter":{"http_failure":0,"success":0,"tcp_failure":0,"timeout_failure":0},"hostname":"192.0.2.1","ip":"192.0.2.1","port":8000,"status":"healthy"},` +
+		`{"counter":{"http_failure":0,"success":0,"tcp_failure":2,"timeout_failure":0},"hostname":"192.0.2.2","ip":"192.0.2.2","port":8001,"status":"unhealthy"}]}` + "\n"
+	answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nDate: Thu, 03 Dec 2026 14:00:00 GMT\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\nServer: APISIX/3.11.0\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				var out []byte
+				partial := 0 // bytes of "\r\n\r\n" matched at the end of the last read
+				for {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					out = out[:0]
+					for _, ch := range buf[:n] {
+						switch {
+						case ch == "\r\n\r\n"[partial]:
+							partial++
+						case ch == '\r':
+							partial = 1
+						default:
+							partial = 0
+						}
+						if partial == 4 {
+							partial = 0
+							out = append(out, answer...)
+						}
+					}
+					if _, err := c.Write(out); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = fmt.Sprint("/apisix/upstreams/u", i)
+	}
+	up := ups(keys...)
+	c := newClient(b, "http://"+ln.Addr().String(), apisix.Options{Mode: apisix.ModePerUpstream})
+	defer c.CloseIdleConnections()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := c.Poll(context.Background(), up)[keys[9999]]; r.Verdict != health.Up {
+			b.Fatalf("got %v, err %v", r.Verdict, r.Err)
+		}
+	}
+}
