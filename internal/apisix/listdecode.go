@@ -196,8 +196,8 @@ type listEntry struct {
 	out   map[health.Ref]listed
 	jobs  *health.Plan // replaces want and out when set
 	found []job        // by the plan's resource
-	v2    bool               // an entry had a key only 2.x–3.2 sends
-	w     walker             // reused: one allocated per entry was most of a poll's allocations
+	v2    bool         // an entry had a key only 2.x–3.2 sends
+	w     walker       // reused: one allocated per entry was most of a poll's allocations
 }
 
 func (e *listEntry) UnmarshalJSON(b []byte) error {
