@@ -25,7 +25,7 @@ import (
 func TestPollPlanRandomly(t *testing.T) {
 	for _, mode := range []apisix.Mode{apisix.ModeList, apisix.ModePerUpstream, apisix.ModeAuto} {
 		t.Run(string(mode), func(t *testing.T) {
-			for seed := range uint64(2) {
+			for seed := range uint64(4) {
 				pollPlanRandomly(t, mode, seed)
 			}
 		})
@@ -52,7 +52,7 @@ func pollPlanRandomly(t *testing.T, mode apisix.Mode, seed uint64) {
 
 	last := c.PollPlan(context.Background(), plan)
 	reused := 0
-	for step := range 40 {
+	for step := range 60 {
 		changed := randomChange(rng, srv, refs)
 		if rng.IntN(4) == 0 {
 			c.Poll(context.Background(), ups("/apisix/upstreams/r3", "/x/upstreams/r9"))
