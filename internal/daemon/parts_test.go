@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"maps"
-	"math/rand/v2"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -261,55 +259,5 @@ func TestUnmanagedAddrs(t *testing.T) {
 	managed[netip.MustParsePrefix("192.0.2.7/32")] = true
 	if u.update(vip.State{Present: pfx("192.0.2.7/32")}, isManaged); u.list != nil {
 		t.Errorf("a managed address is still listed: %v", u.list)
-	}
-}
-
-// TestUpstreamLogSameSnapshot: a note of the snapshot it noted last (a
-// steady poll returns it again) logs and counts what a note of a copy of it
-// would, over random sequences of snapshots, some lacking a key, and of
-// keys that change.
-func TestUpstreamLogSameSnapshot(t *testing.T) {
-	snaps := []health.Snapshot{
-		{"a": {Verdict: health.Up}, "b": {Verdict: health.NoChecker}, "c": {Verdict: health.Failed, Err: errors.New("refused")}},
-		{"a": {Verdict: health.Down}, "b": {Verdict: health.Up}, "c": {Verdict: health.Up}},
-		{"a": {Verdict: health.Up}, "c": {Verdict: health.NotFound}}, // lacks b
-	}
-	keySets := [][]string{{"a", "b", "c"}, {"a", "c"}, {"c", "b"}}
-	rng := rand.New(rand.NewPCG(1, 2))
-	same, copied := new(upstreamLog), new(upstreamLog)
-	logSame, hookSame := logtest.NewNullLogger()
-	logCopy, hookCopy := logtest.NewNullLogger()
-	policy := config.FailurePolicy{NoChecker: "healthy"}
-	lines := func(h *logtest.Hook) []string {
-		var out []string
-		for _, e := range h.AllEntries() {
-			out = append(out, e.Data["upstream"].(string)+" "+e.Data["verdict"].(string))
-		}
-		h.Reset()
-		return out
-	}
-	snap, keys, skipped := snaps[0], keySets[0], 0
-	for step := range 300 {
-		if rng.IntN(3) == 0 {
-			snap = snaps[rng.IntN(len(snaps))]
-		}
-		if rng.IntN(6) == 0 {
-			keys = keySets[rng.IntN(len(keySets))]
-		}
-		ups := make([]health.Upstream, len(keys))
-		for i, k := range keys {
-			ups[i] = health.Upstream{Key: k}
-		}
-		if same.noted != nil && snap.Same(same.noted) {
-			skipped++
-		}
-		n1 := same.note(logSame, ups, snap, policy)
-		n2 := copied.note(logCopy, ups, maps.Clone(snap), policy)
-		if l1, l2 := lines(hookSame), lines(hookCopy); n1 != n2 || !slices.Equal(l1, l2) {
-			t.Fatalf("step %d (keys %v): same snapshot %d %v, copy %d %v", step, keys, n1, l1, n2, l2)
-		}
-	}
-	if skipped == 0 {
-		t.Fatal("no note was handed the snapshot it noted last")
 	}
 }

@@ -15,11 +15,6 @@ type upstreamLog struct {
 	keys   []string         // the keys of the last note, in its order
 	last   []health.Verdict // the last verdict logged, per keys[i]
 	logged []bool           // whether keys[i] has a verdict logged
-	// The last note's snapshot, if it held every key, and what note
-	// returned: the same snapshot again (a steady poll, PollPlan) for the
-	// same keys logs nothing and counts the same (issue 15).
-	noted      health.Snapshot
-	unreadable int
 }
 
 // note logs the verdicts of snap for keys that changed since the last
@@ -28,10 +23,7 @@ type upstreamLog struct {
 // policy says what an upstream without a health checker counts as, for
 // the warning.
 func (u *upstreamLog) note(log logrus.FieldLogger, keys []health.Upstream, snap health.Snapshot, policy config.FailurePolicy) (unreadable int) {
-	if u.rekey(keys) && u.noted != nil && snap.Same(u.noted) {
-		return u.unreadable
-	}
-	u.noted = snap
+	u.rekey(keys)
 	for i, up := range keys {
 		k := up.Key
 		r, ok := snap[k]
@@ -43,18 +35,13 @@ func (u *upstreamLog) note(log logrus.FieldLogger, keys []health.Upstream, snap 
 			logVerdict(log, k, r, policy)
 		}
 		u.logged[i] = ok // a key snap lacks is forgotten
-		if !ok {
-			u.noted = nil // logged again at the next note
-		}
 	}
-	u.unreadable = unreadable
 	return unreadable
 }
 
 // rekey makes keys the keys of the log, carrying over what was logged for
-// those it had; a key it drops is forgotten. It reports whether keys were
-// the log's keys already.
-func (u *upstreamLog) rekey(keys []health.Upstream) bool {
+// those it had; a key it drops is forgotten.
+func (u *upstreamLog) rekey(keys []health.Upstream) {
 	if len(keys) == len(u.keys) {
 		same := true
 		for i := range keys {
@@ -64,7 +51,7 @@ func (u *upstreamLog) rekey(keys []health.Upstream) bool {
 			}
 		}
 		if same {
-			return true
+			return
 		}
 	}
 	was := make(map[string]health.Verdict, len(u.keys))
@@ -80,7 +67,6 @@ func (u *upstreamLog) rekey(keys []health.Upstream) bool {
 		u.keys[i] = up.Key
 		u.last[i], u.logged[i] = was[up.Key]
 	}
-	return false
 }
 
 // logVerdict logs upstream k's new verdict r.

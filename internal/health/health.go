@@ -9,7 +9,6 @@ package health
 import (
 	"fmt"
 	"net/url"
-	"reflect"
 	"strings"
 )
 
@@ -52,16 +51,8 @@ type Result struct {
 }
 
 // Snapshot maps each upstream key of the config (e.g. "/apisix/upstreams/api")
-// to what one poll learned about it. A snapshot is never changed once
-// returned: a poll that finds nothing changed may return the last one again
-// (apisix.Client.PollPlan).
+// to what one poll learned about it.
 type Snapshot map[string]Result
-
-// Same reports whether s and o are the same map, not merely equal ones: a
-// consumer may skip what it did for a snapshot it is handed again.
-func (s Snapshot) Same(o Snapshot) bool {
-	return reflect.ValueOf(s).UnsafePointer() == reflect.ValueOf(o).UnsafePointer()
-}
 
 // Ref is a control-API resource: its type ("upstreams", "routes", "services",
 // "stream_routes") and id.
