@@ -77,7 +77,6 @@ type Client struct {
 	// in per_upstream mode.
 	rt   http.RoundTripper
 	auto autoState // ModeAuto's memory of the list's last answers
-	memo snapMemo  // PollPlan's memory of its last snapshot
 	// listTimeout bounds the list request with its share of the poll's
 	// deadline: context.WithTimeout, or a test's stand-in that also ends
 	// it when the fake server stalls (export_test.go).
@@ -164,21 +163,13 @@ func newHTTPClient(maxInFlight int) *http.Client {
 // holds are answered from it and only the rest are fetched one by one; see
 // Mode for what happens when the list cannot be used.
 func (c *Client) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
-	return c.poll(ctx, health.NewPlan(ups), false)
+	return c.PollPlan(ctx, health.NewPlan(ups))
 }
 
 // PollPlan is Poll of plan's upstreams. A caller that polls the same keys
 // again and again builds the plan once (health.NewPlan) instead of once a
-// poll. When every resource says what it said at the client's last poll
-// of the same plan, and nothing failed, PollPlan returns the snapshot it
-// returned then (snapMemo): callers must not change a snapshot.
+// poll.
 func (c *Client) PollPlan(ctx context.Context, plan *health.Plan) health.Snapshot {
-	return c.poll(ctx, plan, true)
-}
-
-// poll is PollPlan, with the client's memory of its last snapshot when
-// memo is set.
-func (c *Client) poll(ctx context.Context, plan *health.Plan, memo bool) health.Snapshot {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
@@ -193,11 +184,6 @@ func (c *Client) poll(ctx context.Context, plan *health.Plan, memo bool) health.
 		}
 	}
 	c.fetchEach(ctx, jobs)
-	if memo {
-		if snap, ok := c.memo.reuse(plan, jobs); ok {
-			return snap
-		}
-	}
 
 	ups := plan.Upstreams()
 	snap := make(health.Snapshot, len(ups))
@@ -207,9 +193,6 @@ func (c *Client) poll(ctx context.Context, plan *health.Plan, memo bool) health.
 		} else {
 			snap[u.Key] = health.Result{Verdict: health.Failed, Err: fmt.Errorf("key %q: %w", u.Key, u.Ref.Check())}
 		}
-	}
-	if memo {
-		c.memo.remember(plan, jobs, snap)
 	}
 	return snap
 }

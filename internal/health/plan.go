@@ -23,7 +23,6 @@ type Plan struct {
 	ups    []Upstream
 	keyRes []int32 // per key: its resource, or -1 when Ref.Check rejects its Ref
 	res    []int32 // per resource: the first key naming it, whose Ref it is
-	valid  bool    // no key is invalid
 	seed   maphash.Seed
 	// table finds a resource by the hash of its name, by open addressing:
 	// each slot is empty (0) or the hash's high 32 bits and the resource
@@ -33,12 +32,12 @@ type Plan struct {
 
 // NewPlan plans polls of ups, which it keeps (see Plan).
 func NewPlan(ups []Upstream) *Plan {
-	p := &Plan{ups: ups, keyRes: make([]int32, len(ups)), seed: maphash.MakeSeed(), valid: true}
+	p := &Plan{ups: ups, keyRes: make([]int32, len(ups)), seed: maphash.MakeSeed()}
 	p.table = make([]uint64, tableSize(len(ups)))
 	for i := range ups {
 		ref := &ups[i].Ref
 		if ref.Check() != nil {
-			p.keyRes[i], p.valid = -1, false
+			p.keyRes[i] = -1
 			continue
 		}
 		h := p.refHash(ref)
@@ -103,9 +102,6 @@ func (p *Plan) Resources() int { return len(p.res) }
 
 // Resource returns resource j's Ref, 0 ≤ j < Resources().
 func (p *Plan) Resource(j int) Ref { return p.ups[p.res[j]].Ref }
-
-// AllValid reports whether Ref.Check accepts every key's Ref.
-func (p *Plan) AllValid() bool { return p.valid }
 
 // KeyResource returns the resource key i reads, 0 ≤ i < len(Upstreams()),
 // or false when Ref.Check rejects the key's Ref.
