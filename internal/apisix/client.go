@@ -168,39 +168,35 @@ func newHTTPClient(maxInFlight int) *http.Client {
 // holds are answered from it and only the rest are fetched one by one; see
 // Mode for what happens when the list cannot be used.
 func (c *Client) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
+	return c.PollPlan(ctx, health.NewPlan(ups))
+}
+
+// PollPlan is Poll of plan's upstreams. A caller that polls the same keys
+// again and again builds the plan once (health.NewPlan) instead of once a
+// poll.
+func (c *Client) PollPlan(ctx context.Context, plan *health.Plan) health.Snapshot {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	snap := make(health.Snapshot, len(ups))
-	jobs := make([]job, 0, len(ups)) // one per distinct resource: at most one per key
-	jobOf := make(map[health.Ref]int, len(ups))
-	keyJob := make([]int, len(ups)) // index into jobs, -1 when the ref is invalid
-	for i, u := range ups {
-		if err := u.Ref.Check(); err != nil {
-			keyJob[i] = -1
-			snap[u.Key] = health.Result{Verdict: health.Failed, Err: fmt.Errorf("key %q: %w", u.Key, err)}
-			continue
-		}
-		j, ok := jobOf[u.Ref]
-		if !ok {
-			j = len(jobs)
-			jobOf[u.Ref] = j
-			jobs = append(jobs, job{ref: u.Ref})
-		}
-		keyJob[i] = j
+	jobs := make([]job, plan.Resources()) // one per distinct resource
+	for j := range jobs {
+		jobs[j].ref = plan.Resource(j)
 	}
-
 	if c.listFirst(len(jobs)) {
-		usable := c.fromList(ctx, jobs, jobOf)
+		usable := c.fromList(ctx, jobs, plan)
 		if c.mode == ModeAuto && !usable {
 			c.auto.pause()
 		}
 	}
 	c.fetchEach(ctx, jobs)
 
+	ups := plan.Upstreams()
+	snap := make(health.Snapshot, len(ups))
 	for i, u := range ups {
-		if j := keyJob[i]; j >= 0 {
+		if j, ok := plan.KeyResource(i); ok {
 			snap[u.Key] = jobs[j].res
+		} else {
+			snap[u.Key] = health.Result{Verdict: health.Failed, Err: fmt.Errorf("key %q: %w", u.Key, u.Ref.Check())}
 		}
 	}
 	return snap

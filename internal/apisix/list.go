@@ -112,12 +112,12 @@ func (c *Client) listFirst(n int) bool {
 
 // fromList answers the jobs whose resource the list holds and reports
 // whether the list was usable: the 3.3+ format, and it answered at least
-// one job. jobOf maps each job's resource to its index in jobs. Jobs it
-// does not answer are left for fetchEach.
-func (c *Client) fromList(ctx context.Context, jobs []job, jobOf map[health.Ref]int) bool {
+// one job. jobs[j] is plan's resource j. Jobs it does not answer are left
+// for fetchEach.
+func (c *Client) fromList(ctx context.Context, jobs []job, plan *health.Plan) bool {
 	deadline, _ := ctx.Deadline() // Poll's context always has one
 	lctx, cancel := c.listTimeout(ctx, time.Until(deadline)/2)
-	err := c.getList(lctx, jobOf, jobs)
+	err := c.getList(lctx, plan, jobs)
 	cancel()
 	if err != nil {
 		// Not logged, not returned: the per-upstream requests that follow
@@ -146,9 +146,9 @@ func (c *Client) fromList(ctx context.Context, jobs []job, jobOf map[health.Ref]
 }
 
 // getList fetches the list and decodes it as it arrives, keeping only the
-// resources in jobOf: what it says of jobOf's resource j is in jobs[j]
+// resources of plan: what it says of plan's resource j is in jobs[j]
 // (decodeListJobs).
-func (c *Client) getList(ctx context.Context, jobOf map[health.Ref]int, jobs []job) error {
+func (c *Client) getList(ctx context.Context, plan *health.Plan, jobs []job) error {
 	resp, err := c.send(ctx, listPath)
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func (c *Client) getList(ctx context.Context, jobOf map[health.Ref]int, jobs []j
 	case resp.ContentLength > c.maxList:
 		return fmt.Errorf("body of %d bytes exceeds the %d-byte limit", resp.ContentLength, c.maxList)
 	}
-	return decodeListJobs(ctx, resp.Body, jobOf, jobs, listLimits{
+	return decodeListJobs(ctx, resp.Body, plan, jobs, listLimits{
 		bytes:      c.maxList,
 		entries:    c.maxEntries,
 		entryBytes: max(c.maxBody, minListEntryBytes),

@@ -61,13 +61,13 @@ func decodeList(ctx context.Context, r io.Reader, want map[string]health.Ref, li
 }
 
 // decodeListJobs is decodeHealthList for a poll: it keeps the entries
-// whose resource is a key of jobOf, and what the list says of the resource
-// jobOf maps to j is in jobs[j].res, with jobs[j].listed the number of
-// entries that named it. It takes no map of names and makes no map out: at
-// 10,000 upstreams the two were a tenth of a poll's CPU (BENCHMARKS.md,
-// issue 15). On an error, what it wrote to jobs is meaningless.
-func decodeListJobs(ctx context.Context, r io.Reader, jobOf map[health.Ref]int, jobs []job, lim listLimits) error {
-	e := listEntry{jobs: jobOf, found: jobs}
+// whose resource is one of plan's, and what the list says of plan's
+// resource j is in jobs[j].res, with jobs[j].listed the number of entries
+// that named it. It takes no map of names and makes no map out: at 10,000
+// upstreams the two were a tenth of a poll's CPU (BENCHMARKS.md, issue 15).
+// On an error, what it wrote to jobs is meaningless.
+func decodeListJobs(ctx context.Context, r io.Reader, plan *health.Plan, jobs []job, lim listLimits) error {
+	e := listEntry{jobs: plan, found: jobs}
 	_, err := readList(ctx, r, &e, lim, listBufSize)
 	return err
 }
@@ -190,14 +190,14 @@ func (r *listReader) finish(delim byte) error {
 
 // listEntry decodes one entry of the list in place, in the decoder's
 // buffer, and records it in out if want holds its resource; or, when jobs
-// is set (a poll), in found[jobs[resource]] if jobs holds it.
+// is set (a poll), in found[j] if it is the plan's resource j.
 type listEntry struct {
 	want  map[string]health.Ref // by resource name, "<type>/<id>"
 	out   map[health.Ref]listed
-	jobs  map[health.Ref]int // replaces want and out when set
-	found []job              // by the index jobs gives
-	v2    bool               // an entry had a key only 2.x–3.2 sends
-	w     walker             // reused: one allocated per entry was most of a poll's allocations
+	jobs  *health.Plan // replaces want and out when set
+	found []job        // by the plan's resource
+	v2    bool         // an entry had a key only 2.x–3.2 sends
+	w     walker       // reused: one allocated per entry was most of a poll's allocations
 }
 
 func (e *listEntry) UnmarshalJSON(b []byte) error {
@@ -308,19 +308,19 @@ func (e *listEntry) wanted(quoted []byte, esc bool) (health.Ref, bool, error) {
 	return ref, ok, nil
 }
 
-// wantedJob is wanted for a poll: it reports the index jobs gives the
-// resource a quoted name names, if jobs holds it. The lookup allocates
-// nothing; FuzzDecodeListJobs holds it to wanted.
+// wantedJob is wanted for a poll: it reports which of the plan's resources
+// a quoted name names, if any. The lookup allocates nothing;
+// FuzzDecodeListJobs holds it to wanted.
 func (e *listEntry) wantedJob(quoted []byte, esc bool) (int, bool, error) {
 	name, err := nameOf(quoted, esc)
 	if err != nil {
 		return 0, false, err
 	}
-	j, i, ok := splitName(name)
+	j, _, ok := splitName(name)
 	if !ok {
 		return 0, false, nil
 	}
-	k, ok := e.jobs[health.Ref{Type: string(name[j+1 : i]), ID: string(name[i+1:])}]
+	k, ok := e.jobs.Lookup(name[j+1:])
 	return k, ok, nil
 }
 

@@ -33,18 +33,17 @@ func FuzzDecodeListJobs(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		want := resourcesNamed(body)
-		jobOf := make(map[health.Ref]int, len(want))
 		refs := make([]health.Ref, 0, len(want))
 		for _, ref := range want {
-			jobOf[ref] = len(refs)
 			refs = append(refs, ref)
 		}
+		plan := planOf(refs)
 		old, oldErr := decodeHealthList(context.Background(), bytes.NewReader(body), want, jobsLimits)
 		jobs := make([]job, len(refs))
 		for j, ref := range refs {
 			jobs[j].ref = ref
 		}
-		err := decodeListJobs(context.Background(), bytes.NewReader(body), jobOf, jobs, jobsLimits)
+		err := decodeListJobs(context.Background(), bytes.NewReader(body), plan, jobs, jobsLimits)
 		if (err == nil) != (oldErr == nil) {
 			t.Fatalf("%q: jobs: %v; want map: %v", body, err, oldErr)
 		}
@@ -58,6 +57,16 @@ func FuzzDecodeListJobs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// planOf plans a poll of distinct refs, each under a key of its own: the
+// plan's resource j is refs[j].
+func planOf(refs []health.Ref) *health.Plan {
+	ups := make([]health.Upstream, len(refs))
+	for j, ref := range refs {
+		ups[j] = health.Upstream{Key: "/" + ref.String(), Ref: ref}
+	}
+	return health.NewPlan(ups)
 }
 
 // resourcesNamed returns, by "<type>/<id>", every valid resource named by
@@ -93,9 +102,9 @@ func TestDecodeListJobsReadsStatusInPlace(t *testing.T) {
 	body := `[{"name":"/a/upstreams/1","nodes":[{"status":"he\u0061lthy"},{"status":"unhealthy"}]},
 	{"name":"/a/upstreams/2","nodes":[{"status":"mostly_unhealthy"},{"status":"Healthy"},{"status":null}]},
 	{"name":"/a/upstreams/3","nodes":[{"status":"mostly_healthy"}]}]`
-	jobOf := map[health.Ref]int{{Type: "upstreams", ID: "1"}: 0, {Type: "upstreams", ID: "2"}: 1, {Type: "upstreams", ID: "3"}: 2}
+	plan := planOf([]health.Ref{{Type: "upstreams", ID: "1"}, {Type: "upstreams", ID: "2"}, {Type: "upstreams", ID: "3"}})
 	jobs := make([]job, 3)
-	if err := decodeListJobs(context.Background(), strings.NewReader(body), jobOf, jobs, jobsLimits); err != nil {
+	if err := decodeListJobs(context.Background(), strings.NewReader(body), plan, jobs, jobsLimits); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{

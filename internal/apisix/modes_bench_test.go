@@ -23,6 +23,21 @@ func BenchmarkPoll1000Modes(b *testing.B) { benchPollModes(b, 1000) }
 // then served from memory, so the server's share (encoding the list) is
 // left out, all but writing the bytes to the socket.
 func BenchmarkPollListClient10000(b *testing.B) {
+	benchPollListClient(b, func(c *apisix.Client, us []health.Upstream) func() health.Snapshot {
+		return func() health.Snapshot { return c.Poll(context.Background(), us) }
+	})
+}
+
+// BenchmarkPollPlanListClient10000 is BenchmarkPollListClient10000 with
+// the keys planned once, as the daemon polls them.
+func BenchmarkPollPlanListClient10000(b *testing.B) {
+	benchPollListClient(b, func(c *apisix.Client, us []health.Upstream) func() health.Snapshot {
+		plan := health.NewPlan(us)
+		return func() health.Snapshot { return c.PollPlan(context.Background(), plan) }
+	})
+}
+
+func benchPollListClient(b *testing.B, poller func(*apisix.Client, []health.Upstream) func() health.Snapshot) {
 	srv := apisixtest.New()
 	fake := srv.Start()
 	_, keys := manyUpstreams(srv, 10000)
@@ -42,13 +57,13 @@ func BenchmarkPollListClient10000(b *testing.B) {
 	}))
 	defer ts.Close()
 	c := newClient(b, ts.URL, apisix.Options{Mode: apisix.ModeAuto, Timeout: time.Minute})
-	us := ups(keys...)
-	c.Poll(context.Background(), us) // open the connection outside the timing
+	poll := poller(c, ups(keys...))
+	poll() // open the connection outside the timing
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	cpu := cpuTime(b)
 	for b.Loop() {
-		if r := c.Poll(context.Background(), us)[keys[len(keys)-1]]; r.Verdict != health.Up {
+		if r := poll()[keys[len(keys)-1]]; r.Verdict != health.Up {
 			b.Fatalf("got %v, err %v", r.Verdict, r.Err)
 		}
 	}

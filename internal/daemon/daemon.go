@@ -30,6 +30,13 @@ type HealthSource interface {
 	Poll(ctx context.Context, ups []health.Upstream) health.Snapshot
 }
 
+// planPoller is a HealthSource that polls keys planned once
+// (apisix.Client): the loop plans d.keys at each config and polls the plan,
+// so a poll builds no maps of its own (issue 15).
+type planPoller interface {
+	PollPlan(ctx context.Context, plan *health.Plan) health.Snapshot
+}
+
 // idleCloser is a HealthSource that keeps connections between polls;
 // applyReload closes them when it replaces the source.
 type idleCloser interface{ CloseIdleConnections() }
@@ -115,6 +122,7 @@ type Daemon struct {
 	// Owned by the loop goroutine.
 	cfg       *config.Config
 	keys      []health.Upstream     // distinct upstream keys of cfg, with their parsed refs
+	plan      *health.Plan          // of keys, for a planPoller; keys is never changed in place
 	vs        vipStates             // per-VIP state, in config order
 	orphans   map[netip.Prefix]bool // dropped by a reload, still to withdraw
 	owned     map[netip.Prefix]bool // desired presence, built by a tick that sets it (setOwned)
@@ -304,7 +312,7 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 	d.cfg = cfg
 	d.vs.index(cfg.VIPs)
 	seen := map[string]bool{}
-	d.keys = d.keys[:0]
+	d.keys = nil // a new slice: the last plan keeps the old one
 	for i := range cfg.VIPs {
 		for _, u := range cfg.VIPs[i].Upstreams {
 			if !seen[u.Key] {
@@ -313,6 +321,7 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 			}
 		}
 	}
+	d.plan = health.NewPlan(d.keys)
 	d.guarded()
 }
 
@@ -362,7 +371,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	// ctx only cancels the poll on shutdown.
 	// The probes run alongside, under the same deadline (probe.go).
 	probed := d.probes.start(ctx, d.cfg, d.cfg.Timeout)
-	snap := d.health.Poll(ctx, d.keys)
+	snap := d.poll(ctx)
 	probed()
 	if ctx.Err() != nil {
 		return // shutting down: a poll cut short says nothing about health
@@ -395,6 +404,15 @@ func (d *Daemon) tick(ctx context.Context) {
 	d.last = pollRun{snap: snap, start: start, end: polled}
 	d.tickEnd = d.now()
 	d.publish()
+}
+
+// poll polls the keys of the config, by its plan when the health source
+// takes one.
+func (d *Daemon) poll(ctx context.Context) health.Snapshot {
+	if p, ok := d.health.(planPoller); ok {
+		return p.PollPlan(ctx, d.plan)
+	}
+	return d.health.Poll(ctx, d.keys)
 }
 
 // pollRun is one poll: what it found, when it started and ended.
