@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -418,7 +419,7 @@ func TestPipelineConcurrentPollsAndCloseIdle(t *testing.T) {
 				return
 			default:
 				c.CloseIdleConnections()
-				time.Sleep(200 * time.Microsecond)
+				runtime.Gosched()
 			}
 		}
 	})
@@ -440,4 +441,75 @@ func TestPipelineConcurrentPollsAndCloseIdle(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	closer.Wait()
+}
+
+// An answer a server sends for no request while the connection is kept
+// between polls is seen before the connection is used again: the next
+// poll's request gets its own answer, not that one.
+func TestPipelineUnsolicitedWhileIdle(t *testing.T) {
+	polled := make(chan struct{})
+	written := make(chan struct{})
+	var once sync.Once
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if _, err := io.WriteString(c, lengthAnswer(nodesBody(idOf(req), 0, 2))); err != nil {
+				return
+			}
+			once.Do(func() {
+				<-polled
+				// For no request: all healthy.
+				_, _ = io.WriteString(c, lengthAnswer(nodesBody(idOf(req), 2, 2)))
+				close(written)
+			})
+		}
+	})
+	c := newClient(t, s.url(), apisix.Options{Mode: apisix.ModePerUpstream, MaxInFlight: 1})
+	defer c.CloseIdleConnections()
+	key := "/apisix/upstreams/a"
+	for poll := range 2 {
+		r := c.Poll(context.Background(), ups(key))[key]
+		if r.Verdict != health.Down {
+			t.Errorf("poll %d: %v (%d/%d, err %v), want Down", poll, r.Verdict, r.Healthy, r.Total, r.Err)
+		}
+		if poll == 0 {
+			close(polled)
+			<-written // on loopback, in the client's socket once written
+		}
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2 (the one with unsolicited bytes dropped)", n)
+	}
+}
+
+// A server (or a proxy between) that answers one resource's request with
+// another's body: the client takes it. Neither path (pipelined or the
+// Transport) checks the body's "name" against the resource asked for, so
+// an answer matched to the wrong request (a broken proxy reordering
+// pipelined answers, a Content-Length that understates a body and carries
+// another answer) goes undetected. A check would need each name form of
+// fixtures/ ("/apisix/upstreams/api", "upstream#/apisix/upstreams/api",
+// "/routes/1", "upstream#/routes/1", escaped slashes) mapped to a Ref: not
+// a small fix; for the lead.
+func TestPipelineEchoedOtherBody(t *testing.T) {
+	t.Skip("red17: the body's name is not checked against the request: an answer for another resource is taken as this one's (see comment)")
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return
+			}
+			if _, err := io.WriteString(c, lengthAnswer(nodesBody("other", 2, 2))); err != nil {
+				return
+			}
+		}
+	})
+	c := newClient(t, s.url(), apisix.Options{Mode: apisix.ModePerUpstream})
+	defer c.CloseIdleConnections()
+	key := "/apisix/upstreams/a"
+	if r := c.Poll(context.Background(), ups(key))[key]; r.Verdict != health.Failed {
+		t.Errorf("a answered with /apisix/upstreams/other's body: %v, want Failed", r.Verdict)
+	}
 }
