@@ -513,3 +513,50 @@ func TestPipelineEchoedOtherBody(t *testing.T) {
 		t.Errorf("a answered with /apisix/upstreams/other's body: %v, want Failed", r.Verdict)
 	}
 }
+
+// A poll cancelled while one of its four connections is held mid-batch
+// (the others answered or answering), then a poll on the same Client after
+// the held answer is let go: every answer of the second poll is its own.
+func TestPipelineCancelMidBatchThenPoll(t *testing.T) {
+	held := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			id := idOf(req)
+			if id == "u50" {
+				once.Do(func() {
+					close(held)
+					<-release
+					// Late, and a lie: u50 all healthy.
+					_, _ = io.WriteString(c, lengthAnswer(nodesBody(id, 9, 9)))
+					id = ""
+				})
+				if id == "" {
+					continue
+				}
+			}
+			if _, err := io.WriteString(c, lengthAnswer(bodyFor(id))); err != nil {
+				return
+			}
+		}
+	})
+	keys, want := numbered(200)
+	c := newClient(t, s.url(), apisix.Options{Mode: apisix.ModePerUpstream, Timeout: time.Hour})
+	defer c.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-held; cancel() }()
+	snap := c.Poll(ctx, ups(keys...))
+	checkOwnOrFailed(t, snap, want)
+	if r := snap[keys[50]]; r.Verdict != health.Failed || !errors.Is(r.Err, context.Canceled) {
+		t.Errorf("held u50: %v, err %v; want Failed, canceled", r.Verdict, r.Err)
+	}
+	close(release)
+	for range 2 {
+		checkAll(t, c.Poll(context.Background(), ups(keys...)), want)
+	}
+}
