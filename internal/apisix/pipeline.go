@@ -29,7 +29,8 @@ import (
 //
 // Answers are matched to requests strictly by order. Anything a pipeline
 // cannot be sure of drops the connection: an answer that cannot be parsed,
-// a 1xx, a body over the bound or cut short, an HTTP/1.0 answer, bytes
+// a 1xx, a 204 or 304 (which has no body whatever its header says), a
+// body over the bound or cut short, an HTTP/1.0 answer, bytes
 // that arrive for no request. The request being answered then fails with
 // what was wrong; the requests written after it were not answered and are
 // sent again on another connection. nginx closes a connection after
@@ -412,6 +413,9 @@ func (r *pipeRun) readOne() (keep bool, err error) {
 		return false, nil
 	}
 	keep = !resp.Close && resp.ProtoMajor == 1 && resp.ProtoMinor == 1
+	// A 204 or 304 has no body whatever its header says: bytes a broken
+	// server sent as one would be read as the next request's answer.
+	keep = keep && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
 	if resp.StatusCode < 200 {
 		// nginx sends no 1xx to a GET; what follows cannot be matched.
 		r.answer(j, failed(fmt.Errorf("HTTP %d before an answer", resp.StatusCode)))
