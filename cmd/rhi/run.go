@@ -51,6 +51,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitBadInput
 	}
+	gogc := collector()
 	logs, err := openLogs(cfg, *debug, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
@@ -91,7 +92,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer notifyStopping()
 
-	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface}).Info("rhi starting")
+	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface, "gogc": gogc}).Info("rhi starting")
 	err = d.Run(ctx)
 	stop()
 	waitServers() // the control socket's file goes with its server
