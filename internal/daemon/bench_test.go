@@ -138,11 +138,11 @@ func BenchmarkLiveHeap10000(b *testing.B) {
 		liveHeapKept = nil
 		kernel := newBenchKernel(10000)
 		hs := newFakeHealth()
-		cfg, keys := manyVIPs(10000)
+		_, keys := manyVIPs(10000) // the stand-in's keys: the daemon's config is built below
 		hs.set(health.Up, keys...)
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		cfg, _ = manyVIPs(10000) // the config is the daemon's
+		cfg, _ := manyVIPs(10000) // the config is the daemon's
 		quiet := logrus.New()
 		quiet.Out = io.Discard
 		link := vip.New(kernel, "rhi0", quiet)

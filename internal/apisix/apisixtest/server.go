@@ -404,27 +404,7 @@ type answer struct {
 // ServeHTTP answers like APISIX's control API does for the health-check
 // paths, and with nginx's HTML 404 for anything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ref, isResource := resourceOf(r)
-	s.mu.Lock()
-	s.requests++
-	close(s.arrived)
-	s.arrived = make(chan struct{})
-	fault := s.global
-	switch {
-	case isResource:
-		s.perRef[ref]++
-		if fault == NoFault {
-			fault = s.faults[ref]
-		}
-	case r.URL.Path == "/v1/healthcheck":
-		s.lists++
-		if fault == NoFault {
-			fault = s.listFault
-		}
-	}
-	release, done := s.release, s.done
-	chunked, closeConn := s.chunked, s.lastOnConn(r)
-	s.mu.Unlock()
+	fault, release, done, chunked, closeConn := s.arrive(r)
 	if closeConn {
 		// net/http's server then closes the connection after this answer
 		// and reads no request pipelined after it, as nginx.
@@ -484,6 +464,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(a.status)
 	_, _ = w.Write(a.body)
+}
+
+// arrive counts r and returns the fault it meets and what answering it
+// takes: the channels a stall waits on, whether to answer chunked, and
+// whether this is the last answer its connection may carry.
+func (s *Server) arrive(r *http.Request) (fault Fault, release, done chan struct{}, chunked, closeConn bool) {
+	ref, isResource := resourceOf(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests++
+	close(s.arrived)
+	s.arrived = make(chan struct{})
+	fault = s.global
+	switch {
+	case isResource:
+		s.perRef[ref]++
+		if fault == NoFault {
+			fault = s.faults[ref]
+		}
+	case r.URL.Path == "/v1/healthcheck":
+		s.lists++
+		if fault == NoFault {
+			fault = s.listFault
+		}
+	}
+	return fault, s.release, s.done, s.chunked, s.lastOnConn(r)
 }
 
 // lastOnConn counts an answer of r's connection and reports whether it is
