@@ -296,7 +296,7 @@ func (c *Client) do(ctx context.Context, path string, limit int64) (reply, error
 	// Reading the body to its end (below) is what lets the transport reuse
 	// the connection; Close without that drops it.
 	defer resp.Body.Close()
-	body, err := readBounded(resp.Body, resp.ContentLength, limit)
+	body, err := readBounded(resp.Body, resp.ContentLength, limit, nil)
 	if err != nil {
 		return reply{}, err
 	}
@@ -331,27 +331,45 @@ func (c *Client) send(ctx context.Context, path string) (*http.Response, error) 
 	return resp, nil
 }
 
-// readBounded reads a whole body of at most limit bytes. A declared length
-// over the limit fails before reading anything.
-func readBounded(r io.Reader, declared, limit int64) ([]byte, error) {
+// readBounded reads a whole body of at most limit bytes into buf's array
+// when it is large enough (buf may be nil: a new one is made). A declared
+// length over the limit fails before reading anything.
+func readBounded(r io.Reader, declared, limit int64, buf []byte) ([]byte, error) {
 	if declared > limit {
 		return nil, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", declared, limit)
 	}
 	if declared >= 0 {
-		buf := make([]byte, declared)
+		if int64(cap(buf)) < declared {
+			buf = make([]byte, declared)
+		}
+		buf = buf[:declared]
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, fmt.Errorf("read body: %w", noEOF(err))
 		}
 		return buf, nil
 	}
-	buf, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read body: %w", err)
+	// io.ReadAll's loop, into buf.
+	if buf == nil {
+		buf = make([]byte, 0, 512)
 	}
-	if int64(len(buf)) > limit {
+	b, lr := buf[:0], io.LimitReader(r, limit+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read body: %w", err)
+		}
+	}
+	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("body exceeds the %d-byte limit", limit)
 	}
-	return buf, nil
+	return b, nil
 }
 
 // noEOF reports a body that ends early as unexpected: io.ReadFull says EOF

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rhi-daemon/rhi/internal/health"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -379,11 +378,7 @@ func (r *pipeRun) write(from int) error {
 	for _, j := range r.out[from:] {
 		b = append(b, "GET "...)
 		b = append(b, r.p.prefix...)
-		ref := r.q.jobs[j].ref // as Ref.Path, without its string
-		b = append(b, "/v1/healthcheck/"...)
-		b = append(b, url.PathEscape(ref.Type)...)
-		b = append(b, '/')
-		b = append(b, url.PathEscape(ref.ID)...)
+		b = r.q.jobs[j].ref.AppendPath(b)
 		b = append(b, " HTTP/1.1\r\nHost: "...)
 		b = append(b, r.p.host...)
 		b = append(b, "\r\nAccept: application/json\r\n\r\n"...)
@@ -421,7 +416,12 @@ func (r *pipeRun) readOne() (keep bool, err error) {
 		r.answer(j, failed(fmt.Errorf("HTTP %d before an answer", resp.StatusCode)))
 		return false, nil
 	}
-	body, err := r.pc.readBody(resp.Body, resp.ContentLength, r.p.maxBody)
+	// Into the connection's own buffer, which the next answer reuses: a
+	// body per request was a third of the bytes a pipelined poll allocated.
+	body, err := readBounded(resp.Body, resp.ContentLength, r.p.maxBody, r.pc.body[:0])
+	if body != nil {
+		r.pc.body = body
+	}
 	if err != nil {
 		if r.ended(err) != nil {
 			return false, err
@@ -496,40 +496,4 @@ func pipelineFor(u *url.URL, maxBody int64, maxInFlight int) *pipeliner {
 	}
 	return newPipeliner(net.JoinHostPort(u.Hostname(), port), u.Host,
 		strings.TrimSuffix(u.EscapedPath(), "/"), maxBody, min(pipeConns, maxInFlight))
-}
-
-// readBody is readBounded into the connection's own buffer, which the next
-// answer reuses: a body per request was a third of the bytes a
-// pipelined poll allocated.
-func (pc *pconn) readBody(r io.Reader, declared, limit int64) ([]byte, error) {
-	if declared > limit {
-		return nil, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", declared, limit)
-	}
-	if declared >= 0 {
-		if int64(cap(pc.body)) < declared {
-			pc.body = make([]byte, declared)
-		}
-		b := pc.body[:declared]
-		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, fmt.Errorf("read body: %w", noEOF(err))
-		}
-		return b, nil
-	}
-	b := pc.body[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):min(int64(cap(b)), limit+1)])
-		b = b[:len(b)+n]
-		pc.body = b
-		switch {
-		case int64(len(b)) > limit:
-			return nil, fmt.Errorf("body exceeds the %d-byte limit", limit)
-		case err == io.EOF:
-			return b, nil
-		case err != nil:
-			return nil, fmt.Errorf("read body: %w", err)
-		}
-	}
 }
