@@ -36,7 +36,7 @@ test: unit
 	else \
 		echo "SKIPPED: root-only integration tests (netns, real BIRD, real netlink) in:"; \
 		echo "  $(INTEGRATION_PKGS)"; \
-		echo "  run them with: sudo make integration"; \
+		echo "  run them with: sudo make integration (and with BIRD 3: sudo make integration-bird3)"; \
 	fi
 
 unit:
