@@ -117,13 +117,16 @@ func TestParsePathsTranscripts(t *testing.T) {
 			})
 		}
 	}
-	// BIRD 3's names of every attribute ParsePaths reads, on one route.
-	paths, err := ParsePaths(readTranscript(t, bird318+"-show-route-attrs-all.txt"))
-	if err != nil || len(paths) != 1 {
-		t.Fatalf("attrs: %d paths, %v", len(paths), err)
-	}
-	if got, want := pathSummary(paths[0]), "master4 10.254.0.0/24 blackhole [s1 T] * (200) source=static path=[65001] set=false c=[[65001 5]] lc=[[65001 1 1]]"; got != want {
-		t.Errorf("attrs: %s, want %s", got, want)
+	// Every attribute ParsePaths reads on one route, under BIRD 2's names
+	// and BIRD 3's.
+	for _, v := range []string{bird2176, bird318} {
+		paths, err := ParsePaths(readTranscript(t, v+"-show-route-attrs-all.txt"))
+		if err != nil || len(paths) != 1 {
+			t.Fatalf("%s attrs: %d paths, %v", v, len(paths), err)
+		}
+		if got, want := pathSummary(paths[0]), "master4 10.254.0.0/24 blackhole [s1 T] * (200) source=static path=[65001] set=false c=[[65001 5]] lc=[[65001 1 1]]"; got != want {
+			t.Errorf("%s attrs: %s, want %s", v, got, want)
+		}
 	}
 }
 
