@@ -430,6 +430,14 @@ func FuzzPaths(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	// BIRD 3's forms (and BIRD 2's) at their edges: a set continued on
+	// "\t\t" lines, a route with no source, a path under an unknown name.
+	f.Add([]byte("1007-Table rhi_guard4:\n 10.255.0.10/32       unicast [peer_b 1] (100) [AS65002i]\n" +
+		"1012-\tsource: BGP\n \tbgp_path: 65000 65002\n \tbgp_community: (1,2)\n \t\t(3,4)\n" +
+		"1008-\tInternal route handling values: 5L 8G 0S id 1\n0000 \n"))
+	f.Add([]byte("1007-Table rhi_guard4:\n 10.255.0.10/32       unicast [peer_b 1] (100)\n1012-\tbgp_path: 65002\n0000 \n"))
+	f.Add([]byte("1007-Table rhi_guard4:\n 10.255.0.10/32       unicast [peer_4 1] (100)\n1008-\tType: BGP univ\n" +
+		"1012-\tBGP.aspath: 65002\n \tBGP.large_community: (1, 2, 3)\n \t\t(4, 5, 6)\n0000 \n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fr := newFrameReader(strings.NewReader(string(data)), 512, 1<<16)
 		r, err := fr.readReply()
