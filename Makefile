@@ -48,14 +48,16 @@ integration:
 
 # The root-only tests that run real BIRD, again with BIRD 3: bird's
 # TestRealBird, BIRD's parser over the shipped and the labs' configurations,
-# and the netns labs (anycast, tiers and the fail-open guard). BIRD 3 comes
-# from a Debian 13 root built from the Debian mirror and cached in
-# /var/cache/rhi-ci (integration/bird3/root.sh); its wrappers go first on
-# PATH, so every `bird` and `birdc` the tests start, in the labs' namespaces
-# too, is BIRD 3, and the stock bird.conf the deploy/bird tests extend is
-# bird3's (RHI_BIRD_STOCK_CONF). BIRD3_MISSING=skip turns "no root can be had here" into a
-# SKIPPED line; a root that was built but does not run BIRD 3 always fails.
-BIRD3_PKGS    = ./bird ./deploy/bird ./integration/lab ./integration/anycast ./integration/tiers
+# verify's tier check against a real export, and the netns labs (anycast,
+# tiers and the fail-open guard). BIRD 3 comes from a Debian 13 root built
+# from the Debian mirror and cached in /var/cache/rhi-ci
+# (integration/bird3/root.sh); its wrappers go first on PATH, so every `bird`
+# and `birdc` the tests start, in the labs' namespaces too, is BIRD 3, and
+# the stock bird.conf the deploy/bird tests extend is bird3's
+# (RHI_BIRD_STOCK_CONF). BIRD3_MISSING=skip turns "no root can be had here"
+# into a SKIPPED line; a root that was built but does not run BIRD 3 always
+# fails.
+BIRD3_PKGS    = ./bird ./deploy/bird ./internal/verify ./integration/lab ./integration/anycast ./integration/tiers
 BIRD3_MISSING ?= fail
 integration-bird3:
 	@[ "$$(id -u)" = 0 ] || { echo "integration-bird3 needs root (network namespaces, netlink, BIRD)"; exit 1; }
