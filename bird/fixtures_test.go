@@ -577,32 +577,31 @@ var (
 // read as an empty listing: ParseExport would call that "not exported",
 // which reads as withdrawn.
 func TestOtherRepliesAreNoListing(t *testing.T) {
-	files, err := filepath.Glob("testdata/bird2.0.12-show-protocols*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files = append(files,
-		"testdata/bird2.0.12-restrict-show-protocols.txt",
-		"testdata/bird2.0.12-disable-peer_b.txt",
-		"testdata/bird2.0.12-disable-peer_b-again.txt",
-		"testdata/bird2.0.12-enable-peer_b.txt",
-	)
-	if len(files) < 10 {
-		t.Fatalf("only %d transcripts: %v", len(files), files)
-	}
-	for _, f := range files {
-		name := filepath.Base(f)
-		t.Run(strings.TrimSuffix(strings.TrimPrefix(name, "bird2.0.12-"), ".txt"), func(t *testing.T) {
-			r := readTranscript(t, name)
-			if r.Code != CodeOK {
-				t.Fatalf("end code %04d; this test is about replies that end like a listing", r.Code)
-			}
-			if rs, err := ParseRoutes(r); err == nil {
-				t.Errorf("ParseRoutes = %v, nil; want an error", rs)
-			}
-			if st, err := ParseExport(execResult(r)); err == nil || st != ExportUnknown {
-				t.Errorf("ParseExport = %v, %v; want ExportUnknown and an error", st, err)
-			}
-		})
+	for _, v := range versions {
+		files, err := filepath.Glob("testdata/" + v + "-show-protocols*.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"restrict-show-protocols", "disable-peer_b", "disable-peer_b-again", "enable-peer_b"} {
+			files = append(files, "testdata/"+v+"-"+name+".txt")
+		}
+		if len(files) < 10 {
+			t.Fatalf("%s: only %d transcripts: %v", v, len(files), files)
+		}
+		for _, f := range files {
+			name := filepath.Base(f)
+			t.Run(strings.TrimSuffix(name, ".txt"), func(t *testing.T) {
+				r := readTranscript(t, name)
+				if r.Code != CodeOK {
+					t.Fatalf("end code %04d; this test is about replies that end like a listing", r.Code)
+				}
+				if rs, err := ParseRoutes(r); err == nil {
+					t.Errorf("ParseRoutes = %v, nil; want an error", rs)
+				}
+				if st, err := ParseExport(execResult(r)); err == nil || st != ExportUnknown {
+					t.Errorf("ParseExport = %v, %v; want ExportUnknown and an error", st, err)
+				}
+			})
+		}
 	}
 }

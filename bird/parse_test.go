@@ -260,11 +260,11 @@ func TestExportStateString(t *testing.T) {
 // Every transcript frames the same when the bytes arrive one at a time, or
 // in odd halves, as they can on a socket.
 func TestFrameSplitReads(t *testing.T) {
-	files := []string{
-		"bird2.0.12-show-protocols-all-peer_b.up-vip.txt",
-		"bird2.0.12-show-route-all.up-vip.txt",
-		"bird2.0.12-show-symbols-peer_b.txt",
-		"bird2.0.12-socat-pipelined-session.up-vip.txt",
+	var files []string
+	for _, v := range versions {
+		for _, name := range []string{"show-protocols-all-peer_b.up-vip", "show-route-all.up-vip", "show-symbols-peer_b", "socat-pipelined-session.up-vip"} {
+			files = append(files, v+"-"+name+".txt")
+		}
 	}
 	for _, f := range files {
 		whole := readAll(t, f, func(s string) *frameReader {

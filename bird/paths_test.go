@@ -216,9 +216,11 @@ func TestParseAnnouncers(t *testing.T) {
 }
 
 func TestParseAnnouncersErrors(t *testing.T) {
-	two := readTranscript(t, tiersFile(bird2012, "show-route-vip-table-rhi_guard4-all.two-sites"))
-	if _, err := ParseAnnouncers(two, nil, tiersVIP4, "rhi_guard6"); err == nil || !strings.Contains(err.Error(), `"rhi_guard4"`) {
-		t.Errorf("a reply about another table: %v, want an error naming it", err)
+	for _, v := range tiersVersions {
+		two := readTranscript(t, tiersFile(v, "show-route-vip-table-rhi_guard4-all.two-sites"))
+		if _, err := ParseAnnouncers(two, nil, tiersVIP4, "rhi_guard6"); err == nil || !strings.Contains(err.Error(), `"rhi_guard4"`) {
+			t.Errorf("%s: a reply about another table: %v, want an error naming it", v, err)
+		}
 	}
 	// A BIRD that cannot be asked is never "nobody announces it".
 	sock := errors.New("bird: write command: i/o timeout")
