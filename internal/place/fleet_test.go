@@ -138,7 +138,7 @@ func lastTiers(sites []*site) []string {
 }
 
 var (
-	std     = fleetOpts{dt: 200 * time.Millisecond, lag: time.Second, ask: time.Second}
+	std = fleetOpts{dt: 200 * time.Millisecond, lag: time.Second, ask: time.Second}
 	// allFail: every site fails at 10 s and recovers at 4 min.
 	allFail = func(at time.Duration, _ int) bool { return at < 10*time.Second || at >= 4*time.Minute }
 )
