@@ -170,10 +170,10 @@ func TestFailOpenEverySiteFails(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fo := st.VIPs[0].FailOpen; fo != nil && fo.Engaged {
+		if st.VIPs[0].Tier == "last_resort" {
 			engaged++
 			if st.VIPs[0].Reason != "fail_open" {
-				t.Errorf("%s: engaged, reason %q", s.DC.Name, st.VIPs[0].Reason)
+				t.Errorf("%s: in last resort, reason %q", s.DC.Name, st.VIPs[0].Reason)
 			}
 		}
 	}
@@ -186,7 +186,7 @@ func TestFailOpenEverySiteFails(t *testing.T) {
 	for _, s := range sites {
 		err := lab.Eventually(t.Context(), 10*time.Second, 0, func(ctx context.Context) error {
 			st, err := s.Status(ctx)
-			if err == nil && (st.VIPs[0].Reason != "healthy" || st.VIPs[0].FailOpen == nil || st.VIPs[0].FailOpen.Engaged) {
+			if err == nil && (st.VIPs[0].Reason != "healthy" || st.VIPs[0].FailOpen == nil || st.VIPs[0].Tier != "announced") {
 				err = fmt.Errorf("reason %q, fail_open %+v", st.VIPs[0].Reason, st.VIPs[0].FailOpen)
 			}
 			return err

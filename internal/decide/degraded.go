@@ -27,6 +27,9 @@ const (
 	TierWithdrawn  Tier = "withdrawn"   // on none
 )
 
+// Present reports whether a VIP at t is on an interface.
+func (t Tier) Present() bool { return t != TierWithdrawn && t != "" }
+
 // Tier is s's state of the three that health decides.
 func (s State) Tier() Tier {
 	switch {

@@ -17,6 +17,10 @@ import (
 const (
 	TierFull     = "announced" // exported without the degraded attributes
 	TierDegraded = "degraded"  // exported with them
+	// TierLastResort: exported with the last-resort attributes
+	// (GRACEFUL_SHUTDOWN, the longest prepend, the large community
+	// (AS, 1, 2)): a VIP the fail-open guard keeps.
+	TierLastResort = "last_resort"
 )
 
 // exportCommand is the export question for v through protocol: with every
@@ -97,16 +101,24 @@ func tierProblems(vr VIPReport) []string {
 }
 
 // runningTier is the tier `rhi verify` checks for a VIP of the running
-// daemon: the one its /status names, when the VIP is present and the
-// config file gives it a degraded tier; "" otherwise. (From a poll alone
-// no tier is checked: rise and fall need a history one poll lacks.)
+// daemon: the one its /status names (its placement), when the VIP is
+// present and the config uses the tiers (the VIP can be degraded, or the
+// fail-open guard is on; last resort always); "" otherwise. It is what the
+// daemon's own confirmation expects. (From a poll alone no tier is
+// checked: rise and fall need a history one poll lacks.)
 func runningTier(cfg *config.Config, p netip.Prefix, v RunningVIP) string {
-	if !v.Desired || (v.Tier != TierFull && v.Tier != TierDegraded) {
+	if !v.Desired {
+		return ""
+	}
+	if v.Tier == TierLastResort {
+		return TierLastResort
+	}
+	if v.Tier != TierFull && v.Tier != TierDegraded {
 		return ""
 	}
 	for i := range cfg.VIPs {
 		if cfg.VIPs[i].Address == p {
-			if cfg.VIPs[i].Degraded.On() {
+			if cfg.VIPs[i].Degraded.On() || cfg.FailOpen.Enabled() {
 				return v.Tier
 			}
 			return ""
