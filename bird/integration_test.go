@@ -91,7 +91,7 @@ protocol bgp peer1 {
 		t.Fatal(err)
 	}
 	routes, err := ParseRoutes(r)
-	if err != nil || len(routes) != 1 || routes[0].Proto != "s1" || routes[0].Source != "static univ" {
+	if err != nil || len(routes) != 1 || routes[0].Proto != "s1" || routes[0].Source != "static" {
 		t.Errorf("routes = %+v, %v; want one route from s1", routes, err)
 	}
 	// Routes of a channel into another table: only the table form finds them,

@@ -176,7 +176,7 @@ func newDeps(cfg *config.Config, dryRun bool, log *logrus.Logger) (deps *daemon.
 		DryRun:     dryRun,
 		Confirmer:  birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
 		Prober:     probe.New(probe.Options{Version: version}),
-		Guard:      guardView{guardbird.Socket{Path: cfg.Bird.Socket, Timeout: cfg.Bird.Timeout}},
+		Guard:      guardView{guardbird.Viewer{Path: cfg.Bird.Socket, Timeout: cfg.Bird.Timeout, SiteID: uint32(cfg.SiteID)}},
 	}, func() { nl.Close() }, exitOK
 }
 

@@ -717,6 +717,7 @@ func (d *Daemon) confirmJob() confirmJob {
 		VIPs:            make([]verify.VIP, 0, len(d.cfg.VIPs)+len(d.orphans)),
 		Protocols:       d.cfg.Bird.Protocols,
 		ExchangeTimeout: d.cfg.Bird.Timeout,
+		SiteID:          uint32(d.cfg.SiteID), // 0: not checked
 	}
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
