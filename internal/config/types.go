@@ -92,6 +92,10 @@ type Config struct {
 	// DrainFile holds the VIPs drained by `rhi drain`, one per line (or
 	// "all"); it survives restarts. A missing file drains nothing.
 	DrainFile string `yaml:"drain_file"`
+	// DrainGrace is how long a drained VIP, and every VIP at a withdrawing
+	// shutdown, stays announced in last resort before it is withdrawn
+	// (0: withdrawn at once); a VIP's own drain_grace overrides it.
+	DrainGrace time.Duration `yaml:"drain_grace"`
 	// StateFile records the VIPs rhi owns on the interface, so that after a
 	// restart it can withdraw those the config no longer lists.
 	StateFile string `yaml:"state_file"`
@@ -147,4 +151,7 @@ type VIP struct {
 	// Degraded is the VIP's effective degraded tier: the global one unless
 	// the VIP sets its own below.
 	Degraded Degraded `yaml:"degraded"`
+	// DrainGrace is the VIP's effective drain_grace: the global one unless
+	// the VIP sets its own.
+	DrainGrace time.Duration `yaml:"drain_grace"`
 }
