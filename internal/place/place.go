@@ -51,6 +51,10 @@ type Input struct {
 	// Current is where the VIP is now, as the interfaces hold it.
 	Current decide.Tier
 	Phase   Phase
+	// Grace says that the VIP's drain, or the daemon's stop, is still in
+	// its drain_grace: a VIP that would be announced steps down to last
+	// resort instead of being withdrawn at once.
+	Grace bool
 }
 
 // Placement is where a VIP goes, and why.
@@ -64,6 +68,10 @@ type Placement struct {
 const (
 	ReasonDrained  decide.Reason = "drained"  // an operator drained it
 	ReasonStopping decide.Reason = "stopping" // the daemon is withdrawing everything
+	// ReasonDraining: an operator drained it, and it stays in last resort
+	// for its drain_grace before it is withdrawn (ReasonDrained). A VIP
+	// in last resort while the daemon stops has ReasonStopping.
+	ReasonDraining decide.Reason = "draining"
 	// ReasonOthersServing: health fails, and enough other sites served
 	// it in every answer for hold: withdrawn.
 	ReasonOthersServing decide.Reason = "others_serving"
@@ -84,7 +92,11 @@ const (
 
 // Place is where in's VIP goes. The rules, first match wins:
 //
-//  1. stopping or drained: withdrawn;
+//  1. stopping or drained: withdrawn; but during the grace (Grace) a VIP
+//     that is on an interface and that the other rules would keep
+//     announced steps down to last resort, if that tier is available
+//     (health that fails still withdraws at once: nothing is left to
+//     serve the packets a grace would save);
 //  2. health announces it: full or degraded, as health says;
 //  3. the guard is off: withdrawn (health's reason);
 //  4. the guard has seen enough serving other sites for hold: withdrawn;
@@ -100,9 +112,9 @@ const (
 func Place(in Input) Placement {
 	switch {
 	case in.Phase == Stopping:
-		return Placement{decide.TierWithdrawn, ReasonStopping}
+		return stepDown(in, ReasonStopping, ReasonStopping)
 	case in.Drained:
-		return Placement{decide.TierWithdrawn, ReasonDrained}
+		return stepDown(in, ReasonDraining, ReasonDrained)
 	case in.Health.Announced:
 		return Placement{in.Health.Tier(), in.Health.Reason}
 	case !in.FailOpen:
@@ -123,4 +135,23 @@ func Place(in Input) Placement {
 		return Placement{in.Current, ReasonNoLastResort}
 	}
 	return Placement{decide.TierLastResort, why}
+}
+
+// stepDown places a VIP that is drained or whose daemon stops: in last
+// resort (reason during) while its grace lasts, if it is on an interface,
+// the tier is available and the VIP would be announced without the drain
+// or stop; withdrawn (reason after) otherwise.
+func stepDown(in Input, during, after decide.Reason) Placement {
+	if !in.Grace || !in.LastResort || in.Current == decide.TierWithdrawn {
+		return Placement{decide.TierWithdrawn, after}
+	}
+	rest := in
+	rest.Drained, rest.Grace = false, false
+	if rest.Phase == Stopping {
+		rest.Phase = Running
+	}
+	if !Place(rest).Tier.Present() {
+		return Placement{decide.TierWithdrawn, after}
+	}
+	return Placement{decide.TierLastResort, during}
 }

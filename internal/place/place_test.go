@@ -31,7 +31,9 @@ func every(f func(Input)) {
 					for _, lr := range []bool{false, true} {
 						for _, cur := range tiers {
 							for _, ph := range phases {
-								f(Input{Health: h, Drained: drained, FailOpen: fo, Guard: g, LastResort: lr, Current: cur, Phase: ph})
+								for _, grace := range []bool{false, true} {
+									f(Input{Health: h, Drained: drained, FailOpen: fo, Guard: g, LastResort: lr, Current: cur, Phase: ph, Grace: grace})
+								}
 							}
 						}
 					}
@@ -42,7 +44,7 @@ func every(f func(Input)) {
 }
 
 // TestPlaceEveryInput checks the rules on every combination of inputs
-// (6 × 2 × 2 × 3 × 2 × 4 × 3 = 1,728), each rule stated on its own rather
+// (6 × 2 × 2 × 3 × 2 × 4 × 3 × 2 = 3,456), each rule stated on its own rather
 // than as a copy of Place.
 func TestPlaceEveryInput(t *testing.T) {
 	n := 0
@@ -55,10 +57,30 @@ func TestPlaceEveryInput(t *testing.T) {
 		if got.Reason == "" {
 			fail("every placement has a reason")
 		}
+		stepping := in.Phase == Stopping || in.Drained
+		// What the VIP would get were it neither drained nor stopping.
+		rest := in
+		rest.Drained, rest.Grace = false, false
+		if rest.Phase == Stopping {
+			rest.Phase = Running
+		}
+		served := Place(rest).Tier.Present()
 		switch {
-		case in.Phase == Stopping || in.Drained:
+		case stepping && !in.Grace:
 			if got.Tier != decide.TierWithdrawn {
-				fail("stopping or drained: withdrawn")
+				fail("stopping or drained, grace over: withdrawn")
+			}
+		case stepping && in.LastResort && in.Current != decide.TierWithdrawn && served:
+			want := Placement{decide.TierLastResort, ReasonDraining}
+			if in.Phase == Stopping {
+				want.Reason = ReasonStopping
+			}
+			if got != want {
+				fail(fmt.Sprintf("in its grace, on an interface and served: want %+v", want))
+			}
+		case stepping:
+			if got.Tier != decide.TierWithdrawn {
+				fail("in its grace but not served, not on an interface, or no last-resort tier: withdrawn at once")
 			}
 		case healthy:
 			if got.Tier != in.Health.Tier() || got.Reason != in.Health.Reason {
@@ -91,6 +113,9 @@ func TestPlaceEveryInput(t *testing.T) {
 				fail(fmt.Sprintf("starting: want %s", want))
 			}
 		}
+		if stepping {
+			return // the rules below are the running daemon's, undrained
+		}
 		if got.Tier == decide.TierLastResort && (!in.FailOpen || healthy || !in.LastResort && in.Current != decide.TierLastResort) {
 			fail("last resort only for a failing VIP with the guard on and the tier available (or it there already)")
 		}
@@ -113,7 +138,7 @@ func TestPlaceEveryInput(t *testing.T) {
 			}
 		}
 	})
-	if n != 1728 {
+	if n != 3456 {
 		t.Errorf("%d combinations", n)
 	}
 }
@@ -148,6 +173,20 @@ func TestPlaceCases(t *testing.T) {
 			Placement{decide.TierWithdrawn, ReasonDrained}},
 		{"stopping", Input{Health: decide.State{Announced: true}, Phase: Stopping},
 			Placement{decide.TierWithdrawn, ReasonStopping}},
+		{"drained, in its grace", Input{Health: decide.State{Announced: true, Reason: decide.ReasonHealthy}, Drained: true, LastResort: true, Current: decide.TierAnnounced, Grace: true},
+			Placement{decide.TierLastResort, ReasonDraining}},
+		{"drained, grace over", Input{Health: decide.State{Announced: true, Reason: decide.ReasonHealthy}, Drained: true, LastResort: true, Current: decide.TierLastResort},
+			Placement{decide.TierWithdrawn, ReasonDrained}},
+		{"drained in its grace, health fails: withdrawn at once", Input{Health: down, Drained: true, LastResort: true, Current: decide.TierLastResort, Grace: true},
+			Placement{decide.TierWithdrawn, ReasonDrained}},
+		{"drained in its grace, health fails, guard keeps it", Input{Health: down, Drained: true, FailOpen: true, Guard: guard.Short, LastResort: true, Current: decide.TierLastResort, Grace: true},
+			Placement{decide.TierLastResort, ReasonDraining}},
+		{"drained in its grace, no last-resort interface: withdrawn at once", Input{Health: decide.State{Announced: true}, Drained: true, Current: decide.TierAnnounced, Grace: true},
+			Placement{decide.TierWithdrawn, ReasonDrained}},
+		{"drained in its grace, already withdrawn: nothing added", Input{Health: decide.State{Announced: true}, Drained: true, LastResort: true, Current: decide.TierWithdrawn, Grace: true},
+			Placement{decide.TierWithdrawn, ReasonDrained}},
+		{"stopping in its grace", Input{Health: decide.State{Announced: true, Degraded: true}, Phase: Stopping, LastResort: true, Current: decide.TierDegraded, Grace: true},
+			Placement{decide.TierLastResort, ReasonStopping}},
 	} {
 		if got := Place(tc.in); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
