@@ -150,6 +150,10 @@ type Daemon struct {
 
 	probes probes   // the data-path probes of the last poll (issue 13)
 	fo     failOpen // the fail-open guard (guard.go)
+	gr     graces   // drain_grace deadlines (grace.go)
+	// sleep waits through a withdrawing shutdown's grace; realSleep but
+	// in tests.
+	sleep func(time.Duration)
 }
 
 // New builds a daemon for a validated config.
@@ -173,6 +177,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		orphans:   map[netip.Prefix]bool{},
 		tier:      tiers{deg: deps.Degraded, lr: deps.LastResort},
 		fo:        newFailOpen(deps.Guard),
+		sleep:     realSleep,
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -262,10 +267,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// interval, not back to back.
 	t := d.newTicker(d.cfg.PollInterval)
 	defer t.Stop()
+	defer d.gr.stopTimer()
 	for {
 		select {
 		case <-ctx.Done():
 			return d.shutdown()
+		case <-d.gr.c():
+			d.graceDue(ctx)
 		case r := <-d.reloads:
 			d.applyReload(r.cfg)
 			close(r.applied)
@@ -351,6 +359,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 		return decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
 	}, d.now())
 	for _, p := range gone {
+		d.endGrace(p)
 		d.orphans[p] = true
 		d.log.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Info("vip removed from config; withdrawing")
 	}
@@ -619,12 +628,14 @@ func (d *Daemon) logChange(c decide.Change) {
 }
 
 // shutdown applies on_shutdown: keep leaves the VIPs in place so a restart
-// does not flap routes; withdraw removes every owned VIP.
+// does not flap routes; withdraw steps every announced VIP down to last
+// resort for its drain_grace (stepDownAll), then removes every owned VIP.
 func (d *Daemon) shutdown() error {
 	if d.cfg.OnShutdown != config.ShutdownWithdraw {
 		d.log.WithField("on_shutdown", "keep").Info("stopping; VIPs left as they are")
 		return nil
 	}
+	d.stepDownAll()
 	d.owned = make(map[netip.Prefix]bool, len(d.vs.state)+len(d.orphans))
 	d.steady.valid = false
 	for i := range d.vs.state {

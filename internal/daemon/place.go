@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -19,6 +20,7 @@ func (d *Daemon) placeAll() bool {
 	}
 	fo := d.cfg.FailOpen.Enabled()
 	in := place.Input{FailOpen: fo, LastResort: d.tier.lastResort(), Phase: d.phase()}
+	now := d.now()
 	changed := false
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
@@ -26,6 +28,8 @@ func (d *Daemon) placeAll() bool {
 		if fo && !in.Health.Announced {
 			in.Guard = d.verdict(p)
 		}
+		d.graceInput(&in, p, now)
+		d.noteNoLastResort(p, in)
 		pl := place.Place(in)
 		if old := d.vs.placed[i]; pl != old {
 			changed = true
@@ -35,6 +39,7 @@ func (d *Daemon) placeAll() bool {
 			d.vs.placed[i] = pl
 		}
 	}
+	d.armGrace(now)
 	return changed
 }
 
@@ -64,6 +69,13 @@ func (d *Daemon) logPlacement(p netip.Prefix, from, to place.Placement) {
 		e.WithField("action", "last_resort").Warn("fail-open guard: vip unavailable and too few other sites are known to serve it; announcing it in last resort")
 	case place.ReasonOthersServing:
 		e.WithField("action", "withdraw").Info("fail-open guard: enough other sites serve the vip; withdrawing it")
+	case place.ReasonDraining:
+		e.WithFields(logrus.Fields{"action": "last_resort", "until": d.gr.until[p].Format(time.RFC3339Nano)}).
+			Info("vip drained: announced in last resort (GRACEFUL_SHUTDOWN) until its drain_grace ends, then withdrawn")
+	case place.ReasonDrained:
+		if from.Reason == place.ReasonDraining {
+			e.WithField("action", "withdraw").Info("drain grace over: withdrawing the vip")
+		}
 	case place.ReasonNoLastResort:
 		e.WithField("action", "keep").Error("fail-open guard: the vip belongs in last resort but the last-resort interface is missing; keeping it where it is")
 	}

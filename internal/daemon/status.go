@@ -31,11 +31,12 @@ type view struct {
 	tickEnd    time.Time
 	unmanaged  []netip.Prefix // sorted; shared with the loop, which replaces it
 	recordErr  string
-	probes     []probe.Result // per VIP, as vips; zero for a VIP without a probe
-	degraded   vip.State      // the degraded interface (issue 14); zero without one
-	lastResort vip.State      // the last-resort interface; zero without one
-	viewErr    string         // why the fail-open guard's view is unknown; "" if known or off
-	viewAt     time.Time      // when BIRD last answered the guard
+	probes     []probe.Result             // per VIP, as vips; zero for a VIP without a probe
+	degraded   vip.State                  // the degraded interface (issue 14); zero without one
+	lastResort vip.State                  // the last-resort interface; zero without one
+	viewErr    string                     // why the fail-open guard's view is unknown; "" if known or off
+	viewAt     time.Time                  // when BIRD last answered the guard
+	graces     map[netip.Prefix]time.Time // drain_grace deadlines still running; nil if none
 }
 
 // vipRecs is the loop's per-VIP state in a view, in config order: a copy
@@ -210,6 +211,7 @@ func (d *Daemon) publish() {
 	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
 	v.degraded, v.lastResort = d.tier.iface, d.tier.lrIface
 	v.viewErr, v.viewAt = d.viewUnknown(), d.fo.last.At
+	v.graces = d.graceDeadlines()
 	d.views.publish(v)
 }
 
@@ -311,6 +313,7 @@ func renderVIP(v *view, i int) status.VIPStatus {
 		FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
 	}
 	renderTier(&vs, v, c.Address)
+	renderDrain(&vs, v, c.Address, pl)
 	renderFailOpen(&vs, v, rec.run)
 	for _, u := range c.Upstreams {
 		r := v.run.snap[u.Key]

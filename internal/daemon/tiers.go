@@ -168,7 +168,7 @@ func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 	if !t.on() {
 		return d.ann.Set(ctx, d.owned)
 	}
-	if !t.needed(d.cfg) {
+	if !t.needed(d.cfg) && len(d.gr.until) == 0 && !d.gr.stopping { // a drain's grace steps down to last resort
 		st, err := d.ann.Set(ctx, d.owned)
 		t.prev, t.lrPrev, t.moved = t.iface, t.lrIface, false
 		t.ladder.Last[0] = known(st, err, t.ladder.Last[0])

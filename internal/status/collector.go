@@ -110,6 +110,17 @@ var vipFamilies = []vipFamily{
 	{family{"rhi_vip_drained",
 		"1 if the operator drained the VIP (rhi drain).", "gauge", vipLabel},
 		func(v *VIPStatus) (float64, bool) { return b2f(v.Drained), true }},
+	{family{"rhi_vip_draining",
+		"1 while a drain or a withdrawing stop keeps the VIP in last resort for its drain_grace, before withdrawing it.", "gauge", vipLabel},
+		func(v *VIPStatus) (float64, bool) { return b2f(v.DrainPhase == "draining" || v.DrainPhase == "stopping"), true }},
+	{family{"rhi_vip_drain_deadline_seconds",
+		"When the VIP's drain_grace ends (Unix time); only while it is draining.", "gauge", vipLabel},
+		func(v *VIPStatus) (float64, bool) {
+			if v.DrainDeadline.IsZero() {
+				return 0, false
+			}
+			return float64(v.DrainDeadline.UnixNano()) / 1e9, true
+		}},
 	{family{"rhi_vip_degraded",
 		"1 if rhi wants the VIP announced degraded (from the degraded interface, with a longer AS path).", "gauge", vipLabel},
 		func(v *VIPStatus) (float64, bool) { return b2f(v.Tier == decide.TierDegraded), true }},

@@ -99,14 +99,20 @@ type VIPStatus struct {
 	Condition   string              `json:"condition"`
 	Verdict     decide.Availability `json:"verdict"`
 	Reason      decide.Reason       `json:"reason"`
-	Desired     bool                `json:"desired"`        // should be on the interface
-	Drained     bool                `json:"drained"`        // withdrawn by the operator
-	OnInterface bool                `json:"on_interface"`   // is on the interface
-	Since       time.Time           `json:"since,omitzero"` // last change of either
-	FailedPolls int                 `json:"failed_polls"`
-	Streak      int                 `json:"streak,omitempty"` // polls towards rise/fall
-	Transitions uint64              `json:"transitions"`      // changes of Desired since start
-	Upstreams   []UpstreamStatus    `json:"upstreams"`
+	Desired     bool                `json:"desired"` // should be on the interface
+	Drained     bool                `json:"drained"` // withdrawn by the operator
+	// DrainPhase is where a drain, or a withdrawing stop, has got to:
+	// "draining" (or "stopping") while the VIP stays in last resort for its
+	// drain_grace, until DrainDeadline; "drained" once the drain
+	// withdraws it; empty when it is not drained.
+	DrainPhase    string           `json:"drain_phase,omitempty"`
+	DrainDeadline time.Time        `json:"drain_deadline,omitzero"`
+	OnInterface   bool             `json:"on_interface"`   // is on the interface
+	Since         time.Time        `json:"since,omitzero"` // last change of either
+	FailedPolls   int              `json:"failed_polls"`
+	Streak        int              `json:"streak,omitempty"` // polls towards rise/fall
+	Transitions   uint64           `json:"transitions"`      // changes of Desired since start
+	Upstreams     []UpstreamStatus `json:"upstreams"`
 	// Bird is BIRD's view of the VIP in the last confirmation; nil when
 	// confirmation is off or has not run yet.
 	Bird *VIPConfirm `json:"bird,omitempty"`
