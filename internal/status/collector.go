@@ -112,7 +112,9 @@ var vipFamilies = []vipFamily{
 		func(v *VIPStatus) (float64, bool) { return b2f(v.Drained), true }},
 	{family{"rhi_vip_draining",
 		"1 while a drain or a withdrawing stop keeps the VIP in last resort for its drain_grace, before withdrawing it.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) { return b2f(v.DrainPhase == "draining" || v.DrainPhase == "stopping"), true }},
+		func(v *VIPStatus) (float64, bool) {
+			return b2f(v.DrainPhase == "draining" || v.DrainPhase == "stopping"), true
+		}},
 	{family{"rhi_vip_drain_deadline_seconds",
 		"When the VIP's drain_grace ends (Unix time); only while it is draining.", "gauge", vipLabel},
 		func(v *VIPStatus) (float64, bool) {

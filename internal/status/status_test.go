@@ -44,7 +44,7 @@ func sample() Status {
 				Upstreams: []UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up", Healthy: 1, Nodes: 2}}},
 			{Address: "10.0.0.101/32", Condition: "any", Verdict: decide.Unknown, Reason: decide.ReasonPolicyWithdraw, Drained: true,
 				DrainPhase: "draining", DrainDeadline: t0.Add(4500 * time.Millisecond), FailedPolls: 4,
-				Upstreams:   []UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}, {Key: "/apisix/upstreams/gone", Verdict: "not_found"}}},
+				Upstreams: []UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}, {Key: "/apisix/upstreams/gone", Verdict: "not_found"}}},
 		},
 	}
 }
