@@ -344,7 +344,8 @@ func renderTier(vs *status.VIPStatus, v *view, p netip.Prefix) {
 // interfaces as they are.
 func (d *Daemon) tierExpected(i int, tier decide.Tier) string {
 	v := &d.cfg.VIPs[i]
-	if !d.tier.on() || !(v.Degraded.On() || d.cfg.FailOpen.Enabled()) {
+	// A drain's grace puts the VIP in last resort with neither tier on.
+	if !d.tier.on() || !(v.Degraded.On() || d.cfg.FailOpen.Enabled() || tier == decide.TierLastResort) {
 		return ""
 	}
 	if d.dryRun {
