@@ -145,6 +145,12 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 			fmt.Fprintf(w, "\n%s: BIRD disagrees: %s", v.Address, v.Bird.Problem)
 		}
 	}
+	for _, v := range s.VIPs {
+		if !v.DrainDeadline.IsZero() {
+			fmt.Fprintf(w, "\n%s: %s: in last resort (GRACEFUL_SHUTDOWN) until %s (in %s), then withdrawn", v.Address, v.DrainPhase,
+				v.DrainDeadline.Format(time.RFC3339), v.DrainDeadline.Sub(now).Round(100*time.Millisecond))
+		}
+	}
 	writeVIPErrors(w, s.VIPs)
 	fmt.Fprintln(w)
 }
@@ -177,12 +183,15 @@ func vipCells(v status.VIPStatus) []string {
 }
 
 // wantCells are a VIP's WANT and IFACE cells: what rhi wants (withdraw,
-// drained, announce, degraded, lastresort) and where the VIP is (absent,
+// draining or stopping: in last resort for its drain_grace, drained,
+// announce, degraded, lastresort) and where the VIP is (absent,
 // present, degraded: on degraded.interface, or lastresort: on
 // last_resort.interface), marked "!" when they disagree.
 func wantCells(v status.VIPStatus) (want, onIface string) {
 	want = "withdraw"
 	switch {
+	case v.DrainPhase == "draining" || v.DrainPhase == "stopping":
+		want = v.DrainPhase // in last resort until drain_deadline
 	case v.Drained:
 		want = "drained"
 	case v.Desired && v.Tier == decide.TierDegraded:
