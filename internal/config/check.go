@@ -346,7 +346,7 @@ const DefaultDrainGrace = 5 * time.Second
 
 // MaxDrainGrace is the longest drain_grace. A withdrawing shutdown waits
 // for the longest one before it withdraws, and the unit's TimeoutStopSec
-// (90 s) must cover that wait, the withdrawal and BIRD's confirmation.
+// (100 s) must cover that wait, the withdrawal and BIRD's confirmation.
 const MaxDrainGrace = 60 * time.Second
 
 // parseDrainGrace reads drain_grace: zero ("0", "0s": withdraw at once) or
