@@ -171,7 +171,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		drainW:    drain.NewWatcher(cfg.DrainFile),
 		drains:    make(chan drain.Update, 1),
 		orphans:   map[netip.Prefix]bool{},
-		tier:      tiers{deg: deps.Degraded, lr: deps.LastResort},
+		tier:      tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
 		fo:        newFailOpen(deps.Guard),
 	}
 	if d.now == nil {
@@ -493,7 +493,7 @@ func (d *Daemon) start(ctx context.Context) bool {
 	// Health's state starts from the tiers it decides: a VIP found in last
 	// resort was not announced by health, and placement keeps it there
 	// until the guard or health says otherwise.
-	d.vs.seed(func(p netip.Prefix) bool { return st.Has(p) || d.tier.deg != nil && d.tier.iface.Has(p) }, now)
+	d.vs.seed(func(p netip.Prefix) bool { return st.Has(p) || d.tier.holds(degIdx, p) }, now)
 	for i := range d.cfg.VIPs {
 		if d.onAny(d.cfg.VIPs[i].Address) {
 			present++
