@@ -190,23 +190,6 @@ func checkMarks(t *testing.T, l *lab.Lab) {
 	}
 }
 
-// waitGuardPaths waits until an ADC's guard table holds n BGP paths for vip4.
-func waitGuardPaths(t *testing.T, l *lab.Lab, c *bird.Conn, n int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	var last bird.Announcers
-	err := waitFor(ctx, func(ctx context.Context) (bool, error) {
-		a, err := announcers(ctx, c, vip4)
-		last = a
-		return err == nil && a.Paths == n, err
-	})
-	if err != nil {
-		dump(t, l)
-		t.Fatalf("guard table: want %d paths for %s, last saw %+v: %v", n, vip4, last, err)
-	}
-}
-
 // TestLadderNoAddPath: a router that sends no ADD-PATH. The ADC's sessions
 // still come up (ADD-PATH is a capability, not a requirement), and its
 // `show protocols all` says that the neighbour will not send every path:
