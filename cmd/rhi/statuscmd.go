@@ -177,8 +177,9 @@ func vipCells(v status.VIPStatus) []string {
 }
 
 // wantCells are a VIP's WANT and IFACE cells: what rhi wants (withdraw,
-// drained, announce, degraded) and where the VIP is (absent, present, or
-// degraded: on degraded.interface), marked "!" when they disagree.
+// drained, announce, degraded, lastresort) and where the VIP is (absent,
+// present, degraded: on degraded.interface, or lastresort: on
+// last_resort.interface), marked "!" when they disagree.
 func wantCells(v status.VIPStatus) (want, onIface string) {
 	want = "withdraw"
 	switch {
@@ -186,17 +187,21 @@ func wantCells(v status.VIPStatus) (want, onIface string) {
 		want = "drained"
 	case v.Desired && v.Tier == decide.TierDegraded:
 		want = "degraded"
+	case v.Desired && v.Tier == decide.TierLastResort:
+		want = "lastresort"
 	case v.Desired:
 		want = "announce"
 	}
 	onIface = "absent"
 	switch {
+	case v.OnLastResort:
+		onIface = "lastresort" // on last_resort.interface
 	case v.OnDegraded:
 		onIface = "degraded" // on degraded.interface
 	case v.OnInterface:
 		onIface = "present"
 	}
-	if v.OnInterface != v.Desired || v.Desired && v.OnDegraded != (v.Tier == decide.TierDegraded) {
+	if v.OnInterface != v.Desired || v.Desired && (v.OnDegraded != (v.Tier == decide.TierDegraded) || v.OnLastResort != (v.Tier == decide.TierLastResort)) {
 		onIface += "!"
 	}
 	return want, onIface

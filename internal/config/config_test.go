@@ -51,7 +51,8 @@ func TestSeedExample(t *testing.T) {
 		Unmanaged:     "report",
 		ControlSocket: "/run/rhi/rhi.sock",
 		Degraded:      Degraded{Interface: "rhi1"},
-		FailOpen:      FailOpen{Hold: 2 * time.Second, Release: 30 * time.Second},
+		LastResort:    LastResort{Interface: "rhi2"},
+		FailOpen:      FailOpen{Hold: 2 * time.Second},
 		VIPs: []VIP{
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
@@ -97,7 +98,8 @@ func TestDefault(t *testing.T) {
 		Unmanaged:     "report",
 		ControlSocket: "/run/rhi/rhi.sock",
 		Degraded:      Degraded{Interface: "rhi1"},
-		FailOpen:      FailOpen{Hold: 2 * time.Second, Release: 30 * time.Second},
+		LastResort:    LastResort{Interface: "rhi2"},
+		FailOpen:      FailOpen{Hold: 2 * time.Second},
 	}
 	if diff := cmp.Diff(want, Default(), cmpConfig); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)

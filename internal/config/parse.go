@@ -48,6 +48,7 @@ func Default() Config {
 		Unmanaged:     UnmanagedReport,
 		ControlSocket: "/run/rhi/rhi.sock",
 		Degraded:      Degraded{Interface: DefaultDegradedInterface},
+		LastResort:    LastResort{Interface: DefaultLastResortInterface},
 		FailOpen:      defaultFailOpen(),
 	}
 }
@@ -398,7 +399,7 @@ var (
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
 		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
 		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "fail_open", "vips",
-		"degraded",
+		"degraded", "last_resort", "site_id",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
@@ -433,13 +434,18 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	if n := m["degraded"]; n != nil {
 		p.degradedGlobal(n, c)
 	}
+	if n := m["last_resort"]; n != nil {
+		p.lastResort(n, c)
+	}
+	set(p, m["site_id"], "site_id", &c.SiteID, parseSiteID)
 	if n := m["fail_open"]; n != nil {
-		p.failOpen(n, &c.FailOpen)
+		p.failOpen(n, c)
 	}
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)
 	}
 	p.degradedClash(m, c)
+	p.lastResortClash(m, c)
 }
 
 // collisions refuses two of rhi's files at one path: the record and the

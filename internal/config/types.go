@@ -105,6 +105,15 @@ type Config struct {
 	// Degraded is the degraded tier's default for every VIP, and its one
 	// interface (issue 14).
 	Degraded Degraded `yaml:"degraded"`
+	// LastResort is the last-resort tier: where the fail-open guard keeps
+	// a VIP whose health fails.
+	LastResort LastResort `yaml:"last_resort"`
+	// SiteID is this site's identity, the one BIRD tags its VIP routes
+	// with (RHI_SITE_ID); 0: BIRD's router id.
+	SiteID SiteID `yaml:"site_id,omitempty"`
+	// Deprecated lists, as "FILE:LINE: PATH: message", the keys that are
+	// read but no longer used; Warnings reports them.
+	Deprecated []string `yaml:"-"`
 }
 
 // FailurePolicy is the failure_policy section.

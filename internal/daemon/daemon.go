@@ -88,10 +88,15 @@ type Deps struct {
 	// Degraded, if set, is the announcer of degraded.interface (issue 14):
 	// degraded VIPs live there instead of on Announcer's interface.
 	Degraded Announcer
-	// Guard, if set, asks BIRD's guard tables which other sites announce
-	// each VIP, for the fail-open guard (fail_open); nil: the guard never
-	// engages.
-	Guard GuardAsker
+	// LastResort, if set, is the announcer of last_resort.interface: where
+	// the fail-open guard keeps a VIP whose health fails. nil: the tier
+	// is never available.
+	LastResort Announcer
+	// Guard, if set, asks BIRD's guard tables which other sites serve
+	// each VIP, for the fail-open guard (fail_open); nil: the guard's
+	// view is always unknown, and no VIP whose health fails is withdrawn
+	// while the guard is on.
+	Guard GuardViewer
 }
 
 // applyTimeout bounds one Set: netlink calls carry their own socket timeout,
@@ -139,7 +144,7 @@ type Daemon struct {
 	tickEnd   time.Time // end of the last tick
 	own       ownership
 	unmanaged unmanagedAddrs
-	tier      tiers // the degraded interface, if any
+	tier      tiers // the lower interfaces, if any
 
 	views views // what Status renders
 
@@ -166,7 +171,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		drainW:    drain.NewWatcher(cfg.DrainFile),
 		drains:    make(chan drain.Update, 1),
 		orphans:   map[netip.Prefix]bool{},
-		tier:      tiers{ann: deps.Degraded},
+		tier:      tiers{deg: deps.Degraded, lr: deps.LastResort},
 		fo:        newFailOpen(deps.Guard),
 	}
 	if d.now == nil {
@@ -389,8 +394,11 @@ func (d *Daemon) tick(ctx context.Context) {
 		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
 			d.vs.touch(i, polled, true)
 		}
+		if c.From.Announced != c.To.Announced {
+			d.fellAt(c.VIP, c.To.Announced, polled)
+		}
 	}
-	d.stepGuards(polled)
+	d.expireView(polled)
 	moved, err := d.apply(ctx)
 	d.writes.ticked(err)
 	// Logged once the interface is set: at 1,000 VIPs writing the lines
@@ -474,7 +482,7 @@ func (d *Daemon) start(ctx context.Context) bool {
 		}
 	}
 	actx, cancel = context.WithTimeout(ctx, applyTimeout)
-	ok := d.observeDegraded(actx, st)
+	ok := d.observeLower(actx, st)
 	cancel()
 	if !ok {
 		return false
@@ -482,32 +490,31 @@ func (d *Daemon) start(ctx context.Context) bool {
 	d.iface = st
 	now := d.now()
 	present := 0
-	d.vs.seed(d.onEither, now)
+	// Health's state starts from the tiers it decides: a VIP found in last
+	// resort was not announced by health, and placement keeps it there
+	// until the guard or health says otherwise.
+	d.vs.seed(func(p netip.Prefix) bool { return st.Has(p) || d.tier.deg != nil && d.tier.iface.Has(p) }, now)
 	for i := range d.cfg.VIPs {
-		if d.onEither(d.cfg.VIPs[i].Address) {
+		if d.onAny(d.cfg.VIPs[i].Address) {
 			present++
 		}
 	}
 	d.seedTier()
-	d.adoptRecord(d.bothIfaces(st))
+	d.adoptRecord(d.allIfaces(st))
 	d.started = true
 	d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "vips": len(d.cfg.VIPs), "present": present}).Info("started; initial VIP state taken from the interface")
 	return true
 }
 
-// desired reports whether a VIP should be on the interface now: announced
-// by health or by the fail-open guard, and not drained by an operator.
+// desired reports whether a VIP should be on an interface now: its
+// placement is not withdrawn.
 func (d *Daemon) desired(p netip.Prefix) bool {
-	return (d.vs.get(p).Announced || d.fo.engaged(p)) && !d.drained.Has(p)
+	return d.placementOf(p).Tier.Present()
 }
 
 // desiredAt is desired of the i-th VIP of the config, without a lookup.
 func (d *Daemon) desiredAt(i int) bool {
-	if !d.vs.ready {
-		return false
-	}
-	p := d.cfg.VIPs[i].Address
-	return (d.vs.state[i].Announced || d.fo.engaged(p)) && !d.drained.Has(p)
+	return d.vs.ready && d.vs.placed[i].Tier.Present()
 }
 
 // apply sets the interface to the desired state, and reports whether that
@@ -515,6 +522,7 @@ func (d *Daemon) desiredAt(i int) bool {
 // error, counted, returned, and retried on the next tick by the same
 // declarative call.
 func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
+	d.placeAll()
 	defer d.dropOwned()
 	st, err := d.setOwned(ctx)
 	d.noteWrite(err)
@@ -586,8 +594,9 @@ func (d *Daemon) logChange(c decide.Change) {
 		e = e.WithField("tier", string(decide.TierDegraded))
 	}
 	switch {
-	case c.From.Announced && !c.To.Announced && d.fo.engaged(c.VIP) && !d.drained.Has(c.VIP):
-		e.WithField("action", "keep").Warn("vip unavailable, but the fail-open guard keeps it announced")
+	case c.From.Announced && !c.To.Announced && d.placementOf(c.VIP).Tier != decide.TierWithdrawn:
+		// Placement keeps it (last resort) and logged why.
+		e.WithField("action", "keep").Warn("vip unavailable, but the fail-open guard keeps it announced in last resort")
 	case c.From.Announced != c.To.Announced && c.To.Announced:
 		e.WithField("action", "announce").Info("vip available: announcing")
 	case c.From.Announced != c.To.Announced:
@@ -626,11 +635,11 @@ func (d *Daemon) shutdown() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	defer cancel()
-	// Both interfaces, the degraded one first; a failure there is an
-	// error, but does not keep the main one from being withdrawn.
-	degErr := d.withdrawDegraded(ctx)
+	// Every interface, the lower ones first; a failure there is an error,
+	// but does not keep the main one from being withdrawn.
+	degErr := d.withdrawLower(ctx)
 	if degErr != nil {
-		d.log.WithError(degErr).Error("stopping; withdrawing VIPs from the degraded interface failed")
+		d.log.WithError(degErr).Error("stopping; withdrawing VIPs from the lower interfaces failed")
 	}
 	st, err := d.ann.Set(ctx, d.owned)
 	d.iface = st
@@ -708,21 +717,26 @@ func (d *Daemon) confirmJob() confirmJob {
 		VIPs:            make([]verify.VIP, 0, len(d.cfg.VIPs)+len(d.orphans)),
 		Protocols:       d.cfg.Bird.Protocols,
 		ExchangeTimeout: d.cfg.Bird.Timeout,
+		SiteID:          uint32(d.cfg.SiteID), // 0: not checked
 	}
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		want := d.desiredAt(i)
+		tier := decide.TierWithdrawn
+		if d.vs.ready {
+			tier = d.vs.placed[i].Tier
+		}
+		want := tier.Present()
 		if d.dryRun {
-			want = d.onEither(p) // a dry run changes nothing: BIRD is held to the interface as it is
+			want = d.onAny(p) // a dry run changes nothing: BIRD is held to the interface as it is
 		}
 		exp := verify.Absent
 		if want {
 			exp = verify.Present
 		}
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.onEither(p), Tier: d.tierExpected(i, want)})
+		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.onAny(p), Tier: d.tierExpected(i, tier)})
 	}
 	for p := range d.orphans {
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.onEither(p)})
+		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.onAny(p)})
 	}
 	at := make([]time.Time, len(in.VIPs)) // orphans: zero, as they have none
 	copy(at, d.vs.since)
@@ -737,7 +751,7 @@ func (d *Daemon) renew(ctx context.Context, m map[netip.Prefix]bool) {
 		return // BIRD drops a down link's routes: nothing was missed
 	}
 	for p, present := range m {
-		if d.desired(p) != present || d.onEither(p) != present {
+		if d.desired(p) != present || d.onAny(p) != present {
 			continue // changed since: the next confirmation judges afresh
 		}
 		rctx, cancel := context.WithTimeout(ctx, applyTimeout)

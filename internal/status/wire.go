@@ -29,6 +29,8 @@ type Status struct {
 	ControlAPI APIStatus       `json:"control_api"`
 	Bird       BirdStatus      `json:"bird"`
 	Drain      DrainStatus     `json:"drain"`
+	// FailOpen is the fail-open guard's view; nil while it is off.
+	FailOpen *FailOpenStatus `json:"fail_open,omitempty"`
 	// Reload is filled by whoever decides reloads (cmd/rhi's reloadState);
 	// Daemon.Status leaves it zero.
 	Reload ReloadStatus `json:"reload"`
@@ -108,11 +110,13 @@ type VIPStatus struct {
 	// Bird is BIRD's view of the VIP in the last confirmation; nil when
 	// confirmation is off or has not run yet.
 	Bird *VIPConfirm `json:"bird,omitempty"`
-	// The degraded tier (issue 14). Tier is the state rhi wants, drain
-	// included: announced, degraded or withdrawn. OnDegraded: the VIP is
-	// on the degraded interface (OnInterface: on either interface).
-	Tier       decide.Tier `json:"tier"`
-	OnDegraded bool        `json:"on_degraded_interface,omitempty"`
+	// Tier is the VIP's placement on the ladder, drain included:
+	// announced (full weight), degraded, last_resort or withdrawn; Reason
+	// is the placement's. OnDegraded, OnLastResort: the VIP is on that
+	// interface (OnInterface: on any of rhi's interfaces).
+	Tier         decide.Tier `json:"tier"`
+	OnDegraded   bool        `json:"on_degraded_interface,omitempty"`
+	OnLastResort bool        `json:"on_last_resort_interface,omitempty"`
 	// Probe is the VIP's data-path probe in the last poll; nil when the
 	// VIP has none (issue 13).
 	Probe *ProbeStatus `json:"probe,omitempty"`
@@ -121,16 +125,28 @@ type VIPStatus struct {
 	FailOpen *VIPFailOpen `json:"fail_open,omitempty"`
 }
 
-// VIPFailOpen is the fail-open guard's state for one VIP.
+// VIPFailOpen is the fail-open guard's view of one VIP. Whether the guard
+// keeps it in last resort is its Tier and Reason.
 type VIPFailOpen struct {
-	// Engaged: the guard announces the VIP although health would
-	// withdraw it (the VIP's reason is then "fail_open").
-	Engaged bool      `json:"engaged"`
-	Since   time.Time `json:"since,omitzero"` // when it engaged
-	// OtherSites is how many other sites BIRD last said announce the VIP;
-	// -1 when BIRD could not be asked (Error says why).
-	OtherSites int    `json:"other_sites"`
-	Error      string `json:"error,omitempty"`
+	// OtherSites is how many other sites BIRD last said serve the VIP;
+	// -1 when its answer could not tell (Error says why).
+	OtherSites int `json:"other_sites"`
+	// Since starts the current run of answers with at least
+	// min_other_sites serving other sites; zero (left out): no run.
+	Since time.Time `json:"since,omitzero"`
+	Error string    `json:"error,omitempty"`
+}
+
+// FailOpenStatus is the fail-open guard's view as a whole.
+type FailOpenStatus struct {
+	MinOtherSites int     `json:"min_other_sites"`
+	HoldSeconds   float64 `json:"hold_seconds"`
+	// Known is false while BIRD's view of the other sites is unknown
+	// (Error says why): no VIP whose health fails is withdrawn then,
+	// every one stays in last resort.
+	Known      bool      `json:"known"`
+	Error      string    `json:"error,omitempty"`
+	LastAnswer time.Time `json:"last_answer,omitzero"` // when BIRD last answered
 }
 
 // ProbeStatus is what a VIP's data-path probe said in the last poll.

@@ -157,16 +157,24 @@ func tierProblems(vr VIPReport) []string {
 }
 
 // runningTier is the tier `rhi verify` checks for a VIP of the running
-// daemon: the one its /status names, when the VIP is present and the
-// config file gives it a degraded tier; "" otherwise. (From a poll alone
-// no tier is checked: rise and fall need a history one poll lacks.)
+// daemon: the one its /status names (its placement), when the VIP is
+// present and the config uses the tiers (the VIP can be degraded, or the
+// fail-open guard is on; last resort always); "" otherwise. It is what the
+// daemon's own confirmation expects. (From a poll alone no tier is
+// checked: rise and fall need a history one poll lacks.)
 func runningTier(cfg *config.Config, p netip.Prefix, v RunningVIP) string {
-	if !v.Desired || (v.Tier != TierFull && v.Tier != TierDegraded) {
+	if !v.Desired {
+		return ""
+	}
+	if v.Tier == TierLastResort {
+		return TierLastResort
+	}
+	if v.Tier != TierFull && v.Tier != TierDegraded {
 		return ""
 	}
 	for i := range cfg.VIPs {
 		if cfg.VIPs[i].Address == p {
-			if cfg.VIPs[i].Degraded.On() {
+			if cfg.VIPs[i].Degraded.On() || cfg.FailOpen.Enabled() {
 				return v.Tier
 			}
 			return ""

@@ -145,6 +145,24 @@ func TestExpectFromDaemonTier(t *testing.T) {
 	}
 }
 
+// TestExpectFromDaemonLastResort: a VIP the daemon keeps in last resort is
+// checked present, exported at that tier, whatever its degraded tier; with
+// the guard on, a VIP at full weight is checked for it too.
+func TestExpectFromDaemonLastResort(t *testing.T) {
+	cfg := &config.Config{Interface: "rhi0", FailOpen: config.FailOpen{MinOtherSites: 1}, VIPs: []config.VIP{{Address: vip4}, {Address: vip6}}}
+	w, err := ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{
+		{Address: vip4.String(), Desired: true, Tier: TierLastResort},
+		{Address: vip6.String(), Desired: true, Tier: TierFull},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := w.Input(nil, nil, 0)
+	if in.VIPs[0].Tier != TierLastResort || in.VIPs[0].Expected != Present || in.VIPs[1].Tier != TierFull {
+		t.Errorf("got %+v", in.VIPs)
+	}
+}
+
 // replyOf frames a transcript as the connection reads it.
 func replyOf(t *testing.T, text string) bird.Reply {
 	t.Helper()
