@@ -399,3 +399,76 @@ func setHealth(t *testing.T, s *site.Site, status string) {
 		t.Fatal(err)
 	}
 }
+
+// TestLadderNoAddPathHolds: (5) the router sends the sites no ADD-PATH, so a
+// site's guard table holds at most the router's best path and cannot tell
+// who else serves. Each site's guard says its view is unknown (/status,
+// rhi_fail_open_view_unknown 1, naming the missing ADD-PATH), and dc1,
+// failing beside a healthy dc2, steps down to last resort and stays there
+// past hold and several rounds: an unknown view never withdraws a VIP.
+func TestLadderNoAddPathHolds(t *testing.T) {
+	l, sites := ladderSites(t, lab.Options{PeerConfig: noAddPath(t)})
+	ctx := t.Context()
+	for _, s := range sites {
+		err := lab.Eventually(ctx, settle, 0, func(ctx context.Context) error {
+			st, err := s.Status(ctx)
+			switch {
+			case err != nil:
+				return err
+			case st.FailOpen == nil:
+				return fmt.Errorf("no fail_open in /status")
+			case st.FailOpen.Known || !strings.Contains(st.FailOpen.Error, "ADD-PATH"):
+				return fmt.Errorf("fail_open known %v, error %q; want unknown for the missing ADD-PATH", st.FailOpen.Known, st.FailOpen.Error)
+			}
+			m, err := s.Metrics(ctx)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(m, "\nrhi_fail_open_view_unknown 1\n") {
+				return fmt.Errorf("rhi_fail_open_view_unknown is not 1")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", s.DC.Name, err)
+		}
+	}
+	st, _ := sites[0].Status(ctx)
+	t.Logf("dc1's guard: %+v", *st.FailOpen)
+
+	rctx, stop := context.WithCancel(ctx)
+	rec, done := record(rctx, t, l)
+	defer func() { stop(); <-done }()
+	p1, p2 := l.DCs[0].PeerProtos[0], l.DCs[1].PeerProtos[0]
+	failed := time.Now()
+	setHealth(t, sites[0], "unhealthy")
+	wctx, cancel := context.WithTimeout(ctx, settle)
+	lr, err := rec.until(wctx, failed, func(l look) bool {
+		return l.bestFrom(p2) && slices.ContainsFunc(l.paths, func(m mark) bool { return m.proto == p1 && m.lastResort })
+	})
+	cancel()
+	if err != nil {
+		t.Fatalf("dc1 failed: the router never held its path in last resort beside dc2's serving one: %v\n%s", err, rec.story(failed))
+	}
+	t.Logf("BENCH ladder (5): dc1 in last resort at the router %v after its health failed", lr.at.Sub(failed).Round(time.Millisecond))
+	time.Sleep(ladderHold + 5*ladderPoll + 2*time.Second)
+	looks, err := rec.since(lr.at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lk := range looks {
+		if !slices.ContainsFunc(lk.paths, func(m mark) bool { return m.proto == p1 && m.lastResort }) || !lk.bestFrom(p2) {
+			t.Errorf("at %v after dc1 failed the router holds %s: want dc1's path in last resort and dc2's best; an unknown view must not withdraw\n%s", lk.at.Sub(failed).Round(time.Millisecond), lk, rec.story(failed))
+			break
+		}
+	}
+	st, err = sites[0].Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := st.VIPs[0]; v.Tier != "last_resort" {
+		t.Errorf("dc1's VIP: tier %q, reason %q; want last_resort", v.Tier, v.Reason)
+	} else {
+		t.Logf("dc1's VIP: tier %q, reason %q, fail_open %+v", v.Tier, v.Reason, v.FailOpen)
+	}
+}
