@@ -136,6 +136,7 @@ type Daemon struct {
 	iface     vip.State
 	writes    ifaceWrites
 	started   bool
+	stopping  bool // shutdown withdraws every VIP: placement's stopping phase
 	drained   drain.Set
 	drainErr  string
 	last      pollRun // the last tick's poll
@@ -625,10 +626,14 @@ func (d *Daemon) shutdown() error {
 		d.log.WithField("on_shutdown", "keep").Info("stopping; VIPs left as they are")
 		return nil
 	}
+	// Placement's stopping phase places every VIP withdrawn; the VIPs
+	// leave the interfaces as it says, and /status says why.
+	d.stopping = true
+	d.placeAll()
 	d.owned = make(map[netip.Prefix]bool, len(d.vs.state)+len(d.orphans))
 	d.steady.valid = false
 	for i := range d.vs.state {
-		d.owned[d.vs.vips[i].Address] = false
+		d.owned[d.vs.vips[i].Address] = d.desiredAt(i)
 	}
 	for p := range d.orphans {
 		d.owned[p] = false
@@ -642,7 +647,10 @@ func (d *Daemon) shutdown() error {
 		d.log.WithError(degErr).Error("stopping; withdrawing VIPs from the lower interfaces failed")
 	}
 	st, err := d.ann.Set(ctx, d.owned)
-	d.iface = st
+	if known := known(st, err, d.iface); known.Exists || err == nil {
+		d.iface = known
+	}
+	d.publish()
 	err = errors.Join(err, degErr)
 	if errors.Is(err, vip.ErrNoInterface) && degErr == nil {
 		// No interface, no addresses: BIRD announces nothing from it.
