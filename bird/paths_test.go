@@ -117,13 +117,16 @@ func TestParsePathsTranscripts(t *testing.T) {
 			})
 		}
 	}
-	// BIRD 3's names of every attribute ParsePaths reads, on one route.
-	paths, err := ParsePaths(readTranscript(t, bird318+"-show-route-attrs-all.txt"))
-	if err != nil || len(paths) != 1 {
-		t.Fatalf("attrs: %d paths, %v", len(paths), err)
-	}
-	if got, want := pathSummary(paths[0]), "master4 10.254.0.0/24 blackhole [s1 T] * (200) source=static path=[65001] set=false c=[[65001 5]] lc=[[65001 1 1]]"; got != want {
-		t.Errorf("attrs: %s, want %s", got, want)
+	// Every attribute ParsePaths reads on one route, under BIRD 2's names
+	// and BIRD 3's.
+	for _, v := range []string{bird2176, bird318} {
+		paths, err := ParsePaths(readTranscript(t, v+"-show-route-attrs-all.txt"))
+		if err != nil || len(paths) != 1 {
+			t.Fatalf("%s attrs: %d paths, %v", v, len(paths), err)
+		}
+		if got, want := pathSummary(paths[0]), "master4 10.254.0.0/24 blackhole [s1 T] * (200) source=static path=[65001] set=false c=[[65001 5]] lc=[[65001 1 1]]"; got != want {
+			t.Errorf("%s attrs: %s, want %s", v, got, want)
+		}
 	}
 }
 
@@ -427,6 +430,14 @@ func FuzzPaths(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	// BIRD 3's forms (and BIRD 2's) at their edges: a set continued on
+	// "\t\t" lines, a route with no source, a path under an unknown name.
+	f.Add([]byte("1007-Table rhi_guard4:\n 10.255.0.10/32       unicast [peer_b 1] (100) [AS65002i]\n" +
+		"1012-\tsource: BGP\n \tbgp_path: 65000 65002\n \tbgp_community: (1,2)\n \t\t(3,4)\n" +
+		"1008-\tInternal route handling values: 5L 8G 0S id 1\n0000 \n"))
+	f.Add([]byte("1007-Table rhi_guard4:\n 10.255.0.10/32       unicast [peer_b 1] (100)\n1012-\tbgp_path: 65002\n0000 \n"))
+	f.Add([]byte("1007-Table rhi_guard4:\n 10.255.0.10/32       unicast [peer_4 1] (100)\n1008-\tType: BGP univ\n" +
+		"1012-\tBGP.aspath: 65002\n \tBGP.large_community: (1, 2, 3)\n \t\t(4, 5, 6)\n0000 \n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fr := newFrameReader(strings.NewReader(string(data)), 512, 1<<16)
 		r, err := fr.readReply()

@@ -43,20 +43,6 @@ func tierLab(t *testing.T, n int, opts lab.Options) *lab.Lab {
 	return lab.ForTest(t, opts)
 }
 
-// established reports whether every BGP protocol of r is Established.
-func established(ctx context.Context, r *lab.Router) (bool, error) {
-	ps, err := r.Protocols(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, p := range ps {
-		if p.Proto == "BGP" && !p.Established() {
-			return false, fmt.Errorf("%s: %s is %s %s", r.Name, p.Name, p.State, p.Info)
-		}
-	}
-	return true, nil
-}
-
 // ip runs ip inside d's namespace.
 func ip(t *testing.T, ctx context.Context, d *lab.DC, args ...string) {
 	t.Helper()

@@ -5,6 +5,7 @@ package tiers
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/rhi-daemon/rhi/bird"
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/internal/guardbird"
 )
 
 // birdVersion is one BIRD the ladder's BIRD tests run with.
@@ -65,7 +67,7 @@ func noAddPath(t *testing.T) string {
 // paths, each tagged with its site's identity (AS, 2, router id); dc3's
 // carries GRACEFUL_SHUTDOWN, (AS, 1, 2) and LOCAL_PREF 0, dc1's (AS, 1, 1);
 // dc2's is best. dc1's guard table holds dc2's and dc3's paths with those
-// marks. With eBGP, with the sites in one AS (allow local as) and with
+// marks, and dc1's guard view (guardbird.Viewer) has dc2 alone serving. With eBGP, with the sites in one AS (allow local as) and with
 // iBGP, for BIRD 2 and BIRD 3. With RHI_LADDER_CAPTURE naming a directory,
 // it writes the transcripts internal/guardbird/testdata holds.
 func TestLadderExports(t *testing.T) {
@@ -137,6 +139,23 @@ func ladderExports(t *testing.T, l *lab.Lab, prefix string) {
 	capture(dc3.Router, "export-lastresort", bird.ExportAllCommand(dc3.Protocols[0], vip4))
 	capture(l.Peer, "peer-route", "show route "+vip4.String()+" all")
 	checkMarks(t, l)
+	checkView(t, l)
+}
+
+// checkView reads dc1's guard view as rhi does (guardbird.Viewer, site_id
+// unset: BIRD's router id): dc2 serves the VIP, dc3 (last resort) does not.
+func checkView(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	dc1, dc2 := l.DCs[0], l.DCs[1]
+	v := guardbird.Viewer{Path: dc1.BirdSocket, Timeout: 5 * time.Second}.View(ctx, []netip.Prefix{vip4})
+	self, _ := birdconf.SiteID(dc1.RouterID)
+	other, _ := birdconf.SiteID(dc2.RouterID)
+	if got, ok := v.Sites(vip4); v.Self != self || !ok || !slices.Equal(got, []uint32{other}) {
+		t.Errorf("dc1's view: self %d, %s served by %v (known %v, err %v, unknown %v); want self %d, served by dc2 %d only",
+			v.Self, vip4, got, ok, v.Err, v.Unknown[vip4], self, other)
+	}
 }
 
 // checkMarks reads the router's paths with their attributes and checks each
@@ -190,27 +209,10 @@ func checkMarks(t *testing.T, l *lab.Lab) {
 	}
 }
 
-// waitGuardPaths waits until an ADC's guard table holds n BGP paths for vip4.
-func waitGuardPaths(t *testing.T, l *lab.Lab, c *bird.Conn, n int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	var last bird.Announcers
-	err := waitFor(ctx, func(ctx context.Context) (bool, error) {
-		a, err := announcers(ctx, c, vip4)
-		last = a
-		return err == nil && a.Paths == n, err
-	})
-	if err != nil {
-		dump(t, l)
-		t.Fatalf("guard table: want %d paths for %s, last saw %+v: %v", n, vip4, last, err)
-	}
-}
-
 // TestLadderNoAddPath: a router that sends no ADD-PATH. The ADC's sessions
 // still come up (ADD-PATH is a capability, not a requirement), and its
 // `show protocols all` says that the neighbour will not send every path:
-// what guardbird reads to call the view unknown. With RHI_LADDER_CAPTURE,
+// dc1's guard view is unknown for it. With RHI_LADDER_CAPTURE,
 // it writes that transcript.
 func TestLadderNoAddPath(t *testing.T) {
 	for _, v := range birdVersions(t) {
@@ -235,6 +237,10 @@ func TestLadderNoAddPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("dc1: show protocols all\n%s", out)
+			view := guardbird.Viewer{Path: dc1.BirdSocket, Timeout: 5 * time.Second}.View(ctx, []netip.Prefix{vip4})
+			if view.Err == nil || !strings.Contains(view.Err.Error(), "without ADD-PATH receive") {
+				t.Errorf("dc1's view with a router that sends no ADD-PATH: err %v, served %v; want unknown for the missing ADD-PATH", view.Err, view.Serving)
+			}
 			if dir := os.Getenv("RHI_LADDER_CAPTURE"); dir != "" {
 				if err := os.WriteFile(filepath.Join(dir, v.name+"-noaddpath-protocols-all.txt"), []byte(out), 0o644); err != nil {
 					t.Fatal(err)

@@ -22,8 +22,6 @@ type graces struct {
 	// until holds the VIPs whose grace runs: when it ends. An entry past
 	// its deadline is dropped at the next placement.
 	until map[netip.Prefix]time.Time
-	// stopping: the daemon is stopping with on_shutdown: withdraw.
-	stopping bool
 	// timer fires at armed, the earliest deadline, so that the loop
 	// withdraws the VIP then rather than at the next poll; nil when no
 	// grace runs.
@@ -72,12 +70,9 @@ func (d *Daemon) startGrace(i int, now time.Time) {
 func (d *Daemon) endGrace(p netip.Prefix) { delete(d.gr.until, p) }
 
 // graceInput fills the drain's part of in for p at now: whether its
-// grace runs and, while the daemon stops, the phase.
+// grace runs.
 func (d *Daemon) graceInput(in *place.Input, p netip.Prefix, now time.Time) {
 	in.Grace = d.gr.in(p, now)
-	if d.gr.stopping {
-		in.Phase = place.Stopping
-	}
 }
 
 // noteNoLastResort logs, once while the last-resort interface stays
@@ -153,7 +148,7 @@ func (d *Daemon) stepDownAll() int {
 		}
 		d.startGrace(i, now)
 	}
-	d.gr.stopping = true
+	d.stopping = true
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	_, err := d.apply(ctx)
 	cancel()

@@ -321,10 +321,11 @@ func truncate(s string) string {
 // serving judges one net's routes: the distinct identities of the other
 // sites with a serving path. Routes of this host's own direct protocols
 // (copied in by the pipe) do not count; a BGP path tagged with this site's
-// own identity (echoed back by a router) is not another site. A BGP path
-// with no site identity, or with two, cannot be attributed; a route that is
-// neither BGP nor this host's own cannot be explained: either makes the net
-// unknown.
+// own identity (echoed back by a router) is not another site. A route
+// without a source, a BGP path without an AS path (a format this parser does
+// not know) or with no site identity, or with two, cannot be attributed; a
+// route that is neither BGP nor this host's own cannot be explained: any of
+// them makes the net unknown.
 func serving(group []bird.Line, end bird.Line, self uint32, bgp map[string]bool) ([]uint32, error) {
 	lines := make([]bird.Line, 0, len(group)+1)
 	lines = append(lines, group...)
@@ -335,7 +336,16 @@ func serving(group []bird.Line, end bird.Line, self uint32, bgp map[string]bool)
 	}
 	out := []uint32{}
 	for _, p := range paths {
+		// The dump asks for "all": every route states its source, and every
+		// BGP route its AS path (empty for iBGP). Without them the reply is
+		// in a format this parser does not know, and the net is unknown.
+		if p.Source == "" {
+			return nil, fmt.Errorf("a route of protocol %q with no source (neither BIRD 2's \"Type:\" nor BIRD 3's \"source:\"): %w", p.Proto, bird.ErrUnreadable)
+		}
 		isBGP := strings.HasPrefix(p.Source, "BGP") || bgp[p.Proto]
+		if isBGP && !p.HasASPath {
+			return nil, fmt.Errorf("a path from %s with no AS path (neither BIRD 2's BGP.as_path nor BIRD 3's bgp_path): %w", p.Proto, bird.ErrUnreadable)
+		}
 		if !isBGP {
 			if own[p.Proto] {
 				continue

@@ -332,3 +332,97 @@ func TestViewStalled(t *testing.T) {
 		}
 	}
 }
+
+// TestViewUnknownFormat: dc2's serving path of vip4, in the real dump of
+// BIRD 2 and of BIRD 3, changed into a format the parser does not know: no
+// source, no AS path, attributes in an unknown dialect, an AS path cut with
+// "...". vip4 is unknown, never served by nobody, and the round goes on: a
+// second VIP later in the dump is still known, and the round has no error.
+func TestViewUnknownFormat(t *testing.T) {
+	other := netip.MustParsePrefix("10.255.0.12/32")
+	// The second VIP, served by dc2, as each BIRD prints it.
+	tail := map[string]string{
+		"bird2.0.12": `1007-10.255.0.12/32       unicast [peer_4 06:53:11.407] * (100) [AS65002i]
+ 	via 10.99.1.1 on peer
+1008-	Type: BGP univ
+1012-	BGP.origin: IGP
+ 	BGP.as_path: 65000 65002
+ 	BGP.next_hop: 10.99.1.1
+ 	BGP.local_pref: 100
+ 	BGP.large_community: (65002, 2, 174260738)
+0000 
+`,
+		"bird3.1.8": `1007-10.255.0.12/32       unicast [peer_4 06:53:16.911] * (100) [AS65002i]
+ 	via 10.99.1.1 on peer
+1012-	preference: 100
+ 	from: 10.99.1.1
+ 	source: BGP
+ 	bgp_origin: IGP
+ 	bgp_path: 65000 65002
+ 	bgp_next_hop: 10.99.1.1
+ 	bgp_local_pref: 100
+ 	bgp_large_community: (65002, 2, 174260738)
+1008-	Internal route handling values: 6L 10G 0S id 1
+0000 
+`,
+	}
+	// Each change applies to dc2's path of vip4 only: the text from its
+	// route line to dc3's.
+	type change struct{ old, new string }
+	cases := map[string]map[string][]change{
+		"no source": {
+			"bird2.0.12": {{"1008-\tType: BGP univ\n1012-", "1012-"}},
+			"bird3.1.8":  {{" \tsource: BGP\n", ""}},
+		},
+		"no AS path": {
+			"bird2.0.12": {{" \tBGP.as_path: 65000 65002\n", ""}},
+			"bird3.1.8":  {{" \tbgp_path: 65000 65002\n", ""}},
+		},
+		"neither source nor AS path": {
+			"bird2.0.12": {{"1008-\tType: BGP univ\n1012-", "1012-"}, {" \tBGP.as_path: 65000 65002\n", ""}},
+			"bird3.1.8":  {{" \tsource: BGP\n", ""}, {" \tbgp_path: 65000 65002\n", ""}},
+		},
+		"attributes in an unknown dialect": {
+			"bird2.0.12": {{"BGP.", "bgp::"}, {"BGP.", "bgp::"}, {"BGP.", "bgp::"}, {"BGP.", "bgp::"}, {"BGP.", "bgp::"}},
+			"bird3.1.8":  {{"bgp_", "bgp::"}, {"bgp_", "bgp::"}, {"bgp_", "bgp::"}, {"bgp_", "bgp::"}, {"bgp_", "bgp::"}},
+		},
+		"an AS path cut with ...": {
+			"bird2.0.12": {{"BGP.as_path: 65000 65002\n", "BGP.as_path: 65000 " + strings.Repeat("65002 ", 70) + "650...\n"}},
+			"bird3.1.8":  {{"bgp_path: 65000 65002\n", "bgp_path: 65000 " + strings.Repeat("65002 ", 70) + "650...\n"}},
+		},
+	}
+	for name, byVersion := range cases {
+		for _, version := range versions {
+			t.Run(name+"/"+version, func(t *testing.T) {
+				replies := labReplies(t, version, "ebgp")
+				dump := strings.Replace(replies[DumpCommand(birdconf.GuardTable4)], "0000 \n", tail[version], 1)
+				i := strings.Index(dump, "[AS65002i]")
+				j := strings.Index(dump, "[AS65003i]")
+				if i < 0 || j < i {
+					t.Fatal("the transcript has no dc2 path before dc3's")
+				}
+				block := dump[i:j]
+				for _, c := range byVersion[version] {
+					changed := strings.Replace(block, c.old, c.new, 1)
+					if changed == block {
+						t.Fatalf("dc2's path has no %q", c.old)
+					}
+					block = changed
+				}
+				replies[DumpCommand(birdconf.GuardTable4)] = dump[:i] + block + dump[j:]
+				v, _ := view(t, replies, 0, vip4, other)
+				if v.Err != nil {
+					t.Fatalf("the round failed: %v; want only %s unknown", v.Err, vip4)
+				}
+				if got, ok := v.Sites(vip4); ok || v.Unknown[vip4] == nil {
+					t.Errorf("%s: serving %v (known %v), unknown %v; want unknown", vip4, got, ok, v.Unknown[vip4])
+				} else {
+					t.Logf("%s: %v", vip4, v.Unknown[vip4])
+				}
+				if got, ok := v.Sites(other); !ok || !slices.Equal(got, []uint32{site2}) {
+					t.Errorf("%s, after the unreadable net: serving %v (known %v, unknown %v), want dc2", other, got, ok, v.Unknown[other])
+				}
+			})
+		}
+	}
+}
