@@ -77,7 +77,12 @@ func (d *Daemon) noteDrain(u drain.Update) bool {
 		e := d.log.WithFields(logrus.Fields{"vip": p.String(), "drain_file": path})
 		if on {
 			d.startGrace(i, now)
-			e.WithFields(logrus.Fields{"action": "drain", "drain_grace": d.cfg.VIPs[i].DrainGrace}).Info("vip drained by the operator: stepping it down to last resort for its drain_grace, then withdrawing it whatever its health")
+			e = e.WithFields(logrus.Fields{"action": "drain", "drain_grace": d.cfg.VIPs[i].DrainGrace})
+			if d.cfg.VIPs[i].DrainGrace > 0 {
+				e.Info("vip drained by the operator: withdrawing it whatever its health, after its drain_grace in last resort if it is announced")
+			} else {
+				e.Info("vip drained by the operator: withdrawing it whatever its health")
+			}
 		} else {
 			d.endGrace(p)
 			e.WithField("action", "undrain").Info("vip undrained: its health decides again")
