@@ -463,12 +463,18 @@ func TestGuardNoLastResortInterface(t *testing.T) {
 	if n := countLogs(r.logs, "the last-resort interface is missing: the tier is unavailable"); n != 1 {
 		t.Errorf("%d lines about the missing interface, want 1", n)
 	}
+	if fo := r.d.Status().FailOpen; fo == nil || fo.LastResortExists || fo.LastResortInterface != "rhi2" {
+		t.Errorf("status fail_open %+v, want rhi2 missing", fo)
+	}
 	// It appears: the next tick moves the VIP there.
 	lr.do(func(l *fakeLink) { l.exists = true })
 	r.tick(t)
 	r.answer()
 	r.tick(t)
 	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	if fo := r.d.Status().FailOpen; fo == nil || !fo.LastResortExists {
+		t.Errorf("status fail_open %+v, want rhi2 there", fo)
+	}
 }
 
 // TestGuardDrainWins: a drained VIP is withdrawn from last resort.
