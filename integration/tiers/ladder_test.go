@@ -225,9 +225,18 @@ func ladderSites(t *testing.T, opts lab.Options) (*lab.Lab, []*site.Site) {
 const settle = 20 * time.Second
 
 // TestLadder runs the ladder's lab scenarios with each way the sites reach
-// the router: eBGP (an AS each), one AS shared (allow local as), iBGP.
+// the router: eBGP (an AS each), one AS shared (allow local as), iBGP; all
+// on BIRD 2, and eBGP once more on BIRD 3 where its root is here.
 func TestLadder(t *testing.T) {
-	for _, top := range topologies {
+	runs := slices.Clone(topologies)
+	if argv, err := lab.Bird3(); err == nil {
+		opts := topologies[0].opts
+		opts.Bird = argv
+		runs = append(runs, topology{"bird3-" + topologies[0].name, opts})
+	} else {
+		t.Logf("BIRD 3 not tested: %v", err)
+	}
+	for _, top := range runs {
 		t.Run(top.name, func(t *testing.T) {
 			l, sites := ladderSites(t, top.opts)
 			ladderEverySiteFails(t, l, sites)
