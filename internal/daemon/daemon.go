@@ -136,6 +136,7 @@ type Daemon struct {
 	iface     vip.State
 	writes    ifaceWrites
 	started   bool
+	stopping  bool // shutdown withdraws every VIP: placement's stopping phase
 	drained   drain.Set
 	drainErr  string
 	last      pollRun // the last tick's poll
@@ -171,7 +172,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		drainW:    drain.NewWatcher(cfg.DrainFile),
 		drains:    make(chan drain.Update, 1),
 		orphans:   map[netip.Prefix]bool{},
-		tier:      tiers{deg: deps.Degraded, lr: deps.LastResort},
+		tier:      tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
 		fo:        newFailOpen(deps.Guard),
 	}
 	if d.now == nil {
@@ -493,7 +494,7 @@ func (d *Daemon) start(ctx context.Context) bool {
 	// Health's state starts from the tiers it decides: a VIP found in last
 	// resort was not announced by health, and placement keeps it there
 	// until the guard or health says otherwise.
-	d.vs.seed(func(p netip.Prefix) bool { return st.Has(p) || d.tier.deg != nil && d.tier.iface.Has(p) }, now)
+	d.vs.seed(func(p netip.Prefix) bool { return st.Has(p) || d.tier.holds(degIdx, p) }, now)
 	for i := range d.cfg.VIPs {
 		if d.onAny(d.cfg.VIPs[i].Address) {
 			present++
@@ -625,10 +626,14 @@ func (d *Daemon) shutdown() error {
 		d.log.WithField("on_shutdown", "keep").Info("stopping; VIPs left as they are")
 		return nil
 	}
+	// Placement's stopping phase places every VIP withdrawn; the VIPs
+	// leave the interfaces as it says, and /status says why.
+	d.stopping = true
+	d.placeAll()
 	d.owned = make(map[netip.Prefix]bool, len(d.vs.state)+len(d.orphans))
 	d.steady.valid = false
 	for i := range d.vs.state {
-		d.owned[d.vs.vips[i].Address] = false
+		d.owned[d.vs.vips[i].Address] = d.desiredAt(i)
 	}
 	for p := range d.orphans {
 		d.owned[p] = false
@@ -642,7 +647,10 @@ func (d *Daemon) shutdown() error {
 		d.log.WithError(degErr).Error("stopping; withdrawing VIPs from the lower interfaces failed")
 	}
 	st, err := d.ann.Set(ctx, d.owned)
-	d.iface = st
+	if known := known(st, err, d.iface); known.Exists || err == nil {
+		d.iface = known
+	}
+	d.publish()
 	err = errors.Join(err, degErr)
 	if errors.Is(err, vip.ErrNoInterface) && degErr == nil {
 		// No interface, no addresses: BIRD announces nothing from it.

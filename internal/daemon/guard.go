@@ -166,10 +166,14 @@ func (d *Daemon) fellAt(p netip.Prefix, announced bool, at time.Time) {
 	d.fo.fell[p] = at
 }
 
-// phase is the daemon's phase for placement: starting until the guard's
-// first answer (when it has a BIRD to ask).
+// phase is the daemon's phase for placement: stopping once a withdrawing
+// shutdown began; starting until the guard's first answer (when it has a
+// BIRD to ask); running otherwise.
 func (d *Daemon) phase() place.Phase {
-	if d.fo.ask != nil && !d.fo.answered && d.cfg.FailOpen.Enabled() {
+	switch {
+	case d.stopping:
+		return place.Stopping
+	case d.fo.ask != nil && !d.fo.answered && d.cfg.FailOpen.Enabled():
 		return place.Starting
 	}
 	return place.Running

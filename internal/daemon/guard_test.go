@@ -612,3 +612,27 @@ func TestRunAsksBird(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGuardShutdownWithdrawsEveryTier: on_shutdown withdraw is placement's
+// stopping phase: a VIP the guard keeps in last resort and a healthy one
+// leave every interface, and /status gives the reason.
+func TestGuardShutdownWithdrawsEveryTier(t *testing.T) {
+	cfg := ladderSeed()
+	cfg.OnShutdown = config.ShutdownWithdraw
+	r := newLadderRig(t, cfg, newFakeLink(), newFakeLink(), newFakeLink())
+	r.tick(t)
+	r.answer()
+	r.fail()
+	r.tick(t)
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	if err := r.d.shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	r.expect(t, "none", decide.TierWithdrawn, place.ReasonStopping)
+	if m, l := r.main.text(), r.lr.text(); m != "" || l != "" {
+		t.Errorf("after shutdown: rhi0 %q rhi2 %q", m, l)
+	}
+	if vs := r.status(t, v101); vs.Tier != decide.TierWithdrawn || vs.Reason != place.ReasonStopping {
+		t.Errorf("10.0.0.101 after shutdown: %s %s", vs.Tier, vs.Reason)
+	}
+}

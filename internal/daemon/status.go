@@ -208,7 +208,7 @@ func (d *Daemon) publish() {
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
 	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
 	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
-	v.degraded, v.lastResort = d.tier.iface, d.tier.lrIface
+	v.degraded, v.lastResort = d.tier.low[degIdx].iface, d.tier.low[lrIdx].iface
 	v.viewErr, v.viewAt = d.viewUnknown(), d.fo.last.At
 	d.views.publish(v)
 }

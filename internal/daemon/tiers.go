@@ -15,22 +15,31 @@ import (
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
-// tiers is the loop's side of the lower tiers: the announcers of the
-// degraded and the last-resort interfaces, the ladder that moves VIPs
-// between them and the main one add before delete, and what each lower
-// interface held after the last Set. The loop alone uses it. A daemon
+// lower is one lower tier's interface: its announcer (nil: not managed),
+// what it held after the last Set and before it, and the last error
+// setting it, logged once per change.
+type lower struct {
+	ann         Announcer
+	iface, prev vip.State
+	err         string
+}
+
+// The lower interfaces, by index in tiers.low; a lower one's vip.Place is
+// its index + 2.
+const (
+	degIdx = iota
+	lrIdx
+)
+
+// tiers is the loop's side of the lower tiers: the degraded and the
+// last-resort interfaces, and the ladder that moves VIPs between them and
+// the main one add before delete. The loop alone uses it. A daemon
 // without either announcer sets only the main interface.
 type tiers struct {
-	deg, lr Announcer // nil: that interface is not managed
-	ladder  vip.Ladder
-	iface   vip.State // the degraded interface after the last Set
-	prev    vip.State // the degraded interface before the last Set
-	lrIface vip.State // the last-resort interface after the last Set
-	lrPrev  vip.State // the last-resort interface before the last Set
-	moved   bool      // the last Set changed what a lower interface holds
-	err     string    // the last error setting the degraded interface, logged once per change
-	lrErr   string    // the same for the last-resort interface
-	places  map[netip.Prefix]vip.Place
+	low    [2]lower
+	ladder vip.Ladder
+	moved  bool // the last Set changed what a lower interface holds
+	places map[netip.Prefix]vip.Place
 	// onFor is the config onCfg was computed for: whether any of its VIPs
 	// can be degraded, or the guard can put one in last resort.
 	onFor *config.Config
@@ -46,53 +55,52 @@ type tiers struct {
 // tiers, at no extra cost per tick.
 func (t *tiers) needed(cfg *config.Config) bool {
 	if t.onFor != cfg {
-		t.onFor, t.onCfg = cfg, cfg.FailOpen.Enabled() && t.lr != nil
+		t.onFor, t.onCfg = cfg, cfg.FailOpen.Enabled() && t.low[lrIdx].ann != nil
 		for i := range cfg.VIPs {
 			t.onCfg = t.onCfg || cfg.VIPs[i].Degraded.On()
 		}
 	}
-	return t.onCfg || len(t.iface.Present)+len(t.lrIface.Present) > 0 ||
-		slices.ContainsFunc(t.iface.Foreign, announceable) || slices.ContainsFunc(t.lrIface.Foreign, announceable)
+	for _, l := range t.low {
+		if len(l.iface.Present) > 0 || slices.ContainsFunc(l.iface.Foreign, announceable) {
+			return true
+		}
+	}
+	return t.onCfg
 }
 
 // on reports whether the daemon manages a lower interface.
-func (t *tiers) on() bool { return t.deg != nil || t.lr != nil }
+func (t *tiers) on() bool { return t.low[degIdx].ann != nil || t.low[lrIdx].ann != nil }
+
+// holds reports whether the i-th lower interface is managed and holds p.
+func (t *tiers) holds(i int, p netip.Prefix) bool {
+	return t.low[i].ann != nil && t.low[i].iface.Has(p)
+}
 
 // has reports whether p is on a lower interface.
-func (t *tiers) has(p netip.Prefix) bool {
-	return t.deg != nil && t.iface.Has(p) || t.lr != nil && t.lrIface.Has(p)
-}
+func (t *tiers) has(p netip.Prefix) bool { return t.holds(degIdx, p) || t.holds(lrIdx, p) }
 
 // lastResort reports whether the last-resort tier is available: its
 // interface is managed and exists.
-func (t *tiers) lastResort() bool { return t.lr != nil && t.lrIface.Exists }
+func (t *tiers) lastResort() bool { return t.low[lrIdx].ann != nil && t.low[lrIdx].iface.Exists }
 
 // observeLower reads the lower interfaces at start-up and seeds the ladder
 // with every reading, so the first Set deletes nothing on the word of an
 // empty memory. A missing interface holds nothing. It reports false when
 // one could not be read (the next tick tries again).
 func (d *Daemon) observeLower(ctx context.Context, main vip.State) bool {
-	read := func(a Announcer, note func(error)) (vip.State, bool) {
-		if a == nil {
-			return vip.State{}, true
+	d.tier.ladder.Last[0] = main
+	for i := range d.tier.low {
+		l := &d.tier.low[i]
+		if l.ann == nil {
+			continue
 		}
-		st, err := a.Observe(ctx)
+		st, err := l.ann.Observe(ctx)
 		if err != nil && !errors.Is(err, vip.ErrNoInterface) {
-			note(err)
-			return st, false
+			d.noteLowerErr(i, err)
+			return false
 		}
-		return st, true
+		l.iface, d.tier.ladder.Last[i+1] = st, st
 	}
-	deg, ok := read(d.tier.deg, d.noteDegradedErr)
-	if !ok {
-		return false
-	}
-	lr, ok := read(d.tier.lr, d.noteLastResortErr)
-	if !ok {
-		return false
-	}
-	d.tier.iface, d.tier.lrIface = deg, lr
-	d.tier.ladder.Last = [3]vip.State{main, deg, lr}
 	return true
 }
 
@@ -101,7 +109,7 @@ func (d *Daemon) observeLower(ctx context.Context, main vip.State) bool {
 func (d *Daemon) seedTier() {
 	for i := range d.cfg.VIPs {
 		v := &d.cfg.VIPs[i]
-		if st := &d.vs.state[i]; st.Announced && v.Degraded.On() && d.tier.deg != nil && d.tier.iface.Has(v.Address) {
+		if st := &d.vs.state[i]; st.Announced && v.Degraded.On() && d.tier.holds(degIdx, v.Address) {
 			st.Degraded = true
 		}
 	}
@@ -115,7 +123,11 @@ func (t *tiers) presenceChanged(p netip.Prefix, after, before vip.State) bool {
 	if !t.on() {
 		return true // the caller saw main's presence change
 	}
-	return (after.Has(p) || t.iface.Has(p) || t.lrIface.Has(p)) != (before.Has(p) || t.prev.Has(p) || t.lrPrev.Has(p))
+	now, was := after.Has(p), before.Has(p)
+	for _, l := range t.low {
+		now, was = now || l.iface.Has(p), was || l.prev.Has(p)
+	}
+	return now != was
 }
 
 // withForeign is main with the lower interfaces' addresses added, for the
@@ -123,22 +135,21 @@ func (t *tiers) presenceChanged(p netip.Prefix, after, before vip.State) bool {
 // neither has in its config nor is withdrawing is unmanaged there too
 // (reported, and deleted under unmanaged_addresses: withdraw).
 func (t *tiers) withForeign(main vip.State) vip.State {
-	lower := []vip.State{t.iface, t.lrIface}
-	n := 0
-	for _, st := range lower {
-		n += len(st.Foreign) + len(st.Present)
+	all, cloned := main, false
+	for _, l := range t.low {
+		if len(l.iface.Foreign)+len(l.iface.Present) == 0 {
+			continue
+		}
+		if !cloned { // main's slices are the caller's
+			all.Foreign, all.Present, cloned = slices.Clone(main.Foreign), slices.Clone(main.Present), true
+		}
+		all.Foreign = append(all.Foreign, l.iface.Foreign...)
+		all.Present = append(all.Present, l.iface.Present...)
 	}
-	if !t.on() || n == 0 {
-		return main
+	if cloned {
+		slices.SortFunc(all.Present, netip.Prefix.Compare)
+		all.Present = slices.Compact(all.Present)
 	}
-	all := main
-	all.Foreign, all.Present = slices.Clone(main.Foreign), slices.Clone(main.Present)
-	for _, st := range lower {
-		all.Foreign = append(all.Foreign, st.Foreign...)
-		all.Present = append(all.Present, st.Present...)
-	}
-	slices.SortFunc(all.Present, netip.Prefix.Compare)
-	all.Present = slices.Compact(all.Present)
 	return all
 }
 
@@ -149,9 +160,9 @@ func (d *Daemon) onAny(p netip.Prefix) bool { return d.iface.Has(p) || d.tier.ha
 // (BIRD exports a VIP on two interfaces at the lower tier).
 func (d *Daemon) current(p netip.Prefix) decide.Tier {
 	switch {
-	case d.tier.lr != nil && d.tier.lrIface.Has(p):
+	case d.tier.holds(lrIdx, p):
 		return decide.TierLastResort
-	case d.tier.deg != nil && d.tier.iface.Has(p):
+	case d.tier.holds(degIdx, p):
 		return decide.TierDegraded
 	case d.iface.Has(p):
 		return decide.TierAnnounced
@@ -170,15 +181,17 @@ func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 	}
 	if !t.needed(d.cfg) {
 		st, err := d.ann.Set(ctx, d.owned)
-		t.prev, t.lrPrev, t.moved = t.iface, t.lrIface, false
-		t.ladder.Last[0] = known(st, err, t.ladder.Last[0])
+		for i := range t.low {
+			t.low[i].prev = t.low[i].iface
+		}
+		t.moved, t.ladder.Last[0] = false, known(st, err, t.ladder.Last[0])
 		return st, err
 	}
 	if t.places == nil {
 		t.places = map[netip.Prefix]vip.Place{}
 	}
 	clear(t.places)
-	wants := [4]bool{}
+	var wants [4]bool
 	for p, want := range d.owned {
 		pl := vip.Off
 		if want {
@@ -187,28 +200,30 @@ func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 		wants[pl] = true
 		t.places[p] = pl
 	}
-	t.ladder.Main, t.ladder.Degraded, t.ladder.LastResort = d.ann, t.deg, t.lr
+	t.ladder.Main, t.ladder.Degraded, t.ladder.LastResort = d.ann, t.low[degIdx].ann, t.low[lrIdx].ann
 	mv := t.ladder.MoveSet(ctx, t.places)
-	main, deg, lr := mv.State[0], mv.State[1], mv.State[2]
-	degErr, lrErr := mv.Err[1], mv.Err[2]
-	if errors.Is(degErr, vip.ErrNoInterface) && !wants[vip.Degraded] {
-		degErr = nil // no degraded interface, and no VIP needs one
+	t.moved = false
+	for i := range t.low {
+		l, st, err := &t.low[i], mv.State[i+1], mv.Err[i+1]
+		if l.ann == nil {
+			continue
+		}
+		missing := errors.Is(err, vip.ErrNoInterface)
+		// No degraded interface while no VIP needs one, or no last-resort
+		// one without a guard to need it: nothing to say.
+		quiet := missing && (i == degIdx && !wants[vip.Degraded] || i == lrIdx && !d.cfg.FailOpen.Enabled())
+		if quiet {
+			d.noteLowerErr(i, nil)
+		} else {
+			d.noteLowerErr(i, err)
+		}
+		t.moved = t.moved || st.Changed > 0 || !slices.Equal(st.Present, l.iface.Present) || st.Up != l.iface.Up
+		l.prev = l.iface
+		if err == nil || st.Exists || missing {
+			l.iface = st
+		}
 	}
-	if errors.Is(lrErr, vip.ErrNoInterface) && !d.cfg.FailOpen.Enabled() {
-		lrErr = nil // no last-resort interface, and no guard to need one
-	}
-	d.noteDegradedErr(degErr)
-	d.noteLastResortErr(lrErr)
-	t.prev, t.lrPrev = t.iface, t.lrIface
-	t.moved = deg.Changed+lr.Changed > 0 || !slices.Equal(deg.Present, t.iface.Present) || deg.Up != t.iface.Up ||
-		!slices.Equal(lr.Present, t.lrIface.Present) || lr.Up != t.lrIface.Up
-	if t.deg != nil && (mv.Err[1] == nil || deg.Exists || errors.Is(mv.Err[1], vip.ErrNoInterface)) {
-		t.iface = deg
-	}
-	if t.lr != nil && (mv.Err[2] == nil || lr.Exists || errors.Is(mv.Err[2], vip.ErrNoInterface)) {
-		t.lrIface = lr
-	}
-	return main, mv.Err[0]
+	return mv.State[0], mv.Err[0]
 }
 
 // rung is the interface of p's placement: a degraded VIP goes to main
@@ -216,72 +231,59 @@ func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 func (d *Daemon) rung(p netip.Prefix) vip.Place {
 	switch d.placementOf(p).Tier {
 	case decide.TierDegraded:
-		if d.tier.deg != nil {
+		if d.tier.low[degIdx].ann != nil {
 			return vip.Degraded
 		}
 	case decide.TierLastResort:
-		if d.tier.lr != nil {
+		if d.tier.low[lrIdx].ann != nil {
 			return vip.LastResort
 		}
 	}
 	return vip.Main
 }
 
-// noteDegradedErr logs an error setting the degraded interface when it is
-// news, and its clearing.
-func (d *Daemon) noteDegradedErr(err error) {
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	if msg == d.tier.err {
-		return
-	}
-	d.tier.err = msg
-	e := d.log.WithField("iface", d.cfg.Degraded.Interface)
-	if err == nil {
-		e.Info("degraded interface errors cleared")
-		return
-	}
-	if errors.Is(err, vip.ErrNoInterface) {
-		e.WithError(err).Error("the degraded interface is missing: degraded VIPs are announced at full weight from the main interface; retrying every tick")
-		return
-	}
-	e.WithError(err).Error("cannot set VIPs on the degraded interface; retrying every tick")
-}
-
-// noteLastResortErr logs an error setting the last-resort interface when
+// noteLowerErr logs err, an error setting the i-th lower interface, when
 // it is news, and its clearing.
-func (d *Daemon) noteLastResortErr(err error) {
+func (d *Daemon) noteLowerErr(i int, err error) {
+	l := &d.tier.low[i]
 	msg := ""
 	if err != nil {
 		msg = err.Error()
 	}
-	if msg == d.tier.lrErr {
+	if msg == l.err {
 		return
 	}
-	d.tier.lrErr = msg
-	e := d.log.WithField("iface", d.cfg.LastResort.Interface)
-	if err == nil {
-		e.Info("last-resort interface errors cleared")
-		return
+	l.err = msg
+	tier, iface, missing := "degraded", d.cfg.Degraded.Interface, "degraded VIPs are announced at full weight from the main interface"
+	if i == lrIdx {
+		tier, iface, missing = "last-resort", d.cfg.LastResort.Interface, "the tier is unavailable, and a vip whose health fails stays where it is (never withdrawn for that)"
 	}
-	if errors.Is(err, vip.ErrNoInterface) {
-		e.WithError(err).Error("the last-resort interface is missing: the tier is unavailable, and a vip whose health fails stays where it is (never withdrawn for that); retrying every tick")
-		return
+	e := d.log.WithField("iface", iface)
+	switch {
+	case err == nil:
+		e.Info(tier + " interface errors cleared")
+	case errors.Is(err, vip.ErrNoInterface):
+		e.WithError(err).Error("the " + tier + " interface is missing: " + missing + "; retrying every tick")
+	default:
+		e.WithError(err).Error("cannot set VIPs on the " + tier + " interface; retrying every tick")
 	}
-	e.WithError(err).Error("cannot set VIPs on the last-resort interface; retrying every tick")
 }
 
 // withdrawLower deletes every owned VIP from the lower interfaces at
 // shutdown (on_shutdown: withdraw). A missing one holds nothing.
 func (d *Daemon) withdrawLower(ctx context.Context) error {
 	var errs []error
-	for _, a := range []Announcer{d.tier.deg, d.tier.lr} {
-		if a == nil {
+	for i := range d.tier.low {
+		l := &d.tier.low[i]
+		if l.ann == nil {
 			continue
 		}
-		if _, err := a.Set(ctx, d.owned); err != nil && !errors.Is(err, vip.ErrNoInterface) {
+		st, err := l.ann.Set(ctx, d.owned)
+		missing := errors.Is(err, vip.ErrNoInterface)
+		if err == nil || st.Exists || missing {
+			l.iface = st // else it could not be read: keep the last view
+		}
+		if err != nil && !missing {
 			errs = append(errs, err)
 		}
 	}
@@ -290,13 +292,12 @@ func (d *Daemon) withdrawLower(ctx context.Context) error {
 
 // announcerOf is the announcer of the interface p is on.
 func (d *Daemon) announcerOf(p netip.Prefix) Announcer {
-	switch {
-	case d.iface.Has(p) || !d.tier.has(p):
-		return d.ann
-	case d.tier.deg != nil && d.tier.iface.Has(p):
-		return d.tier.deg
+	for i := range d.tier.low {
+		if !d.iface.Has(p) && d.tier.holds(i, p) {
+			return d.tier.low[i].ann
+		}
 	}
-	return d.tier.lr
+	return d.ann
 }
 
 // logTierChange logs a move between announced and degraded of a VIP that
@@ -313,18 +314,10 @@ func (d *Daemon) logTierChange(e *logrus.Entry, c decide.Change) {
 // the ownership record at start-up: an address rhi recorded is rhi's on
 // any of its interfaces.
 func (d *Daemon) allIfaces(main vip.State) vip.State {
-	if !d.tier.on() || len(d.tier.iface.Present)+len(d.tier.lrIface.Present) == 0 {
-		return main
-	}
 	all := main
-	all.Present = slices.Clone(main.Present)
-	for _, p := range append(slices.Clone(d.tier.iface.Present), d.tier.lrIface.Present...) {
-		if !main.Has(p) {
-			all.Present = append(all.Present, p)
-		}
-	}
-	slices.SortFunc(all.Present, netip.Prefix.Compare)
-	all.Present = slices.Compact(all.Present)
+	all.Foreign = nil
+	all = d.tier.withForeign(all)
+	all.Foreign = main.Foreign
 	return all
 }
 
@@ -352,7 +345,7 @@ func (d *Daemon) tierExpected(i int, tier decide.Tier) string {
 	}
 	switch tier {
 	case decide.TierDegraded:
-		if d.tier.deg != nil && v.Degraded.On() {
+		if d.tier.low[degIdx].ann != nil && v.Degraded.On() {
 			return verify.TierDegraded
 		}
 	case decide.TierLastResort:
