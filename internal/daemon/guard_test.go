@@ -642,3 +642,36 @@ func TestGuardShutdownWithdrawsEveryTier(t *testing.T) {
 		t.Errorf("10.0.0.101 after shutdown: %s %s", vs.Tier, vs.Reason)
 	}
 }
+
+// TestGuardRestartUnsettled: rhi restarts while its VIPs are announced and
+// the control API cannot be read, and BIRD has not answered the guard
+// yet: the VIPs are kept as they are while unsettled, and when the failure
+// policy withdraws them they go to last resort, never off every
+// interface.
+func TestGuardRestartUnsettled(t *testing.T) {
+	cfg := ladderSeed()
+	cfg.StateFile = filepath.Join(t.TempDir(), "owned")
+	rec := owned.File(cfg.StateFile)
+	if err := rec.Write(owned.Record{Iface: "rhi0", VIPs: []netip.Prefix{v100, v101, v102}}); err != nil {
+		t.Fatal(err)
+	}
+	main := newFakeLink("10.0.0.100/32", "10.0.0.101/32", "10.0.0.102/32")
+	r := newLadderRig(t, cfg, main, newFakeLink(), newFakeLink())
+	gaps := 0
+	after := func() { gaps += b2i(!main.has(v100) && !r.lr.has(v100)) }
+	r.d = New(cfg, Deps{Health: r.health, Log: r.d.log, Now: r.clock.now, Guard: r.view, Record: rec,
+		Announcer: watchedLink{main, after}, Degraded: r.deg, LastResort: watchedLink{r.lr, after}})
+	r.health.down() // every upstream unreadable
+	r.tick(t)
+	r.expect(t, "rhi0", decide.TierAnnounced, decide.ReasonUnknown)
+	for range cfg.FailurePolicy.MaxFailedPolls {
+		r.tick(t)
+	}
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonStarting)
+	if gaps > 0 {
+		t.Errorf("%d writes left 10.0.0.100 on no interface", gaps)
+	}
+	if r.d.vs.state[0].Reason != decide.ReasonPolicyWithdraw {
+		t.Errorf("health's reason %s, want the failure policy's withdrawal", r.d.vs.state[0].Reason)
+	}
+}
