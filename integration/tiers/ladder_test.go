@@ -5,6 +5,8 @@ package tiers
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -225,9 +227,18 @@ func ladderSites(t *testing.T, opts lab.Options) (*lab.Lab, []*site.Site) {
 const settle = 20 * time.Second
 
 // TestLadder runs the ladder's lab scenarios with each way the sites reach
-// the router: eBGP (an AS each), one AS shared (allow local as), iBGP.
+// the router: eBGP (an AS each), one AS shared (allow local as), iBGP; all
+// on BIRD 2, and eBGP once more on BIRD 3 where its root is here.
 func TestLadder(t *testing.T) {
-	for _, top := range topologies {
+	runs := slices.Clone(topologies)
+	if argv, err := lab.Bird3(); err == nil {
+		opts := topologies[0].opts
+		opts.Bird = argv
+		runs = append(runs, topology{"bird3-" + topologies[0].name, opts})
+	} else {
+		t.Logf("BIRD 3 not tested: %v", err)
+	}
+	for _, top := range runs {
 		t.Run(top.name, func(t *testing.T) {
 			l, sites := ladderSites(t, top.opts)
 			ladderEverySiteFails(t, l, sites)
@@ -275,6 +286,7 @@ func ladderEverySiteFails(t *testing.T, l *lab.Lab, sites []*site.Site) {
 	if g := rec.gaps(t, failed); len(g) > 0 {
 		t.Errorf("(1) the router had no path for the VIP in %d of its looks after both sites failed, first at %v\n%s", len(g), g[0].at.Sub(failed), rec.story(failed))
 	}
+	verifyLastResort(t, sites)
 
 	// (2) dc2 recovers: its path is the only serving one and becomes best.
 	back := time.Now()
@@ -470,5 +482,35 @@ func TestLadderNoAddPathHolds(t *testing.T) {
 		t.Errorf("dc1's VIP: tier %q, reason %q; want last_resort", v.Tier, v.Reason)
 	} else {
 		t.Logf("dc1's VIP: tier %q, reason %q, fail_open %+v", v.Tier, v.Reason, v.FailOpen)
+	}
+}
+
+// verifyLastResort: with each site's VIP in last resort, `rhi verify`
+// finds it exported so (GRACEFUL_SHUTDOWN, the largest prepend, (AS, 1, 2))
+// with the site's identity, from BIRD's own reply; and with a config whose
+// site_id is another, it reports the export wrong.
+func verifyLastResort(t *testing.T, sites []*site.Site) {
+	t.Helper()
+	ctx := t.Context()
+	for _, s := range sites {
+		out, code, err := s.RHICommand(ctx, "verify")
+		if err != nil || code != 0 {
+			t.Errorf("rhi verify on %s, in last resort: exit %d, %v\n%s", s.DC.Name, code, err, out)
+		}
+	}
+	s := sites[0]
+	cfg, err := os.ReadFile(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := filepath.Join(filepath.Dir(s.Config), "wrong-site-id.yaml")
+	if err := os.WriteFile(wrong, append(cfg, "site_id: 10.0.0.99\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code, err := s.RHICommand(ctx, "verify", "--config", wrong)
+	if err != nil || code == 0 || !strings.Contains(out, "not site_id") {
+		t.Errorf("rhi verify on %s with another site_id: exit %d, %v; want a mismatch naming the site identity\n%s", s.DC.Name, code, err, out)
+	} else {
+		t.Logf("rhi verify with another site_id: exit %d\n%s", code, out)
 	}
 }

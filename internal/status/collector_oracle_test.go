@@ -75,6 +75,8 @@ var (
 		"1 while a drain or a withdrawing stop keeps the VIP in last resort for its drain_grace, before withdrawing it.", []string{"vip"}, nil)
 	descVIPDrainDeadline = prometheus.NewDesc("rhi_vip_drain_deadline_seconds",
 		"When the VIP's drain_grace ends (Unix time); only while it is draining.", []string{"vip"}, nil)
+	descLastResortMissing = prometheus.NewDesc("rhi_fail_open_last_resort_missing",
+		"1 while the fail-open guard is on and last_resort.interface does not exist: the last-resort tier is unavailable, and a VIP whose health fails stays where it is; absent while the guard is off.", nil, nil)
 	descVIPFailOpen = prometheus.NewDesc("rhi_vip_fail_open",
 		"1 while the fail-open guard keeps the VIP announced in last resort although its health fails; absent while the guard is off.", []string{"vip"}, nil)
 )
@@ -92,7 +94,7 @@ func (c *constCollector) Describe(ch chan<- *prometheus.Desc) {
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
 		descDryRun, descWriteErrors, descLastSettled,
 		descVIPDrained, descVIPDraining, descVIPDrainDeadline, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
-		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded, descVIPFailOpen, descViewUnknown,
+		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded, descVIPFailOpen, descViewUnknown, descLastResortMissing,
 		descUpstreamHealthy, descUpstreamNodes, descProbeSuccess, descProbeDuration} {
 		ch <- d
 	}
@@ -126,6 +128,7 @@ func (c *constCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descRecordError, b2f(s.Interface.RecordError != ""))
 	if s.FailOpen != nil {
 		gauge(descViewUnknown, b2f(!s.FailOpen.Known))
+		gauge(descLastResortMissing, b2f(!s.FailOpen.LastResortExists))
 	}
 	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
 		gauge(descBirdUp, b2f(s.Bird.Error == ""))
