@@ -51,7 +51,7 @@ func runs(t *testing.T) int {
 // stream is one run's traffic: what the client sent, what each site got.
 type stream struct {
 	mu   sync.Mutex
-	sent []time.Time            // send time by sequence number
+	sent []time.Time             // send time by sequence number
 	got  map[uint32][2]time.Time // receive time at each site, zero if not received
 }
 
