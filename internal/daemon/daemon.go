@@ -629,10 +629,12 @@ func (d *Daemon) logChange(c decide.Change) {
 }
 
 // shutdown applies on_shutdown: keep leaves the VIPs in place so a restart
-// does not flap routes; withdraw steps every announced VIP down to last
+// does not flap routes (a drain in its grace is finished first:
+// finishDrains); withdraw steps every announced VIP down to last
 // resort for its drain_grace (stepDownAll), then removes every owned VIP.
 func (d *Daemon) shutdown() error {
 	if d.cfg.OnShutdown != config.ShutdownWithdraw {
+		d.finishDrains()
 		d.log.WithField("on_shutdown", "keep").Info("stopping; VIPs left as they are")
 		return nil
 	}

@@ -204,3 +204,33 @@ func renderDrain(vs *status.VIPStatus, v *view, p netip.Prefix, pl place.Placeme
 		vs.DrainPhase = PhaseDrained
 	}
 }
+
+// finishDrains completes, when rhi stops with on_shutdown: keep, the
+// drains whose grace still runs: it waits for the last of their deadlines
+// and withdraws those VIPs, so that a stopped rhi never leaves a drained
+// VIP announced in last resort (package removal drains everything, and
+// without a control socket cannot wait for the grace itself). The other
+// VIPs stay as they are.
+func (d *Daemon) finishDrains() {
+	if d.dryRun || !d.started || !d.vs.ready || len(d.gr.until) == 0 {
+		return
+	}
+	var last time.Time
+	for _, t := range d.gr.until {
+		if t.After(last) {
+			last = t
+		}
+	}
+	if wait := last.Sub(d.now()); wait > 0 {
+		d.log.WithFields(logrus.Fields{"on_shutdown": "keep", "vips": len(d.gr.until), "until": last.Format(time.RFC3339Nano), "wait": wait.Round(time.Millisecond)}).
+			Info("stopping; waiting for the drains in their grace to end, then withdrawing those VIPs")
+		d.sleep(wait)
+	}
+	d.gr.until = nil
+	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
+	defer cancel()
+	if _, err := d.apply(ctx); err != nil {
+		d.log.WithError(err).Error("stopping; withdrawing the drained VIPs failed")
+	}
+	d.gr.stopTimer()
+}

@@ -240,3 +240,28 @@ func (r *graceRig) count(level logrus.Level, msg string) int {
 	}
 	return n
 }
+
+// TestShutdownKeepFinishesDrains: with on_shutdown: keep, a drain still in
+// its grace is finished (waited for, then withdrawn); the other VIPs stay.
+func TestShutdownKeepFinishesDrains(t *testing.T) {
+	r := newGraceRig(t, newFakeLink())
+	r.tick(t)
+	writeDrain(t, r.path, false, "10.0.0.100")
+	r.look(t)
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonDraining)
+	r.clock.advance(2 * time.Second)
+	var slept []time.Duration
+	r.d.sleep = func(d time.Duration) { slept = append(slept, d); r.clock.advance(d) }
+	if err := r.d.shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if len(slept) != 1 || slept[0] != 3*time.Second {
+		t.Errorf("slept %v, want once for the 3s left of the grace", slept)
+	}
+	if got := r.where(); got != "none" {
+		t.Errorf("the drained VIP is on %s after the stop, want none", got)
+	}
+	if got := r.main.text(); got != "10.0.0.101 10.0.0.102" {
+		t.Errorf("rhi0 holds %q after a keeping stop, want the undrained VIPs", got)
+	}
+}
