@@ -265,3 +265,31 @@ func TestShutdownKeepFinishesDrains(t *testing.T) {
 		t.Errorf("rhi0 holds %q after a keeping stop, want the undrained VIPs", got)
 	}
 }
+
+// TestDrainGraceFailOpenKeepsLastResort: with the fail-open guard on and
+// nobody else serving, a VIP whose health fails during its drain's grace
+// stays in last resort (the guard's rule) until the grace ends, and is
+// then withdrawn: the drain wins over the guard.
+func TestDrainGraceFailOpenKeepsLastResort(t *testing.T) {
+	cfg := ladderSeed()
+	for i := range cfg.VIPs {
+		cfg.VIPs[i].DrainGrace = 5 * time.Second
+	}
+	r := &graceRig{ladderRig: newLadderRig(t, cfg, newFakeLink(), newFakeLink(), newFakeLink()), path: cfg.DrainFile}
+	r.d.newTicker = func(time.Duration) ticker { r.timer = newFakeTicker(); return r.timer }
+	r.tick(t)
+	r.answer()
+	r.answer()
+	r.expect(t, "rhi0", decide.TierAnnounced, decide.ReasonHealthy)
+
+	writeDrain(t, r.path, false, "10.0.0.100")
+	r.look(t)
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonDraining)
+	r.fail()
+	r.clock.advance(time.Second)
+	r.d.tick(context.Background())
+	r.answer()
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonDraining)
+	r.due(3 * time.Second)
+	r.expect(t, "none", decide.TierWithdrawn, place.ReasonDrained)
+}
