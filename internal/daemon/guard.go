@@ -221,7 +221,11 @@ func guardStatus(v *view) *status.FailOpenStatus {
 	if !v.cfg.FailOpen.Enabled() {
 		return nil
 	}
-	return &status.FailOpenStatus{Known: v.viewErr == "", Error: v.viewErr, LastAnswer: v.viewAt, MinOtherSites: v.cfg.FailOpen.MinOtherSites, HoldSeconds: v.cfg.FailOpen.Hold.Seconds()}
+	return &status.FailOpenStatus{
+		Known: v.viewErr == "", Error: v.viewErr, LastAnswer: v.viewAt,
+		MinOtherSites: v.cfg.FailOpen.MinOtherSites, HoldSeconds: v.cfg.FailOpen.Hold.Seconds(),
+		LastResortInterface: v.cfg.LastResort.Interface, LastResortExists: v.lastResort.Exists,
+	}
 }
 
 // renderFailOpen adds the guard's view of one VIP to its status.

@@ -463,12 +463,18 @@ func TestGuardNoLastResortInterface(t *testing.T) {
 	if n := countLogs(r.logs, "the last-resort interface is missing: the tier is unavailable"); n != 1 {
 		t.Errorf("%d lines about the missing interface, want 1", n)
 	}
+	if fo := r.d.Status().FailOpen; fo == nil || fo.LastResortExists || fo.LastResortInterface != "rhi2" {
+		t.Errorf("status fail_open %+v, want rhi2 missing", fo)
+	}
 	// It appears: the next tick moves the VIP there.
 	lr.do(func(l *fakeLink) { l.exists = true })
 	r.tick(t)
 	r.answer()
 	r.tick(t)
 	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	if fo := r.d.Status().FailOpen; fo == nil || !fo.LastResortExists {
+		t.Errorf("status fail_open %+v, want rhi2 there", fo)
+	}
 }
 
 // TestGuardDrainWins: a drained VIP is withdrawn from last resort.
@@ -634,5 +640,38 @@ func TestGuardShutdownWithdrawsEveryTier(t *testing.T) {
 	}
 	if vs := r.status(t, v101); vs.Tier != decide.TierWithdrawn || vs.Reason != place.ReasonStopping {
 		t.Errorf("10.0.0.101 after shutdown: %s %s", vs.Tier, vs.Reason)
+	}
+}
+
+// TestGuardRestartUnsettled: rhi restarts while its VIPs are announced and
+// the control API cannot be read, and BIRD has not answered the guard
+// yet: the VIPs are kept as they are while unsettled, and when the failure
+// policy withdraws them they go to last resort, never off every
+// interface.
+func TestGuardRestartUnsettled(t *testing.T) {
+	cfg := ladderSeed()
+	cfg.StateFile = filepath.Join(t.TempDir(), "owned")
+	rec := owned.File(cfg.StateFile)
+	if err := rec.Write(owned.Record{Iface: "rhi0", VIPs: []netip.Prefix{v100, v101, v102}}); err != nil {
+		t.Fatal(err)
+	}
+	main := newFakeLink("10.0.0.100/32", "10.0.0.101/32", "10.0.0.102/32")
+	r := newLadderRig(t, cfg, main, newFakeLink(), newFakeLink())
+	gaps := 0
+	after := func() { gaps += b2i(!main.has(v100) && !r.lr.has(v100)) }
+	r.d = New(cfg, Deps{Health: r.health, Log: r.d.log, Now: r.clock.now, Guard: r.view, Record: rec,
+		Announcer: watchedLink{main, after}, Degraded: r.deg, LastResort: watchedLink{r.lr, after}})
+	r.health.down() // every upstream unreadable
+	r.tick(t)
+	r.expect(t, "rhi0", decide.TierAnnounced, decide.ReasonUnknown)
+	for range cfg.FailurePolicy.MaxFailedPolls {
+		r.tick(t)
+	}
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonStarting)
+	if gaps > 0 {
+		t.Errorf("%d writes left 10.0.0.100 on no interface", gaps)
+	}
+	if r.d.vs.state[0].Reason != decide.ReasonPolicyWithdraw {
+		t.Errorf("health's reason %s, want the failure policy's withdrawal", r.d.vs.state[0].Reason)
 	}
 }

@@ -55,6 +55,8 @@ var (
 		"1 if the last confirmation could talk to BIRD.", "gauge", nil}
 	famViewUnknown = family{"rhi_fail_open_view_unknown",
 		"1 while the fail-open guard's view of the other sites is unknown (BIRD cannot be asked, no session with ADD-PATH): no VIP whose health fails is withdrawn; absent while the guard is off.", "gauge", nil}
+	famLastResortMissing = family{"rhi_fail_open_last_resort_missing",
+		"1 while the fail-open guard is on and last_resort.interface does not exist: the last-resort tier is unavailable, and a VIP whose health fails stays where it is; absent while the guard is off.", "gauge", nil}
 	famBGP = family{"rhi_bgp_established",
 		"1 if the selected BGP protocol is Established; absent while BIRD cannot be asked.", "gauge", []string{"protocol"}}
 )
@@ -163,7 +165,7 @@ func birdValue(v *VIPStatus, f func(*VIPConfirm) (float64, bool)) (float64, bool
 func statusFamilies() []family {
 	out := []family{famReady, famDryRun, famWriteErrors, famLastSettled, famPolls, famFailedPolls,
 		famConsecutive, famIfaceUp, famDrainError, famUnmanaged, famUnmanagedAddr, famRecordError,
-		famViewUnknown, famBirdUp, famBGP, famUpstream, famUpstreamHealthy, famUpstreamNodes}
+		famViewUnknown, famLastResortMissing, famBirdUp, famBGP, famUpstream, famUpstreamHealthy, famUpstreamNodes}
 	for _, f := range vipFamilies {
 		out = append(out, f.family)
 	}
@@ -209,6 +211,7 @@ func (c *collector) write(w *textWriter, s *Status) {
 	w.begin(&famRecordError).sample(b2f(s.Interface.RecordError != ""))
 	if s.FailOpen != nil {
 		w.begin(&famViewUnknown).sample(b2f(!s.FailOpen.Known))
+		w.begin(&famLastResortMissing).sample(b2f(!s.FailOpen.LastResortExists))
 	}
 	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
 		w.begin(&famBirdUp).sample(b2f(s.Bird.Error == ""))

@@ -71,6 +71,8 @@ var (
 		"1 if rhi wants the VIP announced degraded (from the degraded interface, with a longer AS path).", []string{"vip"}, nil)
 	descViewUnknown = prometheus.NewDesc("rhi_fail_open_view_unknown",
 		"1 while the fail-open guard's view of the other sites is unknown (BIRD cannot be asked, no session with ADD-PATH): no VIP whose health fails is withdrawn; absent while the guard is off.", nil, nil)
+	descLastResortMissing = prometheus.NewDesc("rhi_fail_open_last_resort_missing",
+		"1 while the fail-open guard is on and last_resort.interface does not exist: the last-resort tier is unavailable, and a VIP whose health fails stays where it is; absent while the guard is off.", nil, nil)
 	descVIPFailOpen = prometheus.NewDesc("rhi_vip_fail_open",
 		"1 while the fail-open guard keeps the VIP announced in last resort although its health fails; absent while the guard is off.", []string{"vip"}, nil)
 )
@@ -88,7 +90,7 @@ func (c *constCollector) Describe(ch chan<- *prometheus.Desc) {
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
 		descDryRun, descWriteErrors, descLastSettled,
 		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
-		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded, descVIPFailOpen, descViewUnknown,
+		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded, descVIPFailOpen, descViewUnknown, descLastResortMissing,
 		descUpstreamHealthy, descUpstreamNodes, descProbeSuccess, descProbeDuration} {
 		ch <- d
 	}
@@ -122,6 +124,7 @@ func (c *constCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descRecordError, b2f(s.Interface.RecordError != ""))
 	if s.FailOpen != nil {
 		gauge(descViewUnknown, b2f(!s.FailOpen.Known))
+		gauge(descLastResortMissing, b2f(!s.FailOpen.LastResortExists))
 	}
 	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
 		gauge(descBirdUp, b2f(s.Bird.Error == ""))

@@ -171,7 +171,7 @@ func oddStatus() Status {
 	v.Bird = &VIPConfirm{Agrees: true, Latency: 1500 * time.Microsecond, Renewed: 7}
 	v.Probe = &ProbeStatus{Result: "up", LatencySeconds: 0.1234567890123}
 	v.FailOpen = &VIPFailOpen{OtherSites: 2}
-	s.FailOpen = &FailOpenStatus{Known: false, Error: "no ADD-PATH"}
+	s.FailOpen = &FailOpenStatus{Known: false, Error: "no ADD-PATH", LastResortInterface: "rhi2"}
 	v.Upstreams = []UpstreamStatus{{Key: odd, Verdict: "failed", Healthy: 3, Nodes: 1e7}, {Key: "/apisix/upstreams/api", Verdict: "down"}}
 	s.VIPs = append(s.VIPs, v)
 	for i, lat := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 1e-9, 0, 1, 2.5e21} {

@@ -147,6 +147,11 @@ type FailOpenStatus struct {
 	Known      bool      `json:"known"`
 	Error      string    `json:"error,omitempty"`
 	LastAnswer time.Time `json:"last_answer,omitzero"` // when BIRD last answered
+	// LastResortInterface is last_resort.interface; LastResortExists is
+	// false while it is missing: the tier is unavailable, and a VIP whose
+	// health fails stays where it is.
+	LastResortInterface string `json:"last_resort_interface"`
+	LastResortExists    bool   `json:"last_resort_exists"`
 }
 
 // ProbeStatus is what a VIP's data-path probe said in the last poll.
