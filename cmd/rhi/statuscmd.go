@@ -116,6 +116,9 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 	fmt.Fprintf(w, "apisix     %s  last poll %s ago, took %s, %d/%d upstreams unreadable, %d failed polls in a row\n",
 		api.URL, ago(now, api.LastPoll), api.PollDuration.Round(time.Millisecond), api.Unreadable, api.Upstreams, api.ConsecutiveFailedPolls)
 	fmt.Fprintf(w, "bird       %s\n", birdLine(s.Bird, now))
+	if g := s.FailOpen; g != nil {
+		fmt.Fprintf(w, "guard      %s\n", guardLine(g, now))
+	}
 	if err := status.Judge(s, now); err != nil {
 		fmt.Fprintf(w, "health     UNHEALTHY (/healthz 503): %v\n", err)
 	}
@@ -241,6 +244,23 @@ func birdLine(b status.BirdStatus, now time.Time) string {
 	}
 	return fmt.Sprintf("%s  checked %s ago: %d VIPs agree, %d disagree; sessions %s",
 		b.Socket, ago(now, b.LastCheck), b.Agree, b.Disagree, strings.Join(sessions, " "))
+}
+
+// guardLine is the fail-open guard's line: its rule, whether BIRD's view
+// of the other sites is known, and whether the last-resort interface
+// exists.
+func guardLine(g *status.FailOpenStatus, now time.Time) string {
+	out := fmt.Sprintf("min %d other sites for %s; ", g.MinOtherSites, time.Duration(g.HoldSeconds*float64(time.Second)))
+	switch {
+	case g.Known:
+		out += "view known, last answer " + ago(now, g.LastAnswer) + " ago"
+	default:
+		out += "view UNKNOWN (no failing VIP is withdrawn): " + g.Error
+	}
+	if !g.LastResortExists {
+		out += "; last resort " + g.LastResortInterface + " MISSING (a failing VIP stays where it is)"
+	}
+	return out
 }
 
 // birdCell is one VIP's BIRD column: "ok", "ok 25ms" (time to agree after
