@@ -320,6 +320,12 @@ func reload(path string, started *config.Config, d reloader, log logrus.FieldLog
 		log.WithFields(logrus.Fields{"config": path, "keys": keys}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
 		return nil, fmt.Errorf("%s: these keys take effect only on restart: %s", path, keys)
 	}
+	// Keys that are accepted but no longer used (fail_open.release) are
+	// named again, with their line: the file being reloaded may be the
+	// first to carry them.
+	for _, w := range cfg.Deprecated {
+		log.WithField("config", path).Warn(w)
+	}
 	return d.Reload(cfg), nil
 }
 

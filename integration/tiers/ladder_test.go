@@ -364,9 +364,16 @@ func ladderEverySiteFails(t *testing.T, l *lab.Lab, sites []*site.Site) {
 // TestLadderOneSiteFails: (6) dc1 fails while dc2 is healthy: dc1 steps
 // down to last resort and then withdraws (after hold, counted from an
 // answer that may precede the failure); the router's best path is dc2's
-// throughout and it never lacks a path.
+// throughout and it never lacks a path. On BIRD 2, and on BIRD 3 where its
+// root is here.
 func TestLadderOneSiteFails(t *testing.T) {
-	l, sites := ladderSites(t, lab.Options{})
+	for _, v := range birdVersions(t) {
+		t.Run(v.name, func(t *testing.T) { ladderOneSiteFails(t, lab.Options{Bird: v.argv}) })
+	}
+}
+
+func ladderOneSiteFails(t *testing.T, opts lab.Options) {
+	l, sites := ladderSites(t, opts)
 	ctx := t.Context()
 	rctx, stop := context.WithCancel(ctx)
 	rec, done := record(rctx, t, l)
@@ -417,9 +424,16 @@ func setHealth(t *testing.T, s *site.Site, status string) {
 // who else serves. Each site's guard says its view is unknown (/status,
 // rhi_fail_open_view_unknown 1, naming the missing ADD-PATH), and dc1,
 // failing beside a healthy dc2, steps down to last resort and stays there
-// past hold and several rounds: an unknown view never withdraws a VIP.
+// past hold and several rounds: an unknown view never withdraws a VIP. On
+// BIRD 2, and on BIRD 3 where its root is here.
 func TestLadderNoAddPathHolds(t *testing.T) {
-	l, sites := ladderSites(t, lab.Options{PeerConfig: noAddPath(t)})
+	for _, v := range birdVersions(t) {
+		t.Run(v.name, func(t *testing.T) { ladderNoAddPathHolds(t, lab.Options{Bird: v.argv, PeerConfig: noAddPath(t)}) })
+	}
+}
+
+func ladderNoAddPathHolds(t *testing.T, opts lab.Options) {
+	l, sites := ladderSites(t, opts)
 	ctx := t.Context()
 	for _, s := range sites {
 		err := lab.Eventually(ctx, settle, 0, func(ctx context.Context) error {

@@ -605,8 +605,15 @@ func (d *Daemon) logChange(c decide.Change) {
 	}
 	switch {
 	case c.From.Announced && !c.To.Announced && d.placementOf(c.VIP).Tier != decide.TierWithdrawn:
-		// Placement keeps it (last resort) and logged why.
-		e.WithField("action", "keep").Warn("vip unavailable, but the fail-open guard keeps it announced in last resort")
+		// Placement keeps it (last resort, or where it is while that tier
+		// is missing) and logged why.
+		pl := d.placementOf(c.VIP)
+		e = e.WithFields(logrus.Fields{"action": "keep", "tier": string(pl.Tier), "placement": string(pl.Reason)})
+		if pl.Tier == decide.TierLastResort {
+			e.Warn("vip unavailable, but the fail-open guard keeps it announced in last resort")
+			return
+		}
+		e.Error("vip unavailable, but the fail-open guard keeps it announced where it is: the last-resort interface is missing")
 	case c.From.Announced != c.To.Announced && c.To.Announced:
 		e.WithField("action", "announce").Info("vip available: announcing")
 	case c.From.Announced != c.To.Announced:

@@ -460,6 +460,9 @@ func TestGuardNoLastResortInterface(t *testing.T) {
 	r.answer()
 	r.tick(t)
 	r.expect(t, "rhi0", decide.TierAnnounced, place.ReasonNoLastResort)
+	if n := countLogs(r.logs, "keeps it announced in last resort"); n != 0 {
+		t.Errorf("%d lines say the VIP is in last resort while rhi2 is missing", n)
+	}
 	if n := countLogs(r.logs, "the last-resort interface is missing: the tier is unavailable"); n != 1 {
 		t.Errorf("%d lines about the missing interface, want 1", n)
 	}

@@ -16,9 +16,11 @@ import (
 type Phase int
 
 const (
-	// Running: the guard has answered at least once since start-up.
+	// Running: the usual phase; with the guard on, BIRD has answered it
+	// at least once since start-up.
 	Running Phase = iota
-	// Starting: the guard has not answered yet since start-up.
+	// Starting: the guard is on and BIRD has not answered it yet since
+	// start-up.
 	Starting
 	// Stopping: the daemon is withdrawing every VIP (on_shutdown:
 	// withdraw).
