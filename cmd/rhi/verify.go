@@ -205,7 +205,8 @@ func runVerify(ctx context.Context, cfg *config.Config, socket string, deps veri
 		return run, err
 	}
 	in := w.Input(hs, cfg.Bird.Protocols, cfg.Bird.Timeout)
-	in.SiteID = uint32(cfg.SiteID) // 0: not checked
+	// site_id's default is BIRD's router id, as for the guard.
+	in.SiteID, in.SiteFromRouter = uint32(cfg.SiteID), cfg.SiteID == 0
 	run.rep = deps.checkBird(ctx, socket, in)
 	run.code = run.rep.ExitCode()
 	if run.code == verify.ExitConsistent && len(w.NotJudged()) > 0 {

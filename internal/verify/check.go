@@ -56,8 +56,12 @@ type Input struct {
 	// SiteID is this site's identity (config site_id, else BIRD's router
 	// id: RouterSiteID). When set, each VIP whose tier is checked must be
 	// exported with the large community (AS, 2, SiteID), deploy/bird's
-	// RHI_SITE_ID; 0: not checked.
+	// RHI_SITE_ID; 0: not checked, unless SiteFromRouter.
 	SiteID uint32
+	// SiteFromRouter, with SiteID 0, asks BIRD for its router id ("show
+	// status") and checks the site identity against it when some VIP's
+	// tier is checked: config site_id's default.
+	SiteFromRouter bool
 }
 
 // ProtocolState is a selected protocol as BIRD reports it.
@@ -209,6 +213,13 @@ func Check(ctx context.Context, b Bird, in Input) Report {
 		}
 	}
 
+	if in.SiteID == 0 && in.SiteFromRouter && tiersChecked(in.VIPs) {
+		id, err := RouterSiteID(ctx, b)
+		if err != nil {
+			return Report{Protocols: rep.Protocols, Err: fmt.Errorf("site identity: %w", err)}
+		}
+		in.SiteID = id
+	}
 	for _, v := range in.VIPs {
 		vr, err := checkVIP(ctx, b, v, direct, selected, len(in.Protocols) > 0, in.SiteID)
 		if err != nil {
@@ -512,4 +523,15 @@ func judge(vr VIPReport, noCarrier string) (bool, string) {
 		}
 	}
 	return len(problems) == 0, strings.Join(problems, "; ")
+}
+
+// tiersChecked reports whether some VIP's export tier is checked, and so
+// its site identity too.
+func tiersChecked(vips []VIP) bool {
+	for _, v := range vips {
+		if v.Expected == Present && v.Tier != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -263,3 +263,49 @@ func TestCheckSiteID(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSiteFromRouter: with no site_id configured, the site identity
+// checked is BIRD's router id, read with "show status"; a BIRD that does
+// not answer it leaves the check undone, never passed.
+func TestCheckSiteFromRouter(t *testing.T) {
+	status := testdata(t, "bird2.0.12-show-status.txt")
+	v := present(vip4)
+	v.Tier = TierFull
+	for _, tc := range []struct {
+		name, routerID, problem string
+		noStatus                bool
+	}{
+		{name: "this site", routerID: "10.99.2.2"},
+		{name: "another site", routerID: "10.99.1.2", problem: "with site identity [174260738], not site_id 174260482"},
+		{name: "no answer", noStatus: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			replies := lab(t, "up-vip")
+			replies[export4+" all"] = testdata(t, "ladder-bird2.0.12-ebgp-export-full.txt")
+			if !tc.noStatus {
+				replies["show status"] = strings.Replace(status, "10.99.0.1", tc.routerID, 1)
+			}
+			srv := birdtest.NewServer(t, replies)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := bird.Dial(ctx, srv.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			rep := Check(ctx, c, Input{VIPs: []VIP{v}, SiteFromRouter: true})
+			if tc.noStatus {
+				if rep.Err == nil || !strings.Contains(rep.Err.Error(), "site identity") {
+					t.Fatalf("err %v, want the site identity unknown", rep.Err)
+				}
+				return
+			}
+			if rep.Err != nil {
+				t.Fatal(rep.Err)
+			}
+			if got := rep.VIPs[0]; got.Agrees != (tc.problem == "") || !strings.Contains(got.Problem, tc.problem) {
+				t.Errorf("agrees %v, problem %q; want %q", got.Agrees, got.Problem, tc.problem)
+			}
+		})
+	}
+}
