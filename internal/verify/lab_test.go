@@ -116,7 +116,12 @@ func useTiers(ctx context.Context, d *lab.DC) error {
 	if !replaced {
 		return fmt.Errorf("%s: no include of adc.conf", d.BirdConfig)
 	}
-	conf := birdconf.TiersDefines(d.ASN, 3, "10.255.0.0/16{32,32}", "fd00:255::/32{128,128}") + strings.Join(lines, "\n")
+	site, err := birdconf.SiteID(d.ADCAddr4)
+	if err != nil {
+		return err
+	}
+	def := birdconf.Defines{AS: d.ASN, SiteID: site, DegradedPrepend: 3, Guard4: "10.255.0.0/16{32,32}", Guard6: "fd00:255::/32{128,128}"}
+	conf := def.String() + strings.Join(lines, "\n")
 	if err := os.WriteFile(d.BirdConfig, []byte(conf), 0o644); err != nil {
 		return err
 	}
