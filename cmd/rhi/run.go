@@ -52,6 +52,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitBadInput
 	}
 	gogc := collector()
+	memLimit, memLimitErr := memoryLimit()
 	logs, err := openLogs(cfg, *debug, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
@@ -59,6 +60,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer logs.Close()
 	log := logs.Logger
+	if memLimitErr != nil {
+		log.WithError(memLimitErr).Warn("cannot read the cgroup's memory limit; set GOMEMLIMIT to give Go one")
+	}
 
 	if !*dryRun { // a dry run changes nothing: it neither fights nor blocks the real one
 		unlock, warned, err := lockRun(cfg.StateFile)
@@ -92,7 +96,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer notifyStopping()
 
-	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface, "gogc": gogc}).Info("rhi starting")
+	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface, "gogc": gogc, "gomemlimit": memLimit}).Info("rhi starting")
 	err = d.Run(ctx)
 	stop()
 	waitServers() // the control socket's file goes with its server
