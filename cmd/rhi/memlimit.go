@@ -41,6 +41,7 @@ const (
 type memoryLimitEnv struct {
 	getenv func(string) string
 	read   func(path string, max int64) ([]byte, error)
+	isDir  func(path string) error // nil if path is a directory
 	set    func(int64) int64
 }
 
@@ -55,7 +56,7 @@ func tuneMemoryLimit(env memoryLimitEnv) (string, error) {
 	if v := env.getenv("GOMEMLIMIT"); v != "" {
 		return v + " (environment)", nil
 	}
-	limit, file, err := cgroupMemoryLimit(env.read)
+	limit, file, err := cgroupMemoryLimit(env.read, env.isDir)
 	if err != nil {
 		return "unknown", fmt.Errorf("no Go memory limit set: %w", err)
 	}
@@ -75,6 +76,13 @@ func memoryLimit() (string, error) {
 			b, _, err := safefile.Read(p, max)
 			return b, err
 		},
+		isDir: func(p string) error {
+			fi, err := os.Stat(p)
+			if err == nil && !fi.IsDir() {
+				err = fmt.Errorf("%s: not a directory", p)
+			}
+			return err
+		},
 		set: debug.SetMemoryLimit,
 	})
 }
@@ -82,8 +90,10 @@ func memoryLimit() (string, error) {
 // cgroupMemoryLimit is the tightest memory limit, in bytes, of the
 // process's cgroup and its ancestors (cgroup v2's memory.max, or v1's
 // memory.limit_in_bytes), and the file it was read from; 0 when none is
-// limited.
-func cgroupMemoryLimit(read func(string, int64) ([]byte, error)) (int64, string, error) {
+// limited. The cgroup's own directory must be there: a cgroup filesystem
+// not mounted where /proc/self/cgroup says (as under `ip netns exec`,
+// which mounts a new /sys) is an error, not "no limit".
+func cgroupMemoryLimit(read func(string, int64) ([]byte, error), isDir func(string) error) (int64, string, error) {
 	data, err := read("/proc/self/cgroup", maxProcCgroup)
 	if err != nil {
 		return 0, "", err
@@ -91,6 +101,9 @@ func cgroupMemoryLimit(read func(string, int64) ([]byte, error)) (int64, string,
 	dir, file, err := memoryCgroup(data)
 	if err != nil {
 		return 0, "", err
+	}
+	if err := isDir(dir); err != nil {
+		return 0, "", fmt.Errorf("the process's memory cgroup: %w", err)
 	}
 	var best int64
 	var bestFile string

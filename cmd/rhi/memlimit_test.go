@@ -21,6 +21,16 @@ func (f files) read(p string, max int64) ([]byte, error) {
 	return []byte(s), nil
 }
 
+// isDir says a path is a directory if a file of f is under it.
+func (f files) isDir(p string) error {
+	for k := range f {
+		if strings.HasPrefix(k, p+"/") {
+			return nil
+		}
+	}
+	return &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
+}
+
 func TestTuneMemoryLimit(t *testing.T) {
 	const unit = "/sys/fs/cgroup/system.slice/rhi.service"
 	for _, tc := range []struct {
@@ -46,8 +56,12 @@ func TestTuneMemoryLimit(t *testing.T) {
 			unit + "/memory.max": "max\n",
 		}, want: "none (no cgroup memory limit)"},
 		{name: "v2 root cgroup", files: files{
-			"/proc/self/cgroup": "0::/\n",
+			"/proc/self/cgroup":           "0::/\n",
+			"/sys/fs/cgroup/cgroup.procs": "1\n",
 		}, want: "none (no cgroup memory limit)"},
+		{name: "v2 not mounted", files: files{
+			"/proc/self/cgroup": "0::/system.slice/rhi.service\n",
+		}, want: "unknown", wantErr: "the process's memory cgroup: stat " + unit},
 		{name: "v1 memory hierarchy", files: files{
 			"/proc/self/cgroup": "9:name=systemd:/\n4:memory:/lab/rhi\n0::/\n",
 			"/sys/fs/cgroup/memory/lab/rhi/memory.limit_in_bytes": "536870912\n",
@@ -84,8 +98,9 @@ func TestTuneMemoryLimit(t *testing.T) {
 					}
 					return tc.env
 				},
-				read: tc.files.read,
-				set:  func(n int64) int64 { set = n; return 0 },
+				read:  tc.files.read,
+				isDir: tc.files.isDir,
+				set:   func(n int64) int64 { set = n; return 0 },
 			})
 			if got != tc.want || set != tc.set {
 				t.Errorf("got %q, set %d; want %q, set %d", got, set, tc.want, tc.set)
