@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"sync"
+	"weak"
 )
 
 // Versioned is a Source that tells cheaply when its Status changes:
@@ -17,11 +18,12 @@ type Versioned interface {
 }
 
 // maxLiveDocs bounds the rendered documents of one kind (/status, or the
-// status part of /metrics) that one handler keeps alive at once: the
-// newest, and older ones that slow readers are still being sent. When that
-// many are held and the Source has moved on, a new reader is given the
-// newest rendered one (a tick or so old, as its last_tick says) instead of
-// a render of its own: the memory readers can hold is maxLiveDocs
+// status part of /metrics) that one handler keeps alive at once for its
+// readers: the newest, and an older one that slow readers are still being
+// sent. When that many are held and the Source has moved on, a new reader
+// is given the newest rendered one (as old as its last_tick says: at
+// worst as old as the slowest reader still being sent the other) instead
+// of a render of its own: the memory readers can hold is maxLiveDocs
 // documents, whatever their number and speed.
 const maxLiveDocs = 2
 
@@ -31,7 +33,7 @@ type doc struct {
 	seq     uint64 // the shared's render count when its render began
 	body    []byte
 	fams    []span // the families in body (/metrics), in order
-	refs    int    // readers sending it, and the shared's own while newest; under shared.mu
+	refs    int    // readers sending it; under shared.mu
 }
 
 // span is one family's block in a /metrics body.
@@ -42,16 +44,20 @@ type span struct {
 
 // shared hands out the current rendered document to readers: rendered
 // once per version of the Source, at most one render at a time (renders),
-// at most maxLiveDocs alive (see there).
+// at most maxLiveDocs held by readers (see there). Only readers hold a
+// document: once the last of them is done, the newest is kept by a weak
+// pointer, for readers that come before the collector takes it, so that
+// nothing is held between scrapes (~9 MB at 10,000 VIPs).
 type shared struct {
 	version func() (uint64, bool) // the Source's version; false: not Versioned
 	render  func(sizeHint int) *doc
 	renders chan struct{} // one slot: the render in progress; shared by the handler's kinds
 
 	mu     sync.Mutex
-	cur    *doc
-	live   int    // docs with refs > 0, cur included
-	starts uint64 // renders begun
+	newest weak.Pointer[doc] // the last rendered; held strongly by its readers only
+	live   int               // docs with refs > 0
+	starts uint64            // renders begun
+	size   int               // the last document's size, to grow the next one's buffer once
 }
 
 // get returns a document at least as new as the Source was when get was
@@ -81,11 +87,7 @@ func (c *shared) get(ctx context.Context) (d *doc, release func(), err error) {
 		return d, c.releaser(d), nil
 	}
 	c.starts++
-	seq := c.starts
-	hint := 0
-	if c.cur != nil {
-		hint = len(c.cur.body)
-	}
+	seq, hint := c.starts, c.size
 	c.mu.Unlock()
 
 	d = c.render(hint)
@@ -93,27 +95,27 @@ func (c *shared) get(ctx context.Context) (d *doc, release func(), err error) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old := c.cur
-	c.cur = d
-	d.refs = 2 // the shared's and this reader's
-	c.live++
-	if old != nil {
-		c.unref(old)
-	}
+	c.newest = weak.Make(d)
+	c.size = len(d.body)
+	c.ref(d)
 	return d, c.releaser(d), nil
 }
 
-// current returns cur, with a reference taken, when it will do for a
-// reader that came when the Source was at version v and starts renders
-// had begun: it is of version v, or its render began after the reader
-// came, or too many documents are alive for another. Under mu.
+// current returns the newest document, with a reference taken, when it
+// will do for a reader that came when the Source was at version v and
+// starts renders had begun: it is of version v, or its render began after
+// the reader came, or too many documents are held for another. Under mu.
+//
+// The bound holds because a render happens only when fewer than
+// maxLiveDocs are held or the newest is gone (then every document held is
+// an older one, and at most maxLiveDocs-1 of those are).
 func (c *shared) current(v uint64, versioned bool, arrived uint64) *doc {
-	d := c.cur
+	d := c.newest.Value()
 	if d == nil {
 		return nil
 	}
 	if (versioned && d.version == v) || d.seq > arrived || c.live >= maxLiveDocs {
-		d.refs++
+		c.ref(d)
 		return d
 	}
 	return nil
@@ -131,6 +133,14 @@ func (c *shared) releaser(d *doc) func() {
 	}
 }
 
+// ref takes a reference to d. Under mu.
+func (c *shared) ref(d *doc) {
+	if d.refs == 0 {
+		c.live++
+	}
+	d.refs++
+}
+
 // unref drops one reference to d. Under mu.
 func (c *shared) unref(d *doc) {
 	d.refs--
@@ -139,7 +149,7 @@ func (c *shared) unref(d *doc) {
 	}
 }
 
-// held is the number of documents alive, for tests.
+// held is the number of documents held by readers, for tests.
 func (c *shared) held() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

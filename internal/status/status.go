@@ -133,12 +133,13 @@ func (m *Metrics) Reloaded(ok bool, at time.Time) {
 // What readers cost, whatever their number and speed: /status and the
 // status part of /metrics are rendered once per version of the Source
 // (Versioned) and the bytes sent to every reader from the same slice, at
-// most maxLiveDocs of each kind alive at once; each write must be taken
-// within writeStall and the whole response within writeTotal; gzip, which
-// needs ~1 MiB of state per response, is given to maxGzip responses at a
-// time and the others are sent plain. At 10,000 VIPs a document is ~9 MB
-// of /metrics or ~8 MB of /status, so readers hold at most ~50 MB on top
-// of one render's ~20 MB (BENCHMARKS.md, "Readers").
+// most maxLiveDocs of each kind held at once, none once the readers are
+// done; each write must be taken within writeStall and the whole response
+// within writeTotal; gzip, which needs ~1 MiB of state per response, is
+// given to maxGzip responses at a time and the others are sent plain. At
+// 10,000 VIPs a document is ~9 MB of /metrics or ~8 MB of /status, so one
+// listener's readers hold at most ~35 MB on top of one render's ~20 MB
+// (BENCHMARKS.md, "Readers").
 func Handler(src Source, m *Metrics, now func() time.Time) http.Handler {
 	return newHandler(src, m, now, writeStall)
 }
