@@ -123,6 +123,8 @@ cat >"$tmp/files.want" <<'LIST'
 -rw-r--r-- ./usr/share/rhi/bird/examples/bird-tiers.conf
 -rw-r--r-- ./usr/share/rhi/networkd/50-rhi1.netdev
 -rw-r--r-- ./usr/share/rhi/networkd/50-rhi1.network
+-rw-r--r-- ./usr/share/rhi/networkd/50-rhi2.netdev
+-rw-r--r-- ./usr/share/rhi/networkd/50-rhi2.network
 -rw-r--r-- ./usr/share/rhi/grafana/rhi.json
 -rw-r--r-- ./usr/share/rhi/prometheus/rhi-alerts.yml
 -rw-r--r-- ./usr/share/rhi/prometheus/rhi-alerts_test.yml
@@ -165,6 +167,8 @@ deploy/bird/tiers.conf /usr/share/rhi/bird/tiers.conf
 deploy/bird/examples/bird-tiers.conf /usr/share/rhi/bird/examples/bird-tiers.conf
 deploy/networkd/50-rhi1.netdev /usr/share/rhi/networkd/50-rhi1.netdev
 deploy/networkd/50-rhi1.network /usr/share/rhi/networkd/50-rhi1.network
+deploy/networkd/50-rhi2.netdev /usr/share/rhi/networkd/50-rhi2.netdev
+deploy/networkd/50-rhi2.network /usr/share/rhi/networkd/50-rhi2.network
 packaging/README.Debian /usr/share/doc/rhi/README.Debian
 packaging/copyright /usr/share/doc/rhi/copyright
 packaging/lintian-overrides /usr/share/lintian/overrides/rhi

@@ -38,7 +38,8 @@ type VIP struct {
 	Expected    Expectation
 	OnInterface bool
 	// Tier, for a present VIP, is how the sessions must export it:
-	// TierFull, TierDegraded, or "" (not checked). See tier.go.
+	// TierFull, TierDegraded, TierLastResort, or "" (not checked). See
+	// tier.go.
 	Tier string
 }
 
@@ -52,6 +53,11 @@ type Input struct {
 	// ExchangeTimeout bounds each exchange with BIRD (config
 	// bird.timeout); 0: only ctx bounds them.
 	ExchangeTimeout time.Duration
+	// SiteID is this site's identity (config site_id, else BIRD's router
+	// id: RouterSiteID). When set, each VIP whose tier is checked must be
+	// exported with the large community (AS, 2, SiteID), deploy/bird's
+	// RHI_SITE_ID; 0: not checked.
+	SiteID uint32
 }
 
 // ProtocolState is a selected protocol as BIRD reports it.
@@ -204,7 +210,7 @@ func Check(ctx context.Context, b Bird, in Input) Report {
 	}
 
 	for _, v := range in.VIPs {
-		vr, err := checkVIP(ctx, b, v, direct, selected, len(in.Protocols) > 0)
+		vr, err := checkVIP(ctx, b, v, direct, selected, len(in.Protocols) > 0, in.SiteID)
 		if err != nil {
 			return Report{Protocols: rep.Protocols, Err: fmt.Errorf("vip %q: %w", v.Prefix, err)}
 		}
@@ -349,7 +355,7 @@ func familiesOf(vips []VIP) []string {
 // checkVIP asks BIRD about one VIP and judges it. protocols are the
 // selected BGP protocols; named says they were named by the config rather
 // than taken all from BIRD.
-func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol, named bool) (VIPReport, error) {
+func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol, named bool, site uint32) (VIPReport, error) {
 	family := bird.Family(v.Prefix)
 	vr := VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, DirectUp: direct.up[family], Exported: map[string]bool{}}
 	if v.Expected == Present && v.Tier != "" {
@@ -404,7 +410,7 @@ func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bi
 				return vr, err
 			}
 			if vr.Tier != "" {
-				t, err := exportedTier(reply, v.Prefix)
+				t, err := exportedTier(reply, v.Prefix, site)
 				if err != nil {
 					return vr, fmt.Errorf("%q: %w", cmd, err)
 				}

@@ -3,6 +3,8 @@ package verify
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +142,124 @@ func TestExpectFromDaemonTier(t *testing.T) {
 	w, _ = ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{{Address: vip4.String(), Desired: false, Tier: "withdrawn"}}})
 	if tier := w.Input(nil, nil, 0).VIPs[0].Tier; tier != "" {
 		t.Errorf("withdrawn VIP checked for tier %q", tier)
+	}
+}
+
+// TestExpectFromDaemonLastResort: a VIP the daemon keeps in last resort is
+// checked present, exported at that tier, whatever its degraded tier; with
+// the guard on, a VIP at full weight is checked for it too.
+func TestExpectFromDaemonLastResort(t *testing.T) {
+	cfg := &config.Config{Interface: "rhi0", FailOpen: config.FailOpen{MinOtherSites: 1}, VIPs: []config.VIP{{Address: vip4}, {Address: vip6}}}
+	w, err := ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{
+		{Address: vip4.String(), Desired: true, Tier: TierLastResort},
+		{Address: vip6.String(), Desired: true, Tier: TierFull},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := w.Input(nil, nil, 0)
+	if in.VIPs[0].Tier != TierLastResort || in.VIPs[0].Expected != Present || in.VIPs[1].Tier != TierFull {
+		t.Errorf("got %+v", in.VIPs)
+	}
+}
+
+// replyOf frames a transcript as the connection reads it.
+func replyOf(t *testing.T, text string) bird.Reply {
+	t.Helper()
+	srv := birdtest.NewServer(t, map[string]string{"q": text})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := bird.Dial(ctx, srv.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.Exec(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestExportedLadderTier: the real exports of tiers.conf's three tiers, by
+// BIRD 2 and BIRD 3, over eBGP and iBGP (testdata/ladder-*), read as their
+// tier with the site identity checked, and each mark taken away or changed
+// read as what it is.
+func TestExportedLadderTier(t *testing.T) {
+	// The sites of the lab: dc1 degraded, dc2 full, dc3 last resort.
+	sites := map[string]uint32{"degraded": 174260482, "full": 174260738, "lastresort": 174260994}
+	tiers := map[string]string{"degraded": TierDegraded, "full": TierFull, "lastresort": TierLastResort}
+	for _, version := range []string{"bird2.0.12", "bird3.1.8"} {
+		for _, top := range []string{"ebgp", "ibgp"} {
+			for name, want := range tiers {
+				t.Run(version+"/"+top+"/"+name, func(t *testing.T) {
+					text := testdata(t, "ladder-"+version+"-"+top+"-export-"+name+".txt")
+					r := replyOf(t, text)
+					for _, tc := range []struct {
+						site uint32
+						want string
+					}{
+						{0, want},
+						{sites[name], want},
+						{7, want + " with site identity [" + strconv.FormatUint(uint64(sites[name]), 10) + "], not site_id 7"},
+					} {
+						got, err := exportedTier(r, vip4, tc.site)
+						if err != nil || got != tc.want {
+							t.Errorf("site %d: %q, %v; want %q", tc.site, got, err, tc.want)
+						}
+					}
+					untagged := regexp.MustCompile(`\(\d+, 2, \d+\) ?`).ReplaceAllString(text, "")
+					if got, err := exportedTier(replyOf(t, untagged), vip4, sites[name]); err != nil || !strings.Contains(got, "without the site identity") {
+						t.Errorf("without the site identity: %q, %v", got, err)
+					}
+				})
+			}
+		}
+	}
+	last := testdata(t, "ladder-bird2.0.12-ebgp-export-lastresort.txt")
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"no GRACEFUL_SHUTDOWN", "\tBGP.community: (65535,0)\n", "", "last-resort community (65003, 1, 2) without GRACEFUL_SHUTDOWN"},
+		{"GRACEFUL_SHUTDOWN alone", "(65003, 1, 2)", "", "GRACEFUL_SHUTDOWN without the last-resort community (AS, 1, 2)"},
+		{"short prepend", "65003 65003 65003 65003 65003 65003 65003 65003", "65003 65003 65003", "last-resort community (65003, 1, 2) with 3 copies of the AS prepended, want 8 (path 65003 65003 65003)"},
+		{"both tiers' marks", "(65003, 1, 2)", "(65003, 1, 2) (65003, 1, 1)", "degraded and last-resort marks together"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(last, tc.old, tc.new, 1)
+			if text == last {
+				t.Fatalf("no %q in the transcript", tc.old)
+			}
+			if got, err := exportedTier(replyOf(t, text), vip4, 0); err != nil || got != tc.want {
+				t.Errorf("%q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckSiteID: Input.SiteID reaches the export check: a VIP exported
+// with another site's identity disagrees, naming both.
+func TestCheckSiteID(t *testing.T) {
+	replies := lab(t, "up-vip")
+	replies[export4+" all"] = testdata(t, "ladder-bird2.0.12-ebgp-export-full.txt")
+	srv := birdtest.NewServer(t, replies)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := bird.Dial(ctx, srv.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	v := present(vip4)
+	v.Tier = TierFull
+	for site, problem := range map[uint32]string{
+		174260738: "",
+		7:         "exported to peer_b as announced with site identity [174260738], not site_id 7, want announced",
+	} {
+		rep := Check(ctx, c, Input{VIPs: []VIP{v}, SiteID: site})
+		if rep.Err != nil {
+			t.Fatal(rep.Err)
+		}
+		if got := rep.VIPs[0]; got.Agrees != (problem == "") || !strings.Contains(got.Problem, problem) {
+			t.Errorf("site %d: agrees %v, problem %q; want %q", site, got.Agrees, got.Problem, problem)
+		}
 	}
 }
