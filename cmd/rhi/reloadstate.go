@@ -24,15 +24,17 @@ import (
 
 // reloadState is the reloads' record for /status; safe for concurrent use.
 type reloadState struct {
-	mu  sync.Mutex
-	st  status.ReloadStatus
-	now func() time.Time
+	mu      sync.Mutex
+	st      status.ReloadStatus
+	changes uint64 // begins and finishes: st changes only when it grows
+	now     func() time.Time
 }
 
 // begin starts attempt Generation+1 and returns its number.
 func (r *reloadState) begin() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.changes++
 	r.st.Generation++
 	r.st.InProgress = true
 	r.st.LastAt = r.now()
@@ -47,6 +49,7 @@ func (r *reloadState) finish(gen uint64, err error) {
 	if gen != r.st.Generation {
 		return // not the attempt in progress (cannot happen: attempts are serial)
 	}
+	r.changes++
 	r.st.InProgress = false
 	if err != nil {
 		r.st.LastError = err.Error()
@@ -74,8 +77,26 @@ func (w withReload) Status() status.Status {
 	return s
 }
 
-// /healthz finds Summary by this interface.
-var _ status.Summarizer = withReload{}
+// /healthz finds Summary, and the status handlers StatusVersion, by these
+// interfaces.
+var (
+	_ status.Summarizer = withReload{}
+	_ status.Versioned  = withReload{}
+)
+
+// StatusVersion grows whenever Status would say something new: the
+// daemon's version (both only grow, so their sum grows when either does)
+// plus the reload record's changes; none (false) if the daemon has none.
+func (w withReload) StatusVersion() (uint64, bool) {
+	d, ok := w.d.(status.Versioned)
+	if !ok {
+		return 0, false
+	}
+	dv, ok := d.StatusVersion()
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	return dv + w.r.changes, ok
+}
 
 // Summary is Status without the per-VIP lists (status.Summarizer), for
 // /healthz.

@@ -52,6 +52,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitBadInput
 	}
 	gogc := collector()
+	memLimit, memLimitErr := memoryLimit()
 	logs, err := openLogs(cfg, *debug, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rhi: %v\n", err)
@@ -59,6 +60,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer logs.Close()
 	log := logs.Logger
+	if memLimitErr != nil {
+		log.WithError(memLimitErr).Warn("cannot read the cgroup's memory limit; set GOMEMLIMIT to give Go one")
+	}
 
 	if !*dryRun { // a dry run changes nothing: it neither fights nor blocks the real one
 		unlock, warned, err := lockRun(cfg.StateFile)
@@ -83,7 +87,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		log.Warn(w)
 	}
 	reloads := &reloadState{now: time.Now}
-	waitServers := startServers(ctx, cfg, status.Handler(withReload{d, reloads}, metrics, time.Now), log)
+	waitServers := startServers(ctx, cfg, func() http.Handler { return status.Handler(withReload{d, reloads}, metrics, time.Now) }, log)
 	go handleSignals(ctx, sigs, *path, cfg, d, reloads, metrics, logs, log)
 	go watchdog(ctx, d, time.Now, log)
 	go vip.Watch(ctx, cfg.Interface, d.Hint, log)
@@ -95,7 +99,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer notifyStopping()
 
-	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface, "gogc": gogc}).Info("rhi starting")
+	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface, "gogc": gogc, "gomemlimit": memLimit}).Info("rhi starting")
 	err = d.Run(ctx)
 	stop()
 	waitServers() // the control socket's file goes with its server
@@ -200,17 +204,19 @@ func newDaemon(cfg *config.Config, deps *daemon.Deps) (*daemon.Daemon, *status.M
 	return d, metrics
 }
 
-// startServers serves h on status_listen (for Prometheus and probes) and
-// on control_socket (for the CLI), each when set, until ctx is done.
+// startServers serves a handler from h on status_listen (for Prometheus
+// and probes) and another on control_socket (for the CLI), each when set,
+// until ctx is done. Each has its own shared documents: slow readers on
+// status_listen never make the CLI read an older /status.
 // Neither can stop the routing loop: a listener that cannot be opened is
 // logged and retried. The function returned waits until both have stopped.
-func startServers(ctx context.Context, cfg *config.Config, h http.Handler, log logrus.FieldLogger) (wait func()) {
+func startServers(ctx context.Context, cfg *config.Config, h func() http.Handler, log logrus.FieldLogger) (wait func()) {
 	var wg sync.WaitGroup
 	serve := func(name string, listen status.Listen) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			status.Serve(ctx, name, listen, h, status.Options{}, log)
+			status.Serve(ctx, name, listen, h(), status.Options{}, log)
 		}()
 	}
 	if cfg.StatusListen != "" {

@@ -56,6 +56,7 @@ type Runner struct {
 	mu     sync.Mutex
 	status Status
 	recs   Records // replaced, never changed: readers may keep it
+	checks uint64  // checks recorded: Results changes only when it grows
 	lastEr string
 	estab  map[string]bool
 }
@@ -130,6 +131,7 @@ func (c *Runner) record(job Job, rep verify.Report) bool {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.checks++
 	c.status.LastCheck = now
 	if rep.Err != nil {
 		c.unreachable(rep.Err)
@@ -253,6 +255,14 @@ func (c *Runner) Results() (Status, Records) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.status, c.recs
+}
+
+// Checks is the number of checks recorded so far: what Results returns
+// changes only when it grows. It is safe to call from any goroutine.
+func (c *Runner) Checks() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checks
 }
 
 // exportsSeen interns the exported maps of one report: nearly every VIP

@@ -116,6 +116,9 @@ func TestRunnerBirdAway(t *testing.T) {
 			t.Fatal("BIRD away: not consistent")
 		}
 	}
+	if n := g.r.Checks(); n != 4 {
+		t.Errorf("Checks = %d after 4 checks, want 4: /status would not be rendered anew", n)
+	}
 	st, vips := g.r.Snapshot()
 	if st.Error == "" || st.Protocols != nil || !st.LastOK.Equal(t0) || !vips[p4].Stale || !vips[p4].Agrees {
 		t.Errorf("status %+v, vip %+v: want the error, no protocols, the old LastOK, a stale agreement", st, vips[p4])

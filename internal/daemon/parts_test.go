@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"path/filepath"
@@ -160,6 +161,48 @@ func TestViews(t *testing.T) {
 	if c := vs.next(); c != a {
 		t.Errorf("next after two publishes is not the first view, reused")
 	}
+}
+
+// TestStatusVersionGrowsAtPublish: each tick's publish gives the status
+// a new version, which the status handlers render anew.
+func TestStatusVersionGrowsAtPublish(t *testing.T) {
+	r := newRig(t, seed(config.Withdraw), newFakeLink())
+	r.health.set(health.Up, api, auth, admin, primary, reserve)
+	v0, ok := r.d.StatusVersion()
+	if !ok {
+		t.Fatal("the daemon says it has no version")
+	}
+	r.d.tick(context.Background())
+	v1, _ := r.d.StatusVersion()
+	r.d.tick(context.Background())
+	v2, _ := r.d.StatusVersion()
+	if v1 <= v0 || v2 <= v1 {
+		t.Errorf("versions %d, %d, %d across two ticks: want each larger", v0, v1, v2)
+	}
+}
+
+// TestViewsPublishNeverWaits: a reader in the middle of reading a view
+// does not hold up publish, and the view it reads is not handed out for
+// refilling until it is done.
+func TestViewsPublishNeverWaits(t *testing.T) {
+	var vs views
+	a := vs.next()
+	vs.publish(a)
+	reading, done := make(chan struct{}), make(chan struct{})
+	go vs.read(func(v *view) {
+		close(reading)
+		<-done // a slow render
+	})
+	<-reading
+	b := vs.next()
+	vs.publish(b) // does not wait for the reader
+	if c := vs.next(); c == a {
+		t.Fatal("next handed out the view a reader is reading")
+	}
+	if vs.pubs.Load() != 2 {
+		t.Errorf("%d publishes counted, want 2", vs.pubs.Load())
+	}
+	close(done)
 }
 
 // TestOwnershipSave: a written record is clean; a failing write leaves it

@@ -88,7 +88,7 @@ func TestSharedSlicesUnderReaders(t *testing.T) {
 		}
 		c.advance(3 * time.Second)
 		d.tick(context.Background())
-		v := d.views.cur
+		v := d.views.cur.Load()
 		hs = append(hs, held{since: v.vips.since, flips: v.vips.flips, present: v.iface.Present,
 			copies: [3]any{slices.Clone(v.vips.since), slices.Clone(v.vips.flips), slices.Clone(v.iface.Present)}})
 		for i, x := range hs {

@@ -3,7 +3,7 @@ package daemon
 import (
 	"net/netip"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/config"
@@ -17,7 +17,8 @@ import (
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
-// view is what one tick leaves for Status; it is never mutated after publish.
+// view is what one tick leaves for Status; it is never mutated while a
+// reader may read it (views).
 type view struct {
 	cfg        *config.Config
 	run        pollRun
@@ -37,6 +38,7 @@ type view struct {
 	viewErr    string                     // why the fail-open guard's view is unknown; "" if known or off
 	viewAt     time.Time                  // when BIRD last answered the guard
 	graces     map[netip.Prefix]time.Time // drain_grace deadlines still running; nil if none
+	readers    atomic.Int32               // readers in views.read; the loop refills it only at 0
 }
 
 // vipRecs is the loop's per-VIP state in a view, in config order: a copy
@@ -154,20 +156,25 @@ func (r *vipRecs) fill(d *Daemon) {
 	}
 }
 
-// views hands the loop's results to Status. Two views take turns, so that
-// a tick at 10,000 VIPs fills a slice already grown instead of allocating:
-// the spare is the view published two ticks ago, which no reader can hold
-// any more, since readers read under the read lock and publish swaps under
-// the write lock.
+// views hands the loop's results to Status without a lock the loop could
+// wait on: publish swaps a pointer, whatever readers are doing. Two views
+// take turns, so that a tick at 10,000 VIPs fills a slice already grown
+// instead of allocating: the spare is the view published before the
+// current one, reused only when no reader holds it (a reader counts itself
+// in view.readers before it reads, and reads only if the view is still
+// the current one then); one still read is left to its readers and a new
+// view is filled instead.
 type views struct {
-	mu    sync.RWMutex
-	cur   *view // what Status renders, under mu; nil before the first tick
-	spare *view // the previous view, reused by the next publish (loop only)
+	cur   atomic.Pointer[view] // what Status renders; nil before the first tick
+	spare *view                // the previous view, for next (loop only)
+	pubs  atomic.Uint64        // publishes so far: the status's version
 }
 
-// next returns a view for the loop to fill: the spare, or a new one.
+// next returns a view for the loop to fill: the spare if no reader holds
+// it, else a new one.
 func (vs *views) next() *view {
-	if vs.spare == nil {
+	if vs.spare == nil || vs.spare.readers.Load() != 0 {
+		vs.spare = nil
 		return &view{}
 	}
 	return vs.spare
@@ -175,23 +182,35 @@ func (vs *views) next() *view {
 
 // publish makes v, from next, the view readers see.
 func (vs *views) publish(v *view) {
-	vs.mu.Lock()
-	vs.spare, vs.cur = vs.cur, v
-	vs.mu.Unlock()
-	if vs.spare != nil {
-		// No reader holds it now: let its poll's snapshot and its config go
-		// (at 10,000 VIPs a snapshot is ~1 MiB; after a reload the old
-		// config too), keeping only the slices next reuses.
-		vs.spare.run, vs.spare.cfg = pollRun{}, nil
+	old := vs.cur.Swap(v)
+	vs.pubs.Add(1)
+	vs.spare = old
+	if old != nil && old.readers.Load() == 0 {
+		// No reader holds it, and none can start to (cur is v): let its
+		// poll's snapshot and its config go (at 10,000 VIPs a snapshot
+		// is ~1 MiB; after a reload the old config too), keeping only
+		// the slices next reuses.
+		old.run, old.cfg = pollRun{}, nil
 	}
 }
 
-// read calls f with the view published last, nil before the first, under
-// the read lock: f must not keep it, since publish reuses it.
+// read calls f with the view published last, nil before the first: f
+// must not keep it, since publish may reuse it once f has returned.
 func (vs *views) read(f func(*view)) {
-	vs.mu.RLock()
-	defer vs.mu.RUnlock()
-	f(vs.cur)
+	for {
+		v := vs.cur.Load()
+		if v == nil {
+			f(nil)
+			return
+		}
+		v.readers.Add(1)
+		if vs.cur.Load() == v { // still current: next will not hand it out while counted
+			defer v.readers.Add(-1)
+			f(v)
+			return
+		}
+		v.readers.Add(-1) // replaced meanwhile: read the new one
+	}
 }
 
 // publish makes the loop's state after a tick visible to Status. A view
@@ -225,6 +244,20 @@ func (d *Daemon) Status() status.Status {
 		}
 	})
 	return s
+}
+
+// The status handlers find StatusVersion by this interface.
+var _ status.Versioned = (*Daemon)(nil)
+
+// StatusVersion grows whenever Status would say something new: at each
+// publish and each check of BIRD recorded. It takes no lock the loop
+// holds; it is safe to call from any goroutine.
+func (d *Daemon) StatusVersion() (uint64, bool) {
+	v := d.views.pubs.Load()
+	if d.conf != nil {
+		v += d.conf.Checks()
+	}
+	return v, true
 }
 
 // The watchdog and /healthz find Summary by this interface.

@@ -89,7 +89,7 @@ func TestViewSharesSinceAndFlips(t *testing.T) {
 				changes++
 			}
 		}
-		v := r.d.views.cur
+		v := r.d.views.cur.Load()
 		if !slices.Equal(v.vips.since, r.d.vs.since) || !slices.Equal(v.vips.flips, r.d.vs.flips) {
 			t.Fatalf("view shows since %v flips %v, loop has %v %v", v.vips.since, v.vips.flips, r.d.vs.since, r.d.vs.flips)
 		}

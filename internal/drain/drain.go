@@ -114,8 +114,10 @@ func Format(s Set) []byte {
 // it is decided by the permissions of its directory.
 const fileMode = 0o644
 
-// Write replaces the drain file with s atomically (a temporary file in the
-// same directory, synced, then renamed over it).
+// Write replaces the drain file with s atomically and durably
+// (safefile.WriteAtomic: a temporary file in the same directory, synced,
+// renamed over it, the directory synced), so that a drain `rhi drain`
+// reports recorded survives a power cut.
 //
 // The file is made readable by the daemon whoever writes it: mode 0644 and,
 // when the writer is root (`sudo rhi drain`), the owner and group of the
@@ -124,43 +126,24 @@ const fileMode = 0o644
 // cannot open.
 func Write(path string, s Set) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".drain-*")
-	if err != nil {
-		return fmt.Errorf("write drain file: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename this fails harmlessly
-	if err := fill(tmp, dir, Format(s)); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write drain file %q: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write drain file %q: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := safefile.WriteAtomic(path, Format(s), fileMode, func(f *os.File) error { return chownToDir(f, dir) }); err != nil {
 		return fmt.Errorf("write drain file %q: %w", path, err)
 	}
 	return nil
 }
 
-// fill writes data to the temporary file f in dir, gives it its final owner
-// and mode, and syncs it.
-func fill(f *os.File, dir string, data []byte) error {
-	if _, err := f.Write(data); err != nil {
+// chownToDir gives f the owner and group of dir when this process is root,
+// and does nothing otherwise.
+func chownToDir(f *os.File, dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
 		return err
 	}
-	if os.Geteuid() == 0 {
-		fi, err := os.Stat(dir)
-		if err != nil {
-			return err
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
-				return err
-			}
-		}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return f.Chown(int(st.Uid), int(st.Gid))
 	}
-	if err := f.Chmod(fileMode); err != nil {
-		return err
-	}
-	return f.Sync()
+	return nil
 }

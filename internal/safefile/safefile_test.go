@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -75,5 +77,103 @@ func TestWriteAtomicReplacesLink(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, ".drain-*"))
 	if len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// recording is osOps that records each call, and fails the one named in
+// fail.
+type recording struct {
+	calls []string
+	fail  string
+}
+
+func (r *recording) note(call string) error {
+	r.calls = append(r.calls, call)
+	if call == r.fail {
+		return errors.New("injected failure of " + call)
+	}
+	return nil
+}
+
+func (r *recording) createTemp(dir, pattern string) (*os.File, error) {
+	if err := r.note("createTemp"); err != nil {
+		return nil, err
+	}
+	return osOps{}.createTemp(dir, pattern)
+}
+
+func (r *recording) syncFile(f *os.File) error {
+	if err := r.note("syncFile"); err != nil {
+		return err
+	}
+	return osOps{}.syncFile(f)
+}
+
+func (r *recording) rename(from, to string) error {
+	if err := r.note("rename"); err != nil {
+		return err
+	}
+	return osOps{}.rename(from, to)
+}
+
+func (r *recording) syncDir(dir string) error {
+	if err := r.note("syncDir"); err != nil {
+		return err
+	}
+	return osOps{}.syncDir(dir)
+}
+
+func (r *recording) remove(path string) error {
+	r.calls = append(r.calls, "remove")
+	return osOps{}.remove(path)
+}
+
+// TestWriteAtomicDurable checks the order that makes a replacement survive
+// a power cut: the new file's data synced before the rename, and the
+// directory synced after it (without that, the rename may be lost and the
+// old contents come back).
+func TestWriteAtomicDurable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "drain")
+	r := &recording{}
+	if err := writeAtomic(r, path, []byte("all\n"), 0o644, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"createTemp", "syncFile", "rename", "syncDir"}
+	if !slices.Equal(r.calls, want) {
+		t.Fatalf("calls %v, want %v", r.calls, want)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "all\n" {
+		t.Fatalf("file holds %q", b)
+	}
+}
+
+// TestWriteAtomicReports checks that each failure is returned, the
+// directory's fsync included (the contents are in place, but the caller
+// must not call them durable), and that a temporary file is removed when
+// the rename did not happen.
+func TestWriteAtomicReports(t *testing.T) {
+	for _, step := range []string{"createTemp", "syncFile", "rename", "syncDir"} {
+		t.Run(step, func(t *testing.T) {
+			dir := t.TempDir()
+			r := &recording{fail: step}
+			err := writeAtomic(r, filepath.Join(dir, "drain"), []byte("all\n"), 0o644, nil)
+			if err == nil || !strings.Contains(err.Error(), "injected failure of "+step) {
+				t.Fatalf("error %v, want the injected failure of %s", err, step)
+			}
+			left, _ := filepath.Glob(filepath.Join(dir, ".drain-*"))
+			if len(left) != 0 {
+				t.Fatalf("temporary files left: %v", left)
+			}
+		})
+	}
+}
+
+func TestSyncDirRefusesFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := (osOps{}).syncDir(f); !errors.Is(err, syscall.ENOTDIR) {
+		t.Fatalf("syncDir(file) = %v, want ENOTDIR", err)
 	}
 }

@@ -200,7 +200,18 @@ type collector struct {
 
 // write writes s's families to w.
 func (c *collector) write(w *textWriter, s *Status) {
-	w.begin(&famReady).sample(b2f(Judge(*s, c.now()) == nil))
+	c.writeReady(w, *s)
+	c.writeRest(w, s)
+}
+
+// writeReady writes rhi_ready: whether Judge finds s healthy now.
+func (c *collector) writeReady(w *textWriter, s Status) {
+	w.begin(&famReady).sample(b2f(Judge(s, c.now()) == nil))
+}
+
+// writeRest writes s's families but rhi_ready, which depends on the
+// clock: what a shared /metrics document holds.
+func (c *collector) writeRest(w *textWriter, s *Status) {
 	w.begin(&famDryRun).sample(b2f(s.DryRun))
 	if !s.Ready {
 		return

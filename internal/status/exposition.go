@@ -2,12 +2,14 @@ package status
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 )
@@ -32,25 +34,34 @@ var (
 
 // serveMetrics is /metrics: the registry's families (instruments fed by
 // events, build info, the Go runtime's and the process's) encoded by
-// expfmt, then the families of the daemon's status, written by the
-// collector straight into the response, gzipped if the client asks (as
-// promhttp did, but faster: see gzipPool). Nothing holds the whole document. The request's name[]
-// parameters select families, as promhttp's did.
-func (m *Metrics) serveMetrics(w http.ResponseWriter, r *http.Request) {
+// expfmt, then rhi_ready, judged now, then the shared document of the
+// daemon's status families (renderMetrics), gzipped if the client asks
+// and one of maxGzip compressors is free (as promhttp did, but faster: see
+// gzipPool). Nothing is copied per request but the registry's few
+// families. The request's name[] parameters select families, as
+// promhttp's did.
+func (h *handlers) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	m := h.m
 	mfs, err := m.reg.Gather()
 	if err != nil { // as promhttp's HTTPErrorOnError
 		http.Error(w, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	h := w.Header()
-	h.Add("Vary", "Accept")
-	h.Add("Vary", "Accept-Encoding")
-	h.Set("Content-Type", metricsContentType)
-	var out io.Writer = w
-	if acceptsGzip(r.Header.Values("Accept-Encoding")) {
-		h.Set("Content-Encoding", "gzip")
+	d, release, err := h.metrics.get(r.Context())
+	if err != nil {
+		return // the client went away while a render ran
+	}
+	defer release()
+	hd := w.Header()
+	hd.Add("Vary", "Accept")
+	hd.Add("Vary", "Accept-Encoding")
+	hd.Set("Content-Type", metricsContentType)
+	var out io.Writer = newSender(w, time.Now, h.stall, writeTotal)
+	if acceptsGzip(r.Header.Values("Accept-Encoding")) && tryAcquire(m.gzips) {
+		defer func() { <-m.gzips }()
+		hd.Set("Content-Encoding", "gzip")
 		gz := gzipPool.Get().(*gzip.Writer)
-		gz.Reset(w)
+		gz.Reset(out)
 		defer func() {
 			gz.Close()
 			gz.Reset(nil)
@@ -64,17 +75,73 @@ func (m *Metrics) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		bw.Reset(nil)
 		bufPool.Put(bw)
 	}()
-	tw := &textWriter{w: bw, filter: nameFilter(r)}
+	filter := nameFilter(r)
 	for _, mf := range mfs {
-		if tw.filter == nil || tw.filter[mf.GetName()] {
+		if filter == nil || filter[mf.GetName()] {
 			if _, err := expfmt.MetricFamilyToText(bw, mf); err != nil {
 				return // the client went away
 			}
 		}
 	}
-	s := m.coll.src.Status()
-	m.coll.write(tw, &s)
+	tw := &textWriter{w: bw, filter: filter}
+	m.coll.writeReady(tw, SummaryOf(m.coll.src))
+	if filter == nil {
+		bw.Write(d.body) // straight to out once the buffer is empty: no copy
+	} else {
+		for _, f := range d.fams {
+			if filter[f.name] {
+				bw.Write(d.body[f.start:f.end])
+			}
+		}
+	}
 	bw.Flush()
+}
+
+// tryAcquire takes a slot of sem if one is free.
+func tryAcquire(sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// renderMetrics renders the families of the Source's status now, all but
+// rhi_ready (judged at each request), with the index of their blocks for
+// name[]; sizeHint is the last document's size.
+func (m *Metrics) renderMetrics(sizeHint int) *doc {
+	var b bytes.Buffer
+	b.Grow(sizeHint + sizeHint/8)
+	bw := bufio.NewWriterSize(&b, 32<<10)
+	s := m.coll.src.Status()
+	m.coll.writeRest(&textWriter{w: bw}, &s)
+	bw.Flush()
+	return &doc{body: b.Bytes(), fams: families(b.Bytes())}
+}
+
+// families indexes the family blocks of a text exposition: each begins
+// with its "# HELP name " line and ends where the next begins.
+func families(body []byte) []span {
+	var out []span
+	for i := 0; i < len(body); {
+		if bytes.HasPrefix(body[i:], []byte("# HELP ")) {
+			name := body[i+len("# HELP "):]
+			if j := bytes.IndexByte(name, ' '); j >= 0 {
+				name = name[:j]
+			}
+			if n := len(out); n > 0 {
+				out[n-1].end = i
+			}
+			out = append(out, span{name: string(name), start: i, end: len(body)})
+		}
+		j := bytes.IndexByte(body[i:], '\n')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return out
 }
 
 // nameFilter is the request's name[] parameters as a set; nil without.

@@ -139,6 +139,14 @@ func serveOn(ctx context.Context, ln net.Listener, h http.Handler, o Options, lo
 	return nil
 }
 
+// sendBuffer is the socket send buffer of a TCP connection (SO_SNDBUF;
+// the kernel doubles it). Left to itself the kernel grows it up to
+// net.ipv4.tcp_wmem's maximum, 4 MiB by default, for a client that stalls:
+// 64 of them would pin 256 MiB of the kernel's memory, charged to rhi's
+// cgroup. 128 KiB still sends a 9 MB /metrics across a LAN in well under
+// a second (it caps throughput at the buffer per round trip).
+const sendBuffer = 128 << 10
+
 // refuseLogEvery spaces the warnings about refused connections.
 const refuseLogEvery = time.Minute
 
@@ -169,6 +177,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.slots <- struct{}{}:
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetWriteBuffer(sendBuffer) // best effort: the kernel's default is bounded too
+			}
 			return &limitConn{Conn: c, release: l.release}, nil
 		default:
 		}

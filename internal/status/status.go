@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,7 +56,17 @@ type Metrics struct {
 	lastReload   prometheus.Gauge
 	reloadOK     prometheus.Gauge
 	coll         *collector
+	// renders is the one render of a shared document in progress, for
+	// every handler on these metrics.
+	renders chan struct{}
+	// gzips are the gzipped /metrics responses in progress.
+	gzips chan struct{}
 }
+
+// maxGzip is how many /metrics responses are gzipped at once; each holds
+// ~1.2 MiB of compressor state while its client reads. Beyond, a response
+// is sent plain, which every client accepts.
+const maxGzip = 4
 
 // NewMetrics registers rhi's metrics, the Go runtime's and the process's;
 // the families of the daemon's status are written by m.coll at scrape
@@ -80,7 +91,9 @@ func NewMetrics(src Source, version string) *Metrics {
 			Name: "rhi_config_last_reload_successful",
 			Help: "1 if the last configuration reload succeeded.",
 		}),
-		coll: &collector{src: src, now: time.Now},
+		coll:    &collector{src: src, now: time.Now},
+		renders: make(chan struct{}, 1),
+		gzips:   make(chan struct{}, maxGzip),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rhi_build_info",
@@ -112,14 +125,33 @@ func (m *Metrics) Reloaded(ok bool, at time.Time) {
 	m.lastReload.Set(float64(at.Unix()))
 }
 
-// Handler serves /metrics, /status and /healthz.
+// Handler serves /metrics, /status and /healthz. Each call has its own
+// shared documents (one for each listener: readers of one cannot make
+// those of the other wait or see an older document); renders are one at a
+// time for every handler on the same Metrics.
+//
+// What readers cost, whatever their number and speed: /status and the
+// status part of /metrics are rendered once per version of the Source
+// (Versioned) and the bytes sent to every reader from the same slice, at
+// most maxLiveDocs of each kind held at once, none once the readers are
+// done; each write must be taken within writeStall and the whole response
+// within writeTotal; gzip, which needs ~1 MiB of state per response, is
+// given to maxGzip responses at a time and the others are sent plain. At
+// 10,000 VIPs a document is ~9 MB of /metrics or ~8 MB of /status, so one
+// listener's readers hold at most ~35 MB on top of one render's ~20 MB
+// (BENCHMARKS.md, "Readers").
 func Handler(src Source, m *Metrics, now func() time.Time) http.Handler {
+	return newHandler(src, m, now, writeStall)
+}
+
+// newHandler is Handler with the stall after which a client is cut off.
+func newHandler(src Source, m *Metrics, now func() time.Time, stall time.Duration) http.Handler {
+	h := &handlers{src: src, m: m, now: now, stall: stall}
+	h.status = &shared{version: versionOf(src), renders: m.renders, render: h.renderStatus}
+	h.metrics = &shared{version: versionOf(m.coll.src), renders: m.renders, render: m.renderMetrics}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", m.serveMetrics) // the registry's families, then m.coll's (collector.go)
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		writeStatus(w, src.Status())
-	})
+	mux.HandleFunc("GET /metrics", h.serveMetrics) // the registry's families, then the shared document (collector.go)
+	mux.HandleFunc("GET /status", h.serveStatus)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := Judge(SummaryOf(src), now()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -128,6 +160,47 @@ func Handler(src Source, m *Metrics, now func() time.Time) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	return mux
+}
+
+// handlers are one Handler's: its Source, metrics and shared documents.
+type handlers struct {
+	src             Source
+	m               *Metrics
+	now             func() time.Time
+	stall           time.Duration // writeStall
+	status, metrics *shared
+}
+
+// versionOf is src's StatusVersion if it is Versioned.
+func versionOf(src Source) func() (uint64, bool) {
+	v, ok := src.(Versioned)
+	return func() (uint64, bool) {
+		if !ok {
+			return 0, false
+		}
+		return v.StatusVersion()
+	}
+}
+
+// serveStatus sends the shared /status document.
+func (h *handlers) serveStatus(w http.ResponseWriter, r *http.Request) {
+	d, release, err := h.status.get(r.Context())
+	if err != nil {
+		return // the client went away while a render ran
+	}
+	defer release()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(d.body)))
+	newSender(w, time.Now, h.stall, writeTotal).Write(d.body)
+}
+
+// renderStatus renders /status of the Source's Status now; sizeHint is
+// the last document's size, so that the buffer is grown once.
+func (h *handlers) renderStatus(sizeHint int) *doc {
+	var b bytes.Buffer
+	b.Grow(sizeHint + sizeHint/8)
+	writeStatus(&b, h.src.Status())
+	return &doc{body: b.Bytes()}
 }
 
 // writeStatus writes s as a json.Encoder indented by two spaces would, but
