@@ -1,6 +1,13 @@
 # rhi — see README.md. `make test` is what CI runs.
-GO      ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# `sudo make demo` runs with sudo's PATH (secure_path), which lacks a Go
+# installed for the user only (/usr/local/go/bin on the user's PATH): take
+# go from PATH if it is there, else from where Go is usually installed.
+# `make GO=/path/to/go` overrides it.
+SUDO_HOME := $(if $(SUDO_USER),$(shell getent passwd '$(SUDO_USER)' | cut -d: -f6))
+GO      ?= $(or $(shell command -v go 2>/dev/null),$(firstword $(wildcard /usr/local/go/bin/go /usr/lib/go/bin/go /snap/bin/go $(if $(SUDO_HOME),$(SUDO_HOME)/go/bin/go $(SUDO_HOME)/.local/go/bin/go $(SUDO_HOME)/sdk/go*/bin/go))),go)
+# The release in VERSION, and +git<N>.<sha> between releases
+# (packaging/version.sh): what `rhi version`, the .deb and its changelog say.
+VERSION ?= $(shell packaging/version.sh 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin/rhi
 STATICCHECK_VERSION := v0.8.2
@@ -82,13 +89,20 @@ fuzz:
 		done; done
 
 # The newcomer's first command: the design note's failover, narrated.
+# It needs Go (go.mod's version) and installs bird2 and iproute2 if missing.
 demo:
 	@[ "$$(id -u)" = 0 ] || { echo "make demo builds network namespaces: run it as root (sudo make demo)"; exit 1; }
+	@command -v $(GO) >/dev/null || { \
+		echo "make demo: no Go found (sudo resets PATH to secure_path, and go is not in /usr/local/go/bin either)."; \
+		echo "  Install Go $$(sed -n 's/^go //p' go.mod) or later (https://go.dev/dl/), then run one of:"; \
+		echo "    sudo make demo GO=\$$(command -v go)"; \
+		echo "    sudo env PATH=\"\$$PATH\" make demo"; exit 1; }
+	@echo "make demo: using $(GO) ($$($(GO) env GOVERSION))"
 	@if ! command -v bird >/dev/null || ! command -v ip >/dev/null; then \
 		echo "installing bird2 and iproute2"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bird2 iproute2; fi
-	$(GO) run ./integration/demo
+	$(if $(findstring /,$(GO)),PATH='$(dir $(GO))':"$$PATH") $(GO) run ./integration/demo
 
 clean:
 	rm -rf bin dist
