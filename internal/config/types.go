@@ -105,6 +105,9 @@ type Config struct {
 	// Degraded is the degraded tier's default for every VIP, and its one
 	// interface (issue 14).
 	Degraded Degraded `yaml:"degraded"`
+	// notes are warnings the parser found at a line of the file (a
+	// duration that is probably not what was meant), for Warnings.
+	notes []string
 }
 
 // FailurePolicy is the failure_policy section.
