@@ -56,6 +56,12 @@ lint:
 check-deploy: build
 	@t=$$(mktemp -d); sed "s#/usr/bin/rhi#$(CURDIR)/$(BIN)#g" deploy/systemd/rhi.service > $$t/rhi.service; \
 		systemd-analyze verify $$t/rhi.service && echo "systemd-analyze verify: rhi.service ok"; rc=$$?; rm -rf $$t; exit $$rc
+	@# The example drop-in: systemd-analyze only warns of an unknown key in it.
+	@t=$$(mktemp -d); sed "s#/usr/bin/rhi#$(CURDIR)/$(BIN)#g" deploy/systemd/rhi.service > $$t/rhi.service; \
+		mkdir $$t/rhi.service.d && cp deploy/systemd/status-listen.conf $$t/rhi.service.d/; \
+		out=$$(systemd-analyze verify $$t/rhi.service 2>&1); rc=$$?; rm -rf $$t; \
+		if [ $$rc != 0 ] || printf '%s\n' "$$out" | grep -q 'status-listen.conf'; then echo "$$out"; exit 1; fi; \
+		echo "systemd-analyze verify: rhi.service with status-listen.conf ok"
 	./$(BIN) check-config --config deploy/rhi.yaml >/dev/null && echo "deploy/rhi.yaml ok"
 	./$(BIN) check-config --config deploy/rhi.minimal.yaml | grep -qx 'vips: \[\]' && echo "deploy/rhi.minimal.yaml ok (no VIPs)"
 

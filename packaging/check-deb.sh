@@ -111,6 +111,7 @@ cat >"$tmp/files.want" <<'LIST'
 -rw-r--r-- ./usr/share/doc/rhi/changelog.gz
 -rw-r--r-- ./usr/share/doc/rhi/copyright
 -rw-r--r-- ./usr/share/doc/rhi/examples/rhi.yaml
+-rw-r--r-- ./usr/share/doc/rhi/examples/systemd/status-listen.conf
 -rw-r--r-- ./usr/share/lintian/overrides/rhi
 -rw-r--r-- ./usr/share/man/man8/rhi.8.gz
 -rw-r--r-- ./usr/share/man/man5/rhi.yaml.5.gz
@@ -156,6 +157,7 @@ deploy/rhi.yaml /usr/share/doc/rhi/examples/rhi.yaml
 deploy/logrotate/rhi /etc/logrotate.d/rhi
 deploy/systemd/rhi.service /usr/lib/systemd/system/rhi.service
 deploy/systemd/rhi.sysusers /usr/lib/sysusers.d/rhi.conf
+deploy/systemd/status-listen.conf /usr/share/doc/rhi/examples/systemd/status-listen.conf
 deploy/networkd/50-rhi0.netdev /usr/lib/systemd/network/50-rhi0.netdev
 deploy/networkd/50-rhi0.network /usr/lib/systemd/network/50-rhi0.network
 deploy/bird/adc.conf /usr/share/rhi/bird/adc.conf

@@ -59,9 +59,10 @@ A reload that changes
 .BR log_format ,
 .BR status_listen ,
 .BR control_socket ,
-.B bird.socket
-or
+.BR bird.socket ,
 .B state_file
+or
+.B degraded.interface
 is rejected as a whole: those keys take effect on restart.
 .SH LOGGING
 Every log line goes to standard error; under systemd that is the journal, and
