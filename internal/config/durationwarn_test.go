@@ -72,3 +72,35 @@ func TestDurationNotesFormatted(t *testing.T) {
 		t.Errorf("Warnings of the formatted file = %q, want none", w)
 	}
 }
+
+// TestWarningsOffHost: a control API or probe target off loopback is valid
+// and warned about, since the shipped unit only lets rhi reach localhost.
+func TestWarningsOffHost(t *testing.T) {
+	tests := []struct {
+		yaml string
+		want []string
+	}{
+		{"apisix_control_url: http://127.0.0.1:9090\n", nil},
+		{"apisix_control_url: http://localhost:9090\n", nil},
+		{"apisix_control_url: http://[::1]:9090\n", nil},
+		{"apisix_control_url: http://192.0.2.10:9090\n", []string{`apisix_control_url: "192.0.2.10" is not on loopback`}},
+		{"apisix_control_url: http://apisix.example:9090\n", []string{`apisix_control_url: "apisix.example" is not on loopback`}},
+		{"vips:\n  - address: 10.0.0.1\n    upstreams: [/apisix/upstreams/a]\n    probe: {url: \"http://127.0.0.1:9080/\"}\n", nil},
+		{"vips:\n  - address: 10.0.0.1\n    upstreams: [/apisix/upstreams/a]\n    probe: {url: \"http://198.51.100.7:80/\"}\n", []string{`vips[0].probe.url: "198.51.100.7" is not on loopback`, "IPAddressAllow=ADDRESS"}},
+	}
+	for _, tt := range tests {
+		c, err := Parse("f.yaml", []byte(tt.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.yaml, err)
+		}
+		got := strings.Join(Warnings(c), "\n")
+		if tt.want == nil && got != "" {
+			t.Errorf("%s: warnings %q, want none", tt.yaml, got)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: warnings %q lack %q", tt.yaml, got, w)
+			}
+		}
+	}
+}

@@ -23,6 +23,7 @@ func Warnings(c *Config) []string {
 		out = append(out, w)
 	}
 	out = append(out, probeWarnings(c)...)
+	out = append(out, unitWarnings(c)...)
 	out = append(out, c.notes...)
 	return out
 }
