@@ -21,7 +21,7 @@ build:
 
 # Unit tests always (the docs-drift tests among them); the alert rules and the
 # dashboard when promtool is there (CI installs it); the root-only lab tests
-# whenever we are root.
+# whenever we are root, then the README's walk when mmdebstrap is there too.
 test: unit
 	@if command -v promtool >/dev/null; then \
 		$(MAKE) --no-print-directory check-monitoring; \
@@ -35,6 +35,11 @@ test: unit
 		echo "SKIPPED: root-only integration tests (netns, real BIRD, real netlink) in:"; \
 		echo "  $(INTEGRATION_PKGS)"; \
 		echo "  run them with: sudo make integration"; \
+	fi
+	@if [ "$$(id -u)" = 0 ] && command -v mmdebstrap >/dev/null; then \
+		$(MAKE) --no-print-directory check-readme; \
+	else \
+		echo "SKIPPED: the README's getting-started walk on a fresh Debian 13 root (make check-readme): needs root and mmdebstrap"; \
 	fi
 
 unit:
@@ -145,11 +150,18 @@ check-vagrant:
 
 # The Debian package (packaging/): nfpm runs through `go run`, pinned in
 # packaging/build-deb.sh, so it stays out of go.mod and in Go's build cache.
-.PHONY: deb check-deb
+.PHONY: deb check-deb check-readme
 deb:
 	@GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh
 check-deb:
 	@deb=$$(GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh) && GO=$(GO) packaging/check-deb.sh "$$deb"
+# The README's getting-started steps on a fresh Debian 13 root (mmdebstrap,
+# from the Debian mirror, cached in /var/cache/rhi-ci for a week) with the
+# package, and its daemon steps with the packaged rhi in the netns lab.
+# Root; about a minute with the cached root.
+check-readme:
+	@[ "$$(id -u)" = 0 ] || { echo "make check-readme builds a Debian root and the netns lab: run it as root"; exit 1; }
+	@deb=$$(GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh) && GO=$(GO) packaging/check-readme.sh "$$deb"
 
 # Lab figures of SPEC §8 (BENCHMARKS.md): reaction to 1 and 1,000 flips at
 # the interface and the peer router, idle RSS/CPU, polls of 1,000 and 10,000

@@ -13,9 +13,18 @@
 # the netns lab instead, where a fake control API stands in for APISIX and
 # the lab's router for the network (integration/readme, TestReadmeWalk).
 #
+# The fresh root is mmdebstrap's minbase with systemd, iproute2 and
+# ca-certificates, nothing of rhi's nor BIRD's installed: it is built once
+# into a cache and
+# rebuilt when older than a week or when its recipe changes; every walk
+# runs on an overlay of it (a copy where overlayfs is missing), so the
+# package's own install (apt pulling bird2 and logrotate from the mirror)
+# happens on every walk.
+#
 # Environment: RHI_README_MIRROR (http://deb.debian.org/debian),
-# RHI_README_ROOT (a directory to build the root in and keep; default a
-# temporary one, removed), GO.
+# RHI_README_CACHE (/var/cache/rhi-ci/readme-trixie; RHI_README_FRESH=1
+# rebuilds it), RHI_README_ROOT (a directory to make the walk's root in and
+# keep; default a temporary one, removed), GO.
 set -eu
 
 deb=$(realpath "$1")
@@ -35,31 +44,69 @@ fail() {
 	echo "check-readme: FAIL: $*" >&2
 	fails=$((fails + 1))
 }
-ok() { echo "check-readme: ok: $*"; }
+start=$(date +%s)
+ok() { echo "check-readme: ok: $*  [$(($(date +%s) - start)) s]"; }
 skip() { echo "check-readme: SKIPPED: $*"; }
 
+# The cached base root.
+cache=${RHI_README_CACHE:-/var/cache/rhi-ci/readme-trixie}
+includes=systemd,iproute2,ca-certificates
+recipe="mmdebstrap --mode=root --variant=minbase --include=$includes trixie $mirror, with lists and bird2 logrotate downloaded"
+if [ "${RHI_README_FRESH:-0}" = 1 ] || [ ! -f "$cache/recipe" ] || [ "$(cat "$cache/recipe")" != "$recipe" ] ||
+	[ -n "$(find "$cache/recipe" -mtime +7)" ]; then
+	echo "check-readme: building the base root: $recipe (into $cache)"
+	rm -rf "$cache.new"
+	mkdir -p "$cache.new"
+	# A Debian 13 host as an operator gets it: systemd, iproute2, apt with
+	# Recommends (so that the package brings bird2 and logrotate, as the
+	# README says).
+	# apt's lists and the .debs of what the package recommends stay in the
+	# base (downloaded, not installed), so that a walk's apt-get update and
+	# install fetch only what changed on the mirror since.
+	# shellcheck disable=SC2016 # mmdebstrap gives the hook the root as $1
+	mmdebstrap --quiet --mode=root --variant=minbase --include=$includes \
+		--skip=cleanup/apt/lists --skip=cleanup/apt/cache \
+		--customize-hook='chroot "$1" apt-get install -y -qq --download-only bird2 logrotate' \
+		trixie "$cache.new/root" "deb $mirror trixie main" >&2
+	printf '%s\n' "$recipe" >"$cache.new/recipe"
+	rm -rf "$cache"
+	mv "$cache.new" "$cache"
+else
+	echo "check-readme: base root from $cache ($(cat "$cache/recipe"), built $(date -u -r "$cache/recipe" +%FT%TZ))"
+fi
+
+tmp=$(mktemp -d)
 keep=${RHI_README_ROOT:-}
+overlay=
 if [ -n "$keep" ]; then
 	root=$keep
 	rm -rf "$root"
-	mkdir -p "$root"
+	mkdir -p "$(dirname "$root")"
+	cp -a "$cache/root" "$root"
 else
-	root=$(mktemp -d /tmp/rhi-readme-root.XXXXXX)
+	root=$tmp/root
+	mkdir -p "$root" "$tmp/upper" "$tmp/work"
+	if mount -t overlay overlay -o "lowerdir=$cache/root,upperdir=$tmp/upper,workdir=$tmp/work" "$root" 2>/dev/null; then
+		overlay=1
+	else
+		rmdir "$root"
+		cp -a "$cache/root" "$root"
+	fi
 fi
-tmp=$(mktemp -d)
 cleanup() {
-	umount "$root/proc" 2>/dev/null || true
-	[ -n "$keep" ] || rm -rf "$root"
+	# Nothing is removed under a mount that did not come off.
+	if mountpoint -q "$root/proc" && ! umount "$root/proc"; then
+		echo "check-readme: $root/proc is still mounted: $tmp left in place" >&2
+		return
+	fi
+	if [ -n "$overlay" ] && ! umount "$root"; then
+		echo "check-readme: the overlay on $root is still mounted: $tmp left in place" >&2
+		return
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-# A Debian 13 host as an operator gets it: systemd, iproute2, apt with
-# Recommends (so that the package brings bird2 and logrotate, as the
-# README says).
-echo "check-readme: mmdebstrap trixie from $mirror into $root"
-mmdebstrap --quiet --mode=root --variant=minbase --include=systemd,iproute2,ca-certificates \
-	trixie "$root" "deb $mirror trixie main" >&2
 # Nothing may start in the root: no init runs, and BIRD or rhi started by
 # a maintainer script would run on this host.
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
