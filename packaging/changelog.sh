@@ -30,8 +30,9 @@ fi
 total=$(git rev-list --count "$range")
 
 printf 'rhi (%s) unstable; urgency=medium\n\n' "$version"
+# The header wrapped like the subjects: lintian wants lines of 80 or less.
 printf '  * Built from git commit %s; %s commits %s:\n' \
-	"$(git rev-parse --short=7 HEAD)" "$total" "$since"
+	"$(git rev-parse --short=7 HEAD)" "$total" "$since" | fold -s -w 78 | sed -e 's/ *$//' -e '2,$s/^/    /'
 git log --no-merges --max-count="$max" --format=%s "$range" | while IFS= read -r subject; do
 	printf '%s\n' "$subject" | fold -s -w 72 | sed -e 's/ *$//' -e '1s/^/    - /' -e '2,$s/^/      /'
 done
