@@ -206,7 +206,7 @@ while IFS="$(printf '\t')" read -r step line; do
 		"systemctl stop rhi && rm /run/systemd/system/rhi.service.d/dry-run.conf && systemctl daemon-reload" | \
 		"systemctl start rhi" | "systemctl status rhi" | "ip -br addr show rhi0" | "rhi verify")
 		skip "step $step: $cmd (needs a running systemd, BIRD and APISIX: run in the lab below)"
-		lab_steps="$lab_steps $step" ;;
+		case " $lab_steps " in *" $step "*) ;; *) lab_steps="$lab_steps $step" ;; esac ;;
 	*)
 		fail "step $step: the walk does not know \"$cmd\": teach packaging/check-readme.sh to run or skip it" ;;
 	esac
