@@ -71,7 +71,7 @@ case "$deb" in
 esac
 expect_field Architecture "$want_arch"
 expect_field Depends "systemd-sysusers | adduser"
-expect_field Recommends "bird2, logrotate"
+expect_field Recommends "bird2 | bird3, logrotate"
 expect_field Suggests apisix
 expect_field Section net
 dpkg-deb --info "$deb" >"$tmp/info"
@@ -83,9 +83,9 @@ if sort "$tmp/control/conffiles" | cmp -s - "$tmp/conffiles.want"; then
 else
 	fail "conffiles: got \"$(tr '\n' ' ' <"$tmp/control/conffiles")\", want \"$(tr '\n' ' ' <"$tmp/conffiles.want")\""
 fi
-# bird2 installed after rhi re-runs the group step (postinst triggered).
-# rhi-bird-group: postinst's own, for bird2 unpacked before rhi and
-# configured after it.
+# bird2 or bird3 installed after rhi re-runs the group step (postinst
+# triggered). rhi-bird-group: postinst's own, for a BIRD package unpacked
+# before rhi and configured after it.
 want_triggers=$(printf 'interest-noawait /usr/sbin/bird\ninterest-noawait rhi-bird-group')
 if [ "$(cat "$tmp/control/triggers" 2>/dev/null)" = "$want_triggers" ]; then
 	ok "triggers: interest-noawait /usr/sbin/bird, rhi-bird-group"
@@ -222,17 +222,17 @@ if need bird "bird -p -c on the shipped BIRD files"; then
 	else
 		fail "bird -p -c examples/bird-tiers.conf: $out"
 	fi
-	# Debian's stock bird.conf, as the installed bird2 has it, with our
-	# include appended (README.Debian, step 2).
+	# Debian's stock bird.conf, as the installed bird2 (or bird3) has it,
+	# with our include appended (README.Debian, step 2).
 	stock=""
-	for f in /usr/share/bird2/bird.conf /etc/bird/bird.conf; do
+	for f in /usr/share/bird2/bird.conf /usr/share/bird3/bird.conf /etc/bird/bird.conf; do
 		if [ -r "$f" ]; then
 			stock=$f
 			break
 		fi
 	done
 	if [ -z "$stock" ]; then
-		if [ "${CI:-}" = true ]; then fail "no stock bird.conf of bird2 here"; else echo "check-deb: SKIPPED: stock bird.conf + adc.conf (no stock bird.conf)"; fi
+		if [ "${CI:-}" = true ]; then fail "no stock bird.conf of bird2 or bird3 here"; else echo "check-deb: SKIPPED: stock bird.conf + adc.conf (no stock bird.conf)"; fi
 	else
 		{
 			cat "$stock"

@@ -1,5 +1,6 @@
-// Package bird holds the BIRD 2 configuration rhi ships, so that the labs
-// render their per-host files around the very files an operator installs.
+// Package bird holds the BIRD configuration rhi ships (for BIRD 2 from 2.0.8,
+// or BIRD 3), so that the labs render their per-host files around the very
+// files an operator installs.
 //
 // Its name is its directory's. Code that also imports the BIRD
 // control-socket client (package bird in bird/) names this one birdconf:

@@ -47,17 +47,26 @@ func include(t *testing.T, name string) string {
 	return "include \"" + filepath.Join(here(t), name) + "\";\n"
 }
 
-// stock returns Debian's stock bird.conf as the installed bird2 package has
-// it (its pristine copy first: /etc/bird/bird.conf may have been edited), or
-// skips.
+// stock returns Debian's stock bird.conf of the BIRD the tests run, or
+// skips: RHI_BIRD_STOCK_CONF when set (make integration-bird3 sets it to the
+// bird3 package's in its Debian 13 root, as its bird is first on PATH), else
+// the installed bird2 or bird3 package's (its pristine copy first:
+// /etc/bird/bird.conf may have been edited).
 func stock(t *testing.T) string {
 	t.Helper()
-	for _, p := range []string{"/usr/share/bird2/bird.conf", "/etc/bird/bird.conf"} {
+	if p := os.Getenv("RHI_BIRD_STOCK_CONF"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("RHI_BIRD_STOCK_CONF: %v", err)
+		}
+		return string(b)
+	}
+	for _, p := range []string{"/usr/share/bird2/bird.conf", "/usr/share/bird3/bird.conf", "/etc/bird/bird.conf"} {
 		if b, err := os.ReadFile(p); err == nil {
 			return string(b)
 		}
 	}
-	t.Skip("no stock bird.conf of the bird2 package here")
+	t.Skip("no stock bird.conf of the bird2 or bird3 package here")
 	return ""
 }
 

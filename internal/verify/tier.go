@@ -34,7 +34,10 @@ func exportCommand(protocol string, v VIP) string {
 // route carries a large community (A, 1, 1) and its path starts with at
 // least one copy of A (tiers.conf adds RHI_DEGRADED_PREPEND of them); a
 // full-weight route carries neither. Anything between (the community
-// without the prepend, or the reverse) is reported as such.
+// without the prepend, or the reverse) is reported as such. BIRD 2's and
+// BIRD 3's names of the attributes are both read; a reply whose
+// attributes are not understood is an error (bird.ErrUnreadable), never a
+// full-weight export.
 func exportedTier(reply bird.Reply, prefix netip.Prefix) (string, error) {
 	paths, err := bird.ParsePaths(reply)
 	if err != nil {
@@ -49,6 +52,12 @@ func exportedTier(reply bird.Reply, prefix netip.Prefix) (string, error) {
 		return "", fmt.Errorf("no route in the reply")
 	}
 	p := paths[0]
+	if p.Source == "" {
+		// No source line (BIRD 2's "Type:", BIRD 3's "source:"): the
+		// reply's attributes are in a form not known, and a missing path
+		// or community would read as a full-weight export.
+		return "", fmt.Errorf("route of %s by %q: %w: no source attribute, so its other attributes are not known either", p.Prefix, p.Proto, bird.ErrUnreadable)
+	}
 	var marks []uint32
 	for _, c := range p.LargeCommunities {
 		if c[1] == 1 && c[2] == 1 {
