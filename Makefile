@@ -1,6 +1,13 @@
 # rhi — see README.md. `make test` is what CI runs.
-GO      ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# `sudo make demo` runs with sudo's PATH (secure_path), which lacks a Go
+# installed for the user only (/usr/local/go/bin on the user's PATH): take
+# go from PATH if it is there, else from where Go is usually installed.
+# `make GO=/path/to/go` overrides it.
+SUDO_HOME := $(if $(SUDO_USER),$(shell getent passwd '$(SUDO_USER)' | cut -d: -f6))
+GO      ?= $(or $(shell command -v go 2>/dev/null),$(firstword $(wildcard /usr/local/go/bin/go /usr/lib/go/bin/go /snap/bin/go $(if $(SUDO_HOME),$(SUDO_HOME)/go/bin/go $(SUDO_HOME)/.local/go/bin/go $(SUDO_HOME)/sdk/go*/bin/go))),go)
+# The release in VERSION, and +git<N>.<sha> between releases
+# (packaging/version.sh): what `rhi version`, the .deb and its changelog say.
+VERSION ?= $(shell packaging/version.sh 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin/rhi
 STATICCHECK_VERSION := v0.8.2
@@ -15,7 +22,8 @@ build:
 # Unit tests always (the docs-drift tests among them); the alert rules and the
 # dashboard when promtool is there (CI installs it); the root-only lab tests
 # whenever we are root, then those with real BIRD again with BIRD 3
-# (integration-bird3). BIRD3 says what to do where no BIRD 3 root can be had
+# (integration-bird3), then the README's walk when mmdebstrap is there too.
+# BIRD3 says what to do where no BIRD 3 root can be had
 # (no mmdebstrap, no route to the Debian mirror): auto prints SKIPPED and why,
 # require fails (CI), no skips the BIRD 3 pass altogether.
 BIRD3 ?= auto
@@ -37,6 +45,11 @@ test: unit
 		echo "SKIPPED: root-only integration tests (netns, real BIRD, real netlink) in:"; \
 		echo "  $(INTEGRATION_PKGS)"; \
 		echo "  run them with: sudo make integration (and with BIRD 3: sudo make integration-bird3)"; \
+	fi
+	@if [ "$$(id -u)" = 0 ] && command -v mmdebstrap >/dev/null; then \
+		$(MAKE) --no-print-directory check-readme; \
+	else \
+		echo "SKIPPED: the README's getting-started walk on a fresh Debian 13 root (make check-readme): needs root and mmdebstrap"; \
 	fi
 
 unit:
@@ -84,6 +97,12 @@ lint:
 check-deploy: build
 	@t=$$(mktemp -d); sed "s#/usr/bin/rhi#$(CURDIR)/$(BIN)#g" deploy/systemd/rhi.service > $$t/rhi.service; \
 		systemd-analyze verify $$t/rhi.service && echo "systemd-analyze verify: rhi.service ok"; rc=$$?; rm -rf $$t; exit $$rc
+	@# The example drop-in: systemd-analyze only warns of an unknown key in it.
+	@t=$$(mktemp -d); sed "s#/usr/bin/rhi#$(CURDIR)/$(BIN)#g" deploy/systemd/rhi.service > $$t/rhi.service; \
+		mkdir $$t/rhi.service.d && cp deploy/systemd/status-listen.conf $$t/rhi.service.d/; \
+		out=$$(systemd-analyze verify $$t/rhi.service 2>&1); rc=$$?; rm -rf $$t; \
+		if [ $$rc != 0 ] || printf '%s\n' "$$out" | grep -q 'status-listen.conf'; then echo "$$out"; exit 1; fi; \
+		echo "systemd-analyze verify: rhi.service with status-listen.conf ok"
 	./$(BIN) check-config --config deploy/rhi.yaml >/dev/null && echo "deploy/rhi.yaml ok"
 	./$(BIN) check-config --config deploy/rhi.minimal.yaml | grep -qx 'vips: \[\]' && echo "deploy/rhi.minimal.yaml ok (no VIPs)"
 
@@ -117,13 +136,20 @@ fuzz:
 		done; done
 
 # The newcomer's first command: the design note's failover, narrated.
+# It needs Go (go.mod's version) and installs bird2 and iproute2 if missing.
 demo:
 	@[ "$$(id -u)" = 0 ] || { echo "make demo builds network namespaces: run it as root (sudo make demo)"; exit 1; }
+	@command -v $(GO) >/dev/null || { \
+		echo "make demo: no Go found (sudo resets PATH to secure_path, and go is not in /usr/local/go/bin either)."; \
+		echo "  Install Go $$(sed -n 's/^go //p' go.mod) or later (https://go.dev/dl/), then run one of:"; \
+		echo "    sudo make demo GO=\$$(command -v go)"; \
+		echo "    sudo env PATH=\"\$$PATH\" make demo"; exit 1; }
+	@echo "make demo: using $(GO) ($$($(GO) env GOVERSION))"
 	@if ! command -v bird >/dev/null || ! command -v ip >/dev/null; then \
 		echo "installing bird2 and iproute2"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bird2 iproute2; fi
-	$(GO) run ./integration/demo
+	$(if $(findstring /,$(GO)),PATH='$(dir $(GO))':"$$PATH") $(GO) run ./integration/demo
 
 clean:
 	rm -rf bin dist
@@ -162,11 +188,18 @@ check-vagrant:
 
 # The Debian package (packaging/): nfpm runs through `go run`, pinned in
 # packaging/build-deb.sh, so it stays out of go.mod and in Go's build cache.
-.PHONY: deb check-deb
+.PHONY: deb check-deb check-readme
 deb:
 	@GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh
 check-deb:
 	@deb=$$(GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh) && GO=$(GO) packaging/check-deb.sh "$$deb"
+# The README's getting-started steps on a fresh Debian 13 root (mmdebstrap,
+# from the Debian mirror, cached in /var/cache/rhi-ci for a week) with the
+# package, and its daemon steps with the packaged rhi in the netns lab.
+# Root; about a minute with the cached root.
+check-readme:
+	@[ "$$(id -u)" = 0 ] || { echo "make check-readme builds a Debian root and the netns lab: run it as root"; exit 1; }
+	@deb=$$(GO=$(GO) MAKE=$(MAKE) packaging/build-deb.sh) && GO=$(GO) packaging/check-readme.sh "$$deb"
 
 # Lab figures of SPEC §8 (BENCHMARKS.md): reaction to 1 and 1,000 flips at
 # the interface and the peer router, idle RSS/CPU, polls of 1,000 and 10,000

@@ -83,11 +83,14 @@ if sort "$tmp/control/conffiles" | cmp -s - "$tmp/conffiles.want"; then
 else
 	fail "conffiles: got \"$(tr '\n' ' ' <"$tmp/control/conffiles")\", want \"$(tr '\n' ' ' <"$tmp/conffiles.want")\""
 fi
-# bird2 or bird3 installed after rhi re-runs the group step (postinst triggered).
-if [ "$(cat "$tmp/control/triggers" 2>/dev/null)" = "interest-noawait /usr/sbin/bird" ]; then
-	ok "triggers: interest-noawait /usr/sbin/bird"
+# bird2 or bird3 installed after rhi re-runs the group step (postinst
+# triggered). rhi-bird-group: postinst's own, for a BIRD package unpacked
+# before rhi and configured after it.
+want_triggers=$(printf 'interest-noawait /usr/sbin/bird\ninterest-noawait rhi-bird-group')
+if [ "$(cat "$tmp/control/triggers" 2>/dev/null)" = "$want_triggers" ]; then
+	ok "triggers: interest-noawait /usr/sbin/bird, rhi-bird-group"
 else
-	fail "triggers: got \"$(cat "$tmp/control/triggers" 2>/dev/null)\", want \"interest-noawait /usr/sbin/bird\""
+	fail "triggers: got \"$(cat "$tmp/control/triggers" 2>/dev/null)\", want \"$want_triggers\""
 fi
 for s in postinst prerm postrm; do
 	if [ -x "$tmp/control/$s" ] && cmp -s "$tmp/control/$s" "packaging/scripts/$s"; then
@@ -111,6 +114,7 @@ cat >"$tmp/files.want" <<'LIST'
 -rw-r--r-- ./usr/share/doc/rhi/changelog.gz
 -rw-r--r-- ./usr/share/doc/rhi/copyright
 -rw-r--r-- ./usr/share/doc/rhi/examples/rhi.yaml
+-rw-r--r-- ./usr/share/doc/rhi/examples/systemd/status-listen.conf
 -rw-r--r-- ./usr/share/lintian/overrides/rhi
 -rw-r--r-- ./usr/share/man/man8/rhi.8.gz
 -rw-r--r-- ./usr/share/man/man5/rhi.yaml.5.gz
@@ -158,6 +162,7 @@ deploy/rhi.yaml /usr/share/doc/rhi/examples/rhi.yaml
 deploy/logrotate/rhi /etc/logrotate.d/rhi
 deploy/systemd/rhi.service /usr/lib/systemd/system/rhi.service
 deploy/systemd/rhi.sysusers /usr/lib/sysusers.d/rhi.conf
+deploy/systemd/status-listen.conf /usr/share/doc/rhi/examples/systemd/status-listen.conf
 deploy/networkd/50-rhi0.netdev /usr/lib/systemd/network/50-rhi0.netdev
 deploy/networkd/50-rhi0.network /usr/lib/systemd/network/50-rhi0.network
 deploy/bird/adc.conf /usr/share/rhi/bird/adc.conf

@@ -59,9 +59,12 @@ A reload that changes
 .BR log_format ,
 .BR status_listen ,
 .BR control_socket ,
-.B bird.socket
+.BR bird.socket ,
+.BR state_file ,
+.BR degraded.interface ,
+.B last_resort.interface
 or
-.B state_file
+.B site_id
 is rejected as a whole: those keys take effect on restart.
 .SH LOGGING
 Every log line goes to standard error; under systemd that is the journal, and

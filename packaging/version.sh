@@ -1,38 +1,57 @@
 #!/bin/sh
-# Prints the Debian package version of the checked-out tree, so that later
-# builds sort after earlier ones (dpkg --compare-versions):
-#   tag v1.2.3 on HEAD            -> 1.2.3
-#   4 commits past v1.2.3         -> 1.2.3+git4.gabcdef0
-#   tag v1.2.3-rc1                -> 1.2.3~rc1   (sorts before 1.2.3)
-#   no v* tag at all              -> 0.0.0~git20251202163400.abcdef0
-#                                    (commit time, UTC: sorts by time)
-#   uncommitted changes           -> any of the above + "+dirty"
+# Prints the version of the checked-out tree: the release in the file
+# VERSION at the top of the repository, and, between releases, how far past
+# it this commit is. Debian's version rules apply (dpkg --compare-versions),
+# so that each build sorts after the ones before it:
+#   VERSION last changed by HEAD            -> 0.6.0
+#   4 commits after VERSION last changed    -> 0.6.0+git4.abcdef0
+#   VERSION 0.7.0~rc1 (a pre-release)       -> 0.7.0~rc1   (sorts before 0.7.0)
+#   uncommitted changes                     -> any of the above + "+dirty"
+#   no git (an exported tree)               -> the file as it is
+# The count is of commits reachable from HEAD and not from the commit that
+# last changed VERSION, so it needs no tag and travels with every clone
+# that has the history (a shallow clone that lacks that commit counts from
+# its own edge, and says so on stderr).
+#
+# Releasing: write the new version into VERSION and commit it alone; that
+# commit is the release (a tag v<VERSION> on it is optional).
 set -eu
 
-sha=$(git rev-parse --short=7 HEAD)
-dirty=
-if ! git diff --quiet HEAD -- 2>/dev/null; then
-	dirty=+dirty
+top=$(git rev-parse --show-toplevel 2>/dev/null) || top=
+file=${top:-.}/VERSION
+if [ ! -f "$file" ]; then
+	echo "version.sh: no VERSION file at \"$file\"" >&2
+	exit 1
+fi
+base=$(sed -n '1{s/[[:space:]]//g;p;}' "$file")
+if ! printf '%s\n' "$base" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(~[A-Za-z0-9.]+)?$'; then
+	echo "version.sh: VERSION holds \"$base\", not a release such as 1.2.3 or 1.2.3~rc1" >&2
+	exit 1
 fi
 
-if desc=$(git describe --tags --long --match 'v[0-9]*' 2>/dev/null); then
-	# v1.2.3-rc1-4-gabcdef0: the last two fields are git's, the rest the tag.
-	n=$(printf '%s\n' "$desc" | sed 's/^.*-\([0-9]*\)-g[0-9a-f]*$/\1/')
-	tag=$(printf '%s\n' "$desc" | sed 's/-[0-9]*-g[0-9a-f]*$//')
-	# Debian versions cannot hold "-" without a revision; "~" keeps a
-	# pre-release sorting before its release.
-	v=$(printf '%s\n' "${tag#v}" | tr -- '-_' '~~')
-	if [ "$n" != 0 ]; then
-		v="$v+git$n.g$sha"
+v=$base
+if [ -n "$top" ]; then
+	sha=$(git rev-parse --short=7 HEAD)
+	set_by=$(git log -1 --format=%H -- "$file")
+	if [ -z "$set_by" ]; then
+		echo "version.sh: VERSION is not committed; counting every commit" >&2
+		n=$(git rev-list --count HEAD)
+	else
+		n=$(git rev-list --count "$set_by..HEAD")
 	fi
-else
-	when=$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S HEAD)
-	v="0.0.0~git$when.$sha"
+	if [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+		echo "version.sh: a shallow clone: the count after $base may be short" >&2
+	fi
+	if [ "$n" != 0 ]; then
+		v="$v+git$n.$sha"
+	fi
+	if ! git diff --quiet HEAD -- 2>/dev/null; then
+		v="$v+dirty"
+	fi
 fi
-v="$v$dirty"
 
 if ! printf '%s\n' "$v" | grep -Eq '^[0-9][A-Za-z0-9.+~]*$'; then
-	echo "version.sh: \"$v\" is not a Debian upstream version (tag \"${tag:-}\")" >&2
+	echo "version.sh: \"$v\" is not a Debian upstream version" >&2
 	exit 1
 fi
 printf '%s\n' "$v"

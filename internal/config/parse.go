@@ -109,6 +109,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
 		return nil, p.errs
 	}
+	c.notes = p.notes
 	return &c, nil
 }
 
@@ -117,8 +118,9 @@ func Parse(name string, data []byte) (*Config, error) {
 // duplicate keys are caught, and all problems are collected, not just the
 // first.
 type parser struct {
-	file string
-	errs Errors
+	file  string
+	errs  Errors
+	notes []string // warnings that name a line; Parse hands them to Config
 }
 
 // report records a problem at node n (the line of n). got is the value as
@@ -375,6 +377,9 @@ func set[T any](p *parser, n *yaml.Node, path string, dst *T, parse func(string)
 		return false
 	}
 	*dst = v
+	if d, ok := any(v).(time.Duration); ok {
+		p.bareSeconds(n, path, s, d)
+	}
 	return true
 }
 
@@ -409,7 +414,9 @@ var (
 
 func (p *parser) config(root *yaml.Node, c *Config) {
 	m, _ := p.mapping(root, "", topKeys...)
-	set(p, m["apisix_poll_interval"], "apisix_poll_interval", &c.PollInterval, parsePollInterval)
+	if set(p, m["apisix_poll_interval"], "apisix_poll_interval", &c.PollInterval, parsePollInterval) {
+		p.slowPoll(m["apisix_poll_interval"], c.PollInterval)
+	}
 	set(p, m["apisix_control_url"], "apisix_control_url", &c.ControlURL, checkURL)
 	set(p, m["apisix_timeout"], "apisix_timeout", &c.Timeout, parseDuration)
 	set(p, m["apisix_poll_mode"], "apisix_poll_mode", &c.PollMode, enum(PollPerUpstream, PollList, PollAuto))

@@ -118,6 +118,9 @@ type Config struct {
 	// Deprecated lists, as "FILE:LINE: PATH: message", the keys that are
 	// read but no longer used; Warnings reports them.
 	Deprecated []string `yaml:"-"`
+	// notes are warnings the parser found at a line of the file (a
+	// duration that is probably not what was meant), for Warnings.
+	notes []string
 }
 
 // FailurePolicy is the failure_policy section.

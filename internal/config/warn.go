@@ -24,6 +24,8 @@ func Warnings(c *Config) []string {
 	}
 	out = append(out, probeWarnings(c)...)
 	out = append(out, c.Deprecated...)
+	out = append(out, unitWarnings(c)...)
+	out = append(out, c.notes...)
 	return out
 }
 
