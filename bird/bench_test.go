@@ -78,7 +78,7 @@ func BenchmarkExec(b *testing.B) {
 	}
 }
 
-// BenchmarkReadReplyTinyLines is issue 11 row 7: a reply of 16 MiB of
+// BenchmarkReadReplyTinyLines reads a reply of 16 MiB of
 // 2-byte continuation lines (" \n"), just under the default byte bound,
 // read with the default bounds. Each line costs far more memory than its
 // two bytes; peak memory is best read as the test binary's maximum RSS

@@ -82,7 +82,7 @@ const DefaultMaxReplyLines = 200_000
 // against the reply's byte bound: its 24-byte Line in Reply.Lines (a
 // 16-byte string in Async), up to 1.25-2 times that again while append
 // grows the slice, and the string's rounding to its size class. Without
-// it 16 MiB of 2-byte lines cost 1.2 GB (issue 11).
+// it 16 MiB of 2-byte lines cost 1.2 GB.
 const lineCost = 64
 
 // frameReader splits BIRD's byte stream into replies. It reads whole lines

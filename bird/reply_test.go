@@ -9,7 +9,7 @@ import (
 // tinyLines is a reply of n empty continuation lines (" \n", 2 bytes each).
 func tinyLines(n int) string { return "1007-x\n" + strings.Repeat(" \n", n) + "0000 \n" }
 
-// Issue 11 row 7: a reply is bounded by its lines as well as its bytes,
+// A reply is bounded by its lines as well as its bytes,
 // each line counting lineCost bytes of memory besides its text; both
 // bounds are exact.
 func TestFrameLineBounds(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
-// capacityWhy says what of issue 13 holds a VIP withdrawn, from its
+// capacityWhy says which capacity rule holds a VIP withdrawn, from its
 // status: upstreams below their threshold ("upstreams/api: 1 of 4
 // healthy, needs 50%"), a probe that is not up; "" when neither does.
 func capacityWhy(v status.VIPStatus) string {

@@ -12,8 +12,8 @@ import (
 // 10,000 VIPs and a steady poll throws away ~2 MB, so a goal 25 % above
 // what is live costs little CPU and keeps RSS where the 30 MB target wants
 // it: in the lab at 10,000 VIPs (`auto`), 36.5 MiB and 2.2 % of a core at
-// 100, 29 MiB and 2.4 % at 50, 27 MiB and 2.55 % at 25 (BENCHMARKS.md,
-// "Issue 15: the result"). GOGC in the environment (e.g. a systemd drop-in)
+// 100, 29 MiB and 2.4 % at 50, 27 MiB and 2.55 % at 25 (BENCHMARKS.md).
+// GOGC in the environment (e.g. a systemd drop-in)
 // overrides it, as for any Go program; GOGC=100 restores Go's default.
 const defaultGOGC = 25
 

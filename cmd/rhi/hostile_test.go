@@ -32,8 +32,8 @@ func runGuarded(t *testing.T, args ...string) (int, string) {
 }
 
 // TestDrainCommandRefusesFIFOAndLink: `rhi drain` with a FIFO or a planted
-// symbolic link at drain_file fails at once with the reason (issue 11, row
-// 1: it used to wait for a writer for ever), and never writes through the
+// symbolic link at drain_file fails at once with the reason
+// (rather than wait for a writer for ever), and never writes through the
 // link.
 func TestDrainCommandRefusesFIFOAndLink(t *testing.T) {
 	dir := t.TempDir()

@@ -335,7 +335,7 @@ func reload(path string, started *config.Config, d reloader, log logrus.FieldLog
 	return d.Reload(cfg), nil
 }
 
-// degradedOn reports whether some VIP of cfg can be degraded (issue 14).
+// degradedOn reports whether some VIP of cfg can be degraded.
 func degradedOn(cfg *config.Config) bool {
 	for i := range cfg.VIPs {
 		if cfg.VIPs[i].Degraded.On() {

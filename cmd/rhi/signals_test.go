@@ -20,7 +20,7 @@ func within(t *testing.T, what string, ch <-chan struct{}) {
 }
 
 // TestSIGUSR1WhileAReloadHangs: logrotate's SIGUSR1 reopens the logs even
-// while a reload is stuck reading the config (issue 11, row 10); SIGHUPs
+// while a reload is stuck reading the config; SIGHUPs
 // during a reload make one more reload, not one each.
 func TestSIGUSR1WhileAReloadHangs(t *testing.T) {
 	sigs := make(chan os.Signal)

@@ -313,8 +313,7 @@ func ago(now, t time.Time) string {
 }
 
 // upstreamCell is one upstream in the VIP table: "upstreams/api=up", with
-// its nodes and threshold when it has one: "upstreams/api=up(1/10<5)"
-// (issue 13).
+// its nodes and threshold when it has one: "upstreams/api=up(1/10<5)".
 func upstreamCell(u status.UpstreamStatus) string {
 	c := shortKey(u.Key) + "=" + u.Verdict
 	if u.MinHealthy != "" {

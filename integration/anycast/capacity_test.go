@@ -19,7 +19,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
-// Issue 13 in the lab: capacity thresholds and the data-path probe.
+// In the lab: capacity thresholds and the data-path probe.
 
 var apiRef = health.Ref{Type: "upstreams", ID: "api"}
 

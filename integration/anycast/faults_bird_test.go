@@ -28,7 +28,7 @@ type birdFault struct {
 const cannotConfirm = "cannot confirm through BIRD; the interface is still managed"
 
 // run puts f on the seed's site s (BIRD agreeing, or already faulty when
-// f.start is nil) and checks SPEC §5's promise: rhi reports the fault in
+// f.start is nil) and checks rhi's promise: it reports the fault in
 // /status and /metrics, logs it once, keeps the interface following health
 // (judged at the interface: the peer hears nothing new while BIRD is
 // faulty), never exits, and confirms every VIP again once the fault ends.

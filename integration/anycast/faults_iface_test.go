@@ -286,7 +286,7 @@ func TestFaultIfaceNoNetAdmin(t *testing.T) {
 	s.alive(t)
 }
 
-// TestFaultIfaceChangesAreConfirmed: SPEC §5 has rhi confirm through BIRD
+// TestFaultIfaceChangesAreConfirmed: rhi confirms through BIRD
 // after every change. Repairing a hand edit and a link coming back up both
 // change what BIRD announces, so a confirmation must follow them rather than
 // wait for the slow timer (30 s). The deadline is below that timer so that

@@ -14,7 +14,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
-// TestHostileDrainFile (issue 11, rows 1 and 8): the rhi user, or anyone
+// TestHostileDrainFile: the rhi user, or anyone
 // who can write the state directory, puts a FIFO at drain_file. The loop
 // keeps polling and applying health, the file is reported once, `rhi
 // drain` fails at once saying why, and SIGTERM stops rhi. A symbolic link

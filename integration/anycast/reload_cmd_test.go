@@ -12,7 +12,7 @@ import (
 	"github.com/rhi-daemon/rhi/integration/site"
 )
 
-// TestReloadCommandTellsTheTruth is issue 17's "Done when" for reload: `rhi
+// TestReloadCommandTellsTheTruth: `rhi
 // reload` (the unit's ExecReload) exits 1 with the reason when the daemon
 // rejects the file (it changes interface:, a restart-only key), and 0 when
 // the daemon applied it; /status's reload fields say the same.

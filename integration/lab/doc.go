@@ -1,4 +1,4 @@
-// Package lab builds the netns lab of SPEC §7 on one Linux machine: a peer
+// Package lab builds the netns lab on one Linux machine: a peer
 // router and N ADC hosts (dc1, dc2, …), each in its own network namespace and
 // each running a real BIRD, joined by veth links, with BGP from every ADC to
 // the router. The end-to-end tests and `make demo` run rhi and the fake APISIX

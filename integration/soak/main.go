@@ -34,7 +34,7 @@ import (
 const labPrefix = "rhi-soak-"
 
 // statuses are what a flapping upstream's nodes take, at random; the first
-// two count as healthy (SPEC §3).
+// two count as healthy.
 var statuses = []string{"healthy", "mostly_healthy", "unhealthy", "mostly_unhealthy"}
 
 func healthy(status string) bool { return status == "healthy" || status == "mostly_healthy" }

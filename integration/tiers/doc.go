@@ -1,4 +1,4 @@
-// Package tiers holds the netns lab tests of issue 14's BIRD groundwork: the
+// Package tiers holds the netns lab tests of the tiers' BIRD side: the
 // degraded tier (a VIP moved from rhi0 to rhi1 is exported with a longer AS
 // path, so the router prefers another site but keeps this one) and the
 // fail-open guard's import tables (an ADC sees the other sites' announcements

@@ -25,7 +25,7 @@ func summary(r health.Result) got {
 
 const jsonCT = "application/json"
 
-// Bodies crafted around the edges of SPEC §3. The captured fixtures are
+// Bodies crafted around the edges of the verdict rules. The captured fixtures are
 // tested through a server in client_test.go.
 func TestClassify(t *testing.T) {
 	v3 := func(nodes string) string {
@@ -68,7 +68,7 @@ func TestClassify(t *testing.T) {
 			`{"name":"x","nodes":[{"host":"a"},{"host":"b"}],"healthy_nodes":[{"host":"b"}]}`, got{health.Up, 1, 2, false}},
 		{"v2 healthy_nodes a string", 200, jsonCT, `{"name":"x","src_type":"upstreams","nodes":[{}],"healthy_nodes":"a"}`, got{health.Failed, 0, 0, true}},
 		{"v2 node a number", 200, jsonCT, `{"name":"x","src_type":"upstreams","nodes":[1],"healthy_nodes":{}}`, got{health.Failed, 0, 0, true}},
-		// Exact keys (issue 11): APISIX sends each key once, in lower case.
+		// Exact keys: APISIX sends each key once, in lower case.
 		{"status in two cases", 200, jsonCT, v3(`[{"status":"unhealthy","STATUS":"healthy"}]`), got{health.Failed, 0, 0, true}},
 		{"status only in another case", 200, jsonCT, v3(`[{"Status":"healthy"}]`), got{health.Failed, 0, 0, true}},
 		{"status by Unicode folding", 200, jsonCT, v3(`[{"ſtatus":"healthy"}]`), got{health.Failed, 0, 0, true}},
@@ -78,7 +78,7 @@ func TestClassify(t *testing.T) {
 		{"nodes twice", 200, jsonCT, `{"name":"x","nodes":[{"status":"unhealthy"}],"nodes":[{"status":"healthy"}]}`, got{health.Failed, 0, 0, true}},
 		{"NAME is not name", 200, jsonCT, `{"NAME":"x","nodes":[{"status":"healthy"}]}`, got{health.Failed, 0, 0, true}},
 		{"unknown keys skipped", 200, jsonCT, `{"name":"x","weight":{"a":[1]},"nodes":[{"status":"healthy","extra":[{}]}],"checker_version":3}`, got{health.Up, 1, 1, false}},
-		// One format per body (issue 11).
+		// One format per body.
 		{"3.x body with a stray healthy_nodes", 200, jsonCT,
 			`{"name":"/apisix/upstreams/api","type":"http","nodes":[{"status":"unhealthy"}],"healthy_nodes":[{"host":"a"}]}`, got{health.Failed, 0, 0, true}},
 		{"3.x nodes with a stray healthy_nodes", 200, jsonCT,

@@ -11,7 +11,7 @@
 // (GET /v1/healthcheck) and fetches one by one only the keys the list
 // lacks; see Mode. Both response formats are understood:
 // APISIX 3.3+ ({"name","type","nodes":[{…,"status"}]}) and 2.x–3.2
-// ({"name","src_type","src_id","nodes","healthy_nodes"}); see SPEC §3 for
+// ({"name","src_type","src_id","nodes","healthy_nodes"}); see docs/semantics.md for
 // the rules and testdata/README.md for where each captured body comes from.
 // Decoding is strict where APISIX is (jsonwalk.go): keys match in their
 // exact case, a known key repeated or spelled in another case makes the

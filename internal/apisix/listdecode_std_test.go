@@ -9,7 +9,7 @@ import (
 	"io"
 )
 
-// The list decoder before issue 15, kept as the oracle of listReader: a
+// A list decoder on encoding/json, kept as the oracle of listReader: a
 // json.Decoder reads the list token by token and each entry with Decode
 // into listEntry (its UnmarshalJSON), so encoding/json's scanner decides
 // what is JSON. FuzzListReaderAgainstDecoder holds the two to the same

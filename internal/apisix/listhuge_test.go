@@ -16,7 +16,7 @@ import (
 )
 
 // hugeList is a list of n tiny entries, {"name":"/a/upstreams/uN","nodes":{}},
-// about 42 bytes each: 1.5 M of them make the 60 MiB list of issue 11,
+// about 42 bytes each: 1.5 M of them make a 60 MiB list,
 // under the 64 MiB limit.
 func hugeList(n int) []byte {
 	var b bytes.Buffer
@@ -103,7 +103,7 @@ func TestListOverEntryCapFallsBack(t *testing.T) {
 	}
 }
 
-// The red-team case of issue 11: a 60 MiB list of 1.5 M tiny entries
+// A hostile list: 60 MiB of 1.5 M tiny entries
 // with a 2 s timeout. It took seconds to decode, so every poll's keys came
 // out Failed and every VIP was withdrawn; now the list is given up (at its
 // entry cap, or at half the deadline, whichever comes first) and the keys
@@ -132,7 +132,7 @@ func TestListHugeWithinTimeout(t *testing.T) {
 	}
 }
 
-// BenchmarkListHuge is issue 11 row 6: a list poll for 10 keys against a
+// BenchmarkListHuge is a list poll for 10 keys against a
 // 60 MiB list of 1.5 M tiny entries, with a deadline long enough that the
 // poll never runs out of time. With the default entry cap the list is
 // given up after 200,000 entries and the keys fetched one by one; without

@@ -12,7 +12,7 @@ import (
 // than by a json.Decoder: the decoder scans each entry twice with its
 // general state machine (once to find its end, once more to hand it to
 // UnmarshalJSON), which was about half of a poll's CPU at 10,000 upstreams
-// (BENCHMARKS.md, issue 15). listReader checks each entry once, with the
+// (BENCHMARKS.md). listReader checks each entry once, with the
 // same rules as encoding/json's scanner, then the walker reads it in place
 // as before. FuzzListReaderAgainstDecoder holds it to the json.Decoder it
 // replaced on arbitrary bodies: the same resources, or the same kind of

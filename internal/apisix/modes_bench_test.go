@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkPoll1000Modes is BenchmarkPoll10000 at 1,000 upstreams, the
-// size of the 1 % idle-CPU target (issue 15): what the default poll mode
+// size of the 1 % idle-CPU target: what the default poll mode
 // costs there.
 func BenchmarkPoll1000Modes(b *testing.B) { benchPollModes(b, 1000) }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The decoder before issue 11, kept as a reference: json.Unmarshal into
+// A simple decoder, kept as a reference: json.Unmarshal into
 // structs (with src_id added to the 2.x keys). It is lenient where the
 // walker is strict (key case, repeated keys, mixed formats), so the two
 // must agree on every body the walker reads.

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// BenchmarkLoad10000VIPs loads a config at the scale SPEC §8 targets:
+// BenchmarkLoad10000VIPs loads a config at the scale rhi is built for:
 // 10,000 VIPs (half IPv4, half IPv6) over 10,000 upstreams.
 func BenchmarkLoad10000VIPs(b *testing.B) {
 	const n = 10000

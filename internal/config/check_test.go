@@ -48,7 +48,7 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
-// Issue 11 row 12: apisix_poll_interval has a lower bound, exact.
+// apisix_poll_interval has a lower bound, exact.
 func TestParsePollInterval(t *testing.T) {
 	tests := []struct {
 		name, in    string

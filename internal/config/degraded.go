@@ -7,7 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Degraded is the degraded tier (issue 14): while a VIP is available but
+// Degraded is the degraded tier: while a VIP is available but
 // the share of healthy nodes over its upstreams is below Below percent, the
 // VIP lives on Interface instead of the main interface, and BIRD exports it
 // from there with a longer AS path (deploy/bird/tiers.conf). The global

@@ -1,4 +1,4 @@
-// Package config reads rhi's YAML configuration (SPEC §2) into a typed,
+// Package config reads rhi's YAML configuration into a typed,
 // validated [Config] with every default applied.
 //
 // Parsing is strict and pure: unknown keys are errors so that typos cannot

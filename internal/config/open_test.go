@@ -32,7 +32,7 @@ func loadGuarded(t *testing.T, path string) (*Config, error) {
 }
 
 // TestLoadRefusesSpecialFiles: a FIFO, a device or a directory at the
-// config path is a clear error at once (issue 11, row 10): a reload that
+// config path is a clear error at once: a reload that
 // blocked on it would stop the signal handling with it.
 func TestLoadRefusesSpecialFiles(t *testing.T) {
 	dir := t.TempDir()

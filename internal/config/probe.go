@@ -10,7 +10,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/probespec"
 )
 
-// probe reads a VIP's probe mapping (issue 13): the keys the file sets
+// probe reads a VIP's probe mapping: the keys the file sets
 // over probespec.Defaults, then probespec.Validate's problems at the line
 // of the key concerned. It returns nil when anything is wrong (the parse
 // fails anyway).

@@ -8,8 +8,8 @@ import (
 )
 
 // kept is a VIP as the runner keeps it between checks: 128 bytes with its
-// prefix, where a map of VIP keyed by prefix took ~250 at 10,000 VIPs
-// (issue 15). CheckedAt is the check's, kept once in Records; changedAt is
+// prefix, where a map of VIP keyed by prefix took ~250 at 10,000 VIPs.
+// CheckedAt is the check's, kept once in Records; changedAt is
 // kept as the instant it names, which is all Step reads of it (Equal).
 type kept struct {
 	prefix           netip.Prefix

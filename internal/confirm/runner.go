@@ -25,7 +25,7 @@ type Job struct {
 	In verify.Input
 	// ChangedAt is when each VIP of In last changed, in In.VIPs' order
 	// (zero: not known); the daemon's loop fills it, a slice rather than
-	// a map of 10,000 entries per job (issue 15). Changed, keyed by
+	// a map of 10,000 entries per job. Changed, keyed by
 	// prefix, is read for a VIP that ChangedAt does not cover.
 	ChangedAt []time.Time
 	Changed   map[netip.Prefix]time.Time
@@ -268,7 +268,7 @@ func (c *Runner) Checks() uint64 {
 // exportsSeen interns the exported maps of one report: nearly every VIP
 // has one of very few (exported to every session, or to none), so the
 // records share those instead of keeping a map each (2.5 MiB at 10,000
-// VIPs, issue 15). The maps are read, never changed, once in a record.
+// VIPs). The maps are read, never changed, once in a record.
 type exportsSeen []map[string]bool
 
 // maxExportsSeen bounds the distinct maps kept for sharing.

@@ -63,7 +63,7 @@ func BenchmarkDaemonTick10000(b *testing.B) {
 // VIPs with the real vip.Announcer over a stand-in kernel (its dump a
 // copy): "steady" tells the Announcer that owned has not changed
 // (SetSteady), "owned" builds the owned map and has Set check it, as
-// every tick did before (issue 15).
+// every tick did before.
 func BenchmarkDaemonTickSteady10000(b *testing.B) {
 	for _, steady := range []bool{true, false} {
 		name := map[bool]string{true: "steady", false: "owned"}[steady]
@@ -94,7 +94,7 @@ func BenchmarkDaemonTickSteady10000(b *testing.B) {
 
 // BenchmarkHealthz10000 is what the systemd watchdog and /healthz build to
 // judge the loop at 10,000 VIPs: the Summary, against the whole Status
-// they built before (issue 15).
+// they built before.
 func BenchmarkHealthz10000(b *testing.B) {
 	cfg, keys := manyVIPs(10000)
 	hs := newFakeHealth()
@@ -129,7 +129,7 @@ func BenchmarkHealthz10000(b *testing.B) {
 // vip.Announcer over a stand-in for the kernel, so that its state counts
 // as it does in rhi; the stand-ins for the kernel and the control API are
 // built before the first measure (their memory is not rhi's). It is the
-// floor under rhi's idle RSS at that size (SPEC §8: < 30 MB); a tick's
+// floor under rhi's idle RSS at that size (< 30 MB); a tick's
 // garbage comes on top. With -memprofile (and -memprofilerate=1) the
 // profile shows the last daemon built, kept alive in liveHeapKept.
 func BenchmarkLiveHeap10000(b *testing.B) {

@@ -97,8 +97,8 @@ func TestConfirmBirdAway(t *testing.T) {
 	}
 }
 
-// TestConfirmMissedNetlink plays BIRD missing the deletion of a VIP (the
-// netlink overflow of SPEC §5): rhi reports it, renews the address after
+// TestConfirmMissedNetlink plays BIRD missing the deletion of a VIP (a
+// netlink overflow): rhi reports it, renews the address after
 // confirm.RenewAfter, and BIRD then agrees.
 func TestConfirmMissedNetlink(t *testing.T) {
 	link := newFakeLink()

@@ -187,7 +187,7 @@ func TestRepairsExternalChanges(t *testing.T) {
 
 // TestStartupReadErrorTouchesNothing: an interface that cannot be read at
 // start-up may hold every VIP; rhi must not take that for "none" and delete
-// them on its first tick (SPEC §4: a restart must not flap routes).
+// them on its first tick (a restart must not flap routes).
 func TestStartupReadErrorTouchesNothing(t *testing.T) {
 	for _, policy := range []config.Action{config.Withdraw, config.Announce} {
 		t.Run(string(policy), func(t *testing.T) {
@@ -554,7 +554,7 @@ func (h gatedHealth) Poll(ctx context.Context, ups []health.Upstream) health.Sna
 }
 
 // TestLateTicksAreSkipped: a poll that runs past the next tick makes the
-// loop skip that tick (SPEC §2), so a slow control API is polled on the
+// loop skip that tick, so a slow control API is polled on the
 // interval's grid, not back to back. The poll ticker is a fake the test
 // fires: a tick that fires while a poll runs waits in the ticker's channel,
 // as a time.Ticker keeps it; the loop must drop it, not start the next poll

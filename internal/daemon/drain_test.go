@@ -178,7 +178,7 @@ func waitFor(t *testing.T, what string, ch <-chan struct{}) {
 }
 
 // TestRunFIFOAtDrainFile drives the real loop with a FIFO planted at
-// drain_file (issue 11, row 1): the loop goes on polling and applying
+// drain_file: the loop goes on polling and applying
 // health, the file is reported once, and the loop stops when told.
 func TestRunFIFOAtDrainFile(t *testing.T) {
 	r, path := drainRig(t, "10.0.0.100/32")

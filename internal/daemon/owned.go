@@ -354,7 +354,7 @@ func (d *Daemon) setOwned(ctx context.Context) (vip.State, error) {
 }
 
 // dropOwned lets d.owned go after a tick when the next one may need none
-// (0.77 MB at 10,000 VIPs, issue 15): with an announcer that can set the
+// (0.77 MB at 10,000 VIPs): with an announcer that can set the
 // interface as before (steadySetter) and no degraded tier. Otherwise it is
 // kept, cleared and refilled by every tick, rather than made anew.
 func (d *Daemon) dropOwned() {

@@ -10,7 +10,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
-// ProbeSource sends the VIPs' data-path probes (issue 13): one Result per
+// ProbeSource sends the VIPs' data-path probes: one Result per
 // spec, in order, bounded by ctx. probe.Prober is the real one; it sends one
 // request per distinct target however many VIPs share it.
 type ProbeSource interface {

@@ -28,7 +28,7 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// TestReloadClosesOldClient is issue 11 row 9: 40 reloads that change how
+// TestReloadClosesOldClient: 40 reloads that change how
 // the control API is read each build a new client; every old client's
 // kept-alive connections must be closed, not left for their 50 s idle
 // timeout (fds 79 -> 2,628 and thousands of goroutines in the red-team run).

@@ -51,7 +51,7 @@ func (k *benchKernel) outside(p netip.Prefix, add bool) {
 // the other always builds its owned map for Set. After every event both
 // interfaces must hold the same addresses and both daemons report the
 // same status; enough ticks must go the steady way for that to mean
-// something (issue 15).
+// something.
 func TestSteadyTicksRandomly(t *testing.T) {
 	keys := []string{api, auth, admin, primary, reserve}
 	verdicts := []health.Verdict{health.Up, health.Up, health.Down, health.NoChecker}

@@ -58,7 +58,7 @@ func TestViewKeepsEveryState(t *testing.T) {
 
 // TestViewSharesSinceAndFlips walks random health through ticks and, after
 // each, holds the view just published with a copy of its since and flips:
-// a view shares them with the loop (issue 15), so the ticks after it, which
+// a view shares them with the loop, so the ticks after it, which
 // change them, must leave it as it was while a reader may hold it (until
 // the second publish after it reuses it), and each view must show the
 // loop's values at its own tick.

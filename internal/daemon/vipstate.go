@@ -13,7 +13,7 @@ import (
 // vipStates is the loop's state of each configured VIP, in config order:
 // entry i is cfg.VIPs[i]'s. Slices, rebuilt on reload, rather than maps
 // keyed by prefix: at 10,000 VIPs three such maps held 3.2 MiB, the slices
-// and their index hold 0.8 MiB (issue 15). Lookups by prefix go through
+// and their index hold 0.8 MiB. Lookups by prefix go through
 // order, the positions sorted by address. The state is empty until seed
 // (the daemon's start): until then no VIP is known, as with the maps.
 type vipStates struct {
@@ -29,7 +29,7 @@ type vipStates struct {
 	ready  bool        // seeded: the state is known
 	// shared says that a status view holds since and flips (vipRecs.fill):
 	// they change seldom, so views share them instead of copying 320 KB
-	// a tick at 10,000 VIPs (issue 15), and touch copies them before the
+	// a tick at 10,000 VIPs, and touch copies them before the
 	// first change after a publish.
 	shared bool
 	// gen counts the configurations indexed: a reload, even of the same

@@ -29,12 +29,12 @@ func benchConfig(n int, threshold bool) (*config.Config, health.Snapshot) {
 	return cfg, snap
 }
 
-// BenchmarkTick10000 decides 10,000 VIPs over 10,000 upstreams (SPEC §8:
+// BenchmarkTick10000 decides 10,000 VIPs over 10,000 upstreams (target:
 // decision + diff < 5 ms a tick; the diff is in vip's BenchmarkDecideAndSet).
 func BenchmarkTick10000(b *testing.B) { benchTick(b, false) }
 
 // BenchmarkTick10000Thresholds is BenchmarkTick10000 with a share
-// threshold on every upstream (issue 13: still under 5 ms a tick).
+// threshold on every upstream (still under 5 ms a tick).
 func BenchmarkTick10000Thresholds(b *testing.B) { benchTick(b, true) }
 
 func benchTick(b *testing.B, threshold bool) {

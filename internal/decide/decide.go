@@ -1,6 +1,6 @@
 // Package decide is rhi's pure core: from one poll's upstream verdicts and
 // what it remembers of each VIP, it computes whether the VIP should be
-// announced (SPEC §3, §4). It does no I/O and reads no clock, so every rule is
+// announced. It does no I/O and reads no clock, so every rule is
 // table-tested.
 package decide
 
@@ -147,7 +147,7 @@ func Evaluate(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) Ava
 // Step advances one VIP by one poll. It is pure: the same inputs give the
 // same state.
 //
-// An unknown poll keeps the VIP's state and counts as failed (SPEC §3); it
+// An unknown poll keeps the VIP's state and counts as failed; it
 // neither counts towards a rise/fall run nor breaks one. Breaking it would
 // let a control API that fails every other poll hide a dead backend for
 // ever: with fall 2, "unavailable, unknown, unavailable, unknown, …" would

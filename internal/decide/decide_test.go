@@ -90,7 +90,7 @@ func TestEvaluateTable(t *testing.T) {
 }
 
 // TestEvaluateExhaustive checks every combination of up to three upstream
-// verdicts against the three-valued rule of SPEC §3, stated independently:
+// verdicts against the three-valued rule, stated independently:
 // a VIP is settled when every way of resolving its failed upstreams to up or
 // down gives the same answer.
 func TestEvaluateExhaustive(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/health"
 )
 
-// The degraded tier (issue 14). An announced VIP is either at full weight
+// The degraded tier. An announced VIP is either at full weight
 // (on the main interface) or degraded (on the degraded interface, exported
 // with a longer AS path). Three states result: announced, degraded,
 // withdrawn (Tier).

@@ -7,7 +7,7 @@ import (
 )
 
 // TestPureDependencies: the pure core builds without the HTTP client. decide
-// and health must not pull in net/http or crypto/tls (issue 12: the shared
+// and health must not pull in net/http or crypto/tls (the shared
 // vocabulary lives in internal/health, not in internal/apisix), and health,
 // the words every package shares, not even YAML.
 func TestPureDependencies(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/health"
 )
 
-// Probe is what a VIP's data-path probe said in one poll (issue 13), in
+// Probe is what a VIP's data-path probe said in one poll, in
 // words the pure core can hold: package probe sends the request and the
 // daemon translates its outcome.
 type Probe int

@@ -8,7 +8,7 @@ import (
 // TickStates is TickProbed with the states in config order rather than
 // keyed by prefix: states[i] is cfg.VIPs[i]'s, and states must have one
 // entry per VIP. The daemon keeps its per-VIP state this way (a slice
-// costs a third of a map's memory at 10,000 VIPs, issue 15). It decides
+// costs a third of a map's memory at 10,000 VIPs). It decides
 // exactly as Tick does (TestTickStatesIsTick): both go through stepVIP.
 func TickStates(cfg *config.Config, snap health.Snapshot, probes []Probe, states []State) []Change {
 	var changes []Change

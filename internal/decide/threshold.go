@@ -14,7 +14,7 @@ import (
 // empty node list never satisfies a share).
 //
 // Needed and Met are the node-count helpers every capacity rule shares
-// (issue 13's thresholds, issue 14's degraded tier).
+// (min_healthy thresholds and the degraded tier).
 func Needed(m health.MinHealthy, total int) int {
 	switch {
 	case m.Percent > 0 && total <= 0:

@@ -283,7 +283,7 @@ func TestWatcherNoFile(t *testing.T) {
 }
 
 // BenchmarkLookBadFile is one look of the watcher at an unchanged 4 MiB
-// drain file with a bad last line (issue 11, row 8): an lstat, where it
+// drain file with a bad last line: an lstat, where it
 // used to be a read and a parse of the 4 MiB every 250 ms.
 func BenchmarkLookBadFile(b *testing.B) {
 	path := badBigFile(b)

@@ -14,7 +14,7 @@ import (
 // polls the same keys again and again (the daemon, until a reload) builds it
 // once with NewPlan and hands it to every poll (apisix.Client.PollPlan): at
 // 10,000 keys the maps a poll built were ~0.9 MB of garbage and about a
-// tenth of its CPU (issue 15). A Plan holds ~20 bytes a key.
+// tenth of its CPU. A Plan holds ~20 bytes a key.
 //
 // A Plan keeps ups and reads it at every poll: the caller must not change
 // ups while it uses the plan (the daemon builds a new slice at a reload).

@@ -2,7 +2,7 @@ package health
 
 import "strconv"
 
-// MinHealthy is an upstream's capacity threshold (min_healthy, issue 13):
+// MinHealthy is an upstream's capacity threshold (min_healthy):
 // how many of its counted nodes must be healthy for it to be up. The zero
 // value is "no threshold": the upstream is up when one node is healthy, as
 // it always was.

@@ -1,6 +1,6 @@
 // Package logfile routes rhi's log to its two files and to stderr: main_log
 // takes every line (info and up, debug with --debug), error_log warnings and
-// up (SPEC §2), and stderr every line too, so that under systemd the journal
+// up, and stderr every line too, so that under systemd the journal
 // gets them whatever the files are (with syslog priority prefixes). Files
 // are reopened on SIGUSR1 so logrotate can move them away.
 package logfile

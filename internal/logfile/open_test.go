@@ -27,7 +27,7 @@ func openGuarded(t *testing.T, path string) (*File, error) {
 	}
 }
 
-// TestOpenRefusesLinksAndFIFOs (issue 11, row 10): a link planted at a log
+// TestOpenRefusesLinksAndFIFOs: a link planted at a log
 // path is not followed and its target is untouched; a FIFO is refused at
 // once, with or without a reader.
 func TestOpenRefusesLinksAndFIFOs(t *testing.T) {

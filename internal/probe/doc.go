@@ -1,5 +1,5 @@
-// Package probe sends the optional per-VIP request "through the data path"
-// (issue 13): one HTTP(S) GET to APISIX's own listener, with the VIP's Host
+// Package probe sends the optional per-VIP request "through the data path":
+// one HTTP(S) GET to APISIX's own listener, with the VIP's Host
 // header, so that a site whose data plane is broken (bad route, worker
 // crash loop, TLS failure) is noticed even while the control API still calls
 // its upstreams healthy.

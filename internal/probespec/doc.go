@@ -1,4 +1,4 @@
-// Package probespec is a data-path probe as configured (issue 13): the
+// Package probespec is a data-path probe as configured: the
 // Spec, its defaults and its pure checks (Validate, Warnings). It uses the
 // standard library only and no net/http, so that the configuration (and
 // through it the pure decision core) can hold a probe without pulling in

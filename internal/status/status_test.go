@@ -315,7 +315,7 @@ func statusN(n int) Status {
 }
 
 // BenchmarkMetrics10000 is one /metrics scrape of 10,000 VIPs over 10,000
-// upstreams: B/op is the garbage a Prometheus scrape makes (issue 15).
+// upstreams: B/op is the garbage a Prometheus scrape makes.
 func BenchmarkMetrics10000(b *testing.B) {
 	src := &fixed{status10000()}
 	h := Handler(src, NewMetrics(src, "dev"), time.Now)
@@ -332,8 +332,8 @@ func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (discardWriter) WriteHeader(int)             {}
 
 // BenchmarkStatusJSON10000 is a /status of 10,000 VIPs written as the
-// handler does (stream) and as one indenting json.Encoder would (the way
-// it was before issue 15): compare B/op, the garbage of one read.
+// handler does (stream) and as one indenting json.Encoder would (a
+// simpler way): compare B/op, the garbage of one read.
 func BenchmarkStatusJSON10000(b *testing.B) {
 	s := status10000()
 	b.Run("stream", func(b *testing.B) {
@@ -378,7 +378,7 @@ func (s *summarized) Status() Status  { s.statuses++; return s.status }
 func (s *summarized) Summary() Status { s.summaries++; return s.summary }
 
 // TestHealthzReadsTheSummary: /healthz judges a Summarizer's Summary, not
-// its whole Status (5 MB at 10,000 VIPs, issue 15), and a plain Source's
+// its whole Status (5 MB at 10,000 VIPs), and a plain Source's
 // Status.
 func TestHealthzReadsTheSummary(t *testing.T) {
 	clock := func() time.Time { return t0.Add(4 * time.Second) }

@@ -56,7 +56,7 @@ type RunningVIP struct {
 	Address string
 	Desired bool
 	// Why, for a VIP not desired, names a capacity threshold or a probe
-	// that withdrew it (issue 13); "" otherwise.
+	// that withdrew it; "" otherwise.
 	Why  string
 	Tier string // its /status tier: announced, degraded, last_resort, withdrawn
 }

@@ -365,7 +365,7 @@ func (o oneByOne) WriteAddrs(ctx context.Context, index int, changes []rtnl.Addr
 }
 
 // BenchmarkSetNetlink1000 flips 1,000 VIPs, all there are on the link, on
-// the real kernel: the lab's "1,000 VIPs at once" (SPEC §8: < 200 ms), in
+// the real kernel: the lab's "1,000 VIPs at once" (< 200 ms), in
 // batches (the Handle) and one write after the other.
 func BenchmarkSetNetlink1000(b *testing.B) {
 	const n = 1000

@@ -141,7 +141,7 @@ func TestRenewHalfDone(t *testing.T) {
 // the interface, added by someone else and then renewed as present (the
 // caller wants it now), is present for the next Set, which has nothing to
 // write: what Renew learnt outlives the Announcer's compact memory of the
-// previous Set (issue 15), and the Set after it says the same.
+// previous Set, and the Set after it says the same.
 func TestRenewOfAnAddressSomeoneElseAdded(t *testing.T) {
 	ctx := context.Background()
 	f, a, _ := newTest(t, "10.0.0.1/32")

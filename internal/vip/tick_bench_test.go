@@ -14,8 +14,8 @@ import (
 	"github.com/rhi-daemon/rhi/internal/health"
 )
 
-// BenchmarkDecideAndSet is one tick's work after the poll, at SPEC §8's
-// scale: decide over 10,000 VIPs of 10,000 upstreams, then Set the result
+// BenchmarkDecideAndSet is one tick's work after the poll, at rhi's
+// target scale: decide over 10,000 VIPs of 10,000 upstreams, then Set the result
 // on the (fake) kernel. "steady" changes nothing; "flip1000" turns 1,000
 // VIPs' upstreams down and up on alternate ticks.
 func BenchmarkDecideAndSet(b *testing.B) {

@@ -105,8 +105,8 @@ type Announcer struct {
 	// was on the interface when that Set returned. It lets Set tell a change
 	// made by someone else from one it asked for. Between calls it is nil
 	// and kept as present (true) and absent (false), two sorted lists, the
-	// first of which is kept anyway: 10,000 VIPs in a map are 0.77 MB
-	// (issue 15). A Set that plans builds it (reachedMap) and compact
+	// first of which is kept anyway: 10,000 VIPs in a map are 0.77 MB.
+	// A Set that plans builds it (reachedMap) and compact
 	// drops it again; a Renew builds it for the next Set.
 	reached map[netip.Prefix]bool
 	// absent lists, sorted, the prefixes owned by the previous Set that
@@ -134,7 +134,7 @@ type Announcer struct {
 	// it skips the plan (steady). last is kept as lastAt: the position in
 	// a.present of each prefix of last, in the dump's order (a.present
 	// holds them all, and is not replaced while armed), 40 KB at 10,000
-	// VIPs where a copy of the list was 320 KB (issue 15). lastPresent is
+	// VIPs where a copy of the list was 320 KB. lastPresent is
 	// that Set's count of present VIPs, for its log line.
 	armed       bool
 	lastAt      []int32

@@ -768,7 +768,7 @@ func TestEachDifference(t *testing.T) {
 // TestSetStatesAreNeverChanged holds every State Set returned, with a
 // copy of its Present taken at once, through Sets that add, delete, find
 // nothing to do and repair, and a renewal: Set shares Present with the
-// Announcer and its earlier States (issue 15), so none may change under
+// Announcer and its earlier States, so none may change under
 // its holder, and appending to one must not write into another.
 func TestSetStatesAreNeverChanged(t *testing.T) {
 	ctx := context.Background()

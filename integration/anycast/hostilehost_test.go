@@ -23,7 +23,7 @@ import (
 
 // TestRedteamSecondRunOnSameInterfaceRefused: a second `rhi run` on the
 // interface a running rhi manages (an operator trying a new config by hand,
-// a stray instance) must refuse to start. Before issue 11 it died on
+// a stray instance) must refuse to start. It once died on
 // "address in use" of status_listen, by accident; now a listener that
 // cannot be bound is retried, so both loops run on rhi0: with another VIP
 // list and unmanaged_addresses: withdraw, each deletes the other's VIPs
@@ -138,7 +138,7 @@ func TestRedteamUnmanagedSparesLinkLocal(t *testing.T) {
 // A point-to-point entry "10.9.0.1 peer 10.0.0.99/32" added by hand makes
 // BIRD's direct protocol originate 10.0.0.99/32, which the shipped filter
 // (host routes from rhi0) exports: a /32 attracted with no health check
-// behind it, exactly what issue 10 calls the worst failure. `rhi verify`
+// behind it, the worst failure of an RHI daemon. `rhi verify`
 // must exit 1 naming it, as it does for a hand-added 10.0.0.77/32, and
 // /status must list it as unmanaged. (A hand-added /24 is not exported by
 // the shipped filter: that held.)
@@ -216,7 +216,7 @@ func TestRedteamBadDrainFileAtStartKeepsDrains(t *testing.T) {
 }
 
 // TestRedteamUnmanagedSparesLoopback: unmanaged addresses are the *global*
-// host addresses (issue 10). On an interface that also carries ::1/128
+// host addresses. On an interface that also carries ::1/128
 // (interface: lo, a common place for anycast VIPs), unmanaged_addresses:
 // withdraw deletes the host's IPv6 loopback, and report mode raises the
 // "announced without a health check" alarm for it, though BIRD never
@@ -244,7 +244,7 @@ func TestRedteamUnmanagedSparesLoopback(t *testing.T) {
 	s.logOnce(t, "rhi-main.log", 0, "::1/128")
 }
 
-// TestRedteamDryRunSaysWould: issue 10 asks a dry run to be quiet about
+// TestRedteamDryRunSaysWould: a dry run must be quiet about
 // itself, or to say "would". Under unmanaged_addresses: withdraw, a dry
 // run logs "…; withdrawing them" at warning level for a hand-added
 // address it leaves in place (and, for a VIP its ownership record names,

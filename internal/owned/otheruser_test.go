@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestRedteamRecordOfAnotherUserRefused: the record is an order to delete
+// TestRecordOfAnotherUserRefused: the record is an order to delete
 // addresses (an address it lists that is on the interface but not in the
 // config is withdrawn at start-up). Read refuses links, FIFOs and big
 // files, but trusts a regular file whoever owns it: with state_file in a
@@ -15,7 +15,7 @@ import (
 // the interface, and the next start deletes it. A record owned by neither
 // root nor the reading process is not rhi's and must be refused. (Root
 // only: it needs a file of another owner.)
-func TestRedteamRecordOfAnotherUserRefused(t *testing.T) {
+func TestRecordOfAnotherUserRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a file of another owner")
 	}

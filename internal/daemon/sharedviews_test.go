@@ -24,7 +24,7 @@ import (
 // goroutines read Status and Summary (run it with -race): every since,
 // flips and Present slice a view was published with must still hold, many
 // publishes later, what it held then, and Summary must judge as Status
-// does (red16, issue 15).
+// does.
 func TestSharedSlicesUnderReaders(t *testing.T) {
 	quiet := logrus.New()
 	quiet.Out = io.Discard

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestRedteamFilesMustNotCollide: rhi replaces state_file by renaming a new
+// TestFilesMustNotCollide: rhi replaces state_file by renaming a new
 // file over it (and drain_file too, from rhi drain), keeps main_log and
 // error_log open for appending, and binds control_socket. Only state_file =
 // drain_file is refused today; any other pair sharing one path silently
@@ -14,7 +14,7 @@ import (
 // and after a log reopen the record is a log, unreadable at the next start,
 // so a VIP dropped from the config stays announced. Each pair must be
 // refused by name.
-func TestRedteamFilesMustNotCollide(t *testing.T) {
+func TestFilesMustNotCollide(t *testing.T) {
 	keys := []string{"main_log", "error_log", "drain_file", "state_file", "control_socket"}
 	for i, a := range keys {
 		for _, b := range keys[i+1:] {

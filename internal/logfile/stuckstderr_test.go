@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// TestRedteamStuckStderrDoesNotBlockLogging: under systemd stderr is a
+// TestStuckStderrDoesNotBlockLogging: under systemd stderr is a
 // pipe to journald; when journald stalls (or an operator's terminal is
 // stopped with Ctrl-S, or `rhi run | less` waits), that pipe fills after
 // 64 KiB and every log call blocks — on the poll loop's goroutine, so the
 // loop freezes with its VIPs announced whatever their health (seen in a
 // netns: "stalled: no tick finished for 12s" after 400 lines). A log line
 // must never wait on stderr: drop (and count) what it cannot take.
-func TestRedteamStuckStderrDoesNotBlockLogging(t *testing.T) {
+func TestStuckStderrDoesNotBlockLogging(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

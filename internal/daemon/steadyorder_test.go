@@ -88,13 +88,13 @@ func (m *memRecord) Write(r owned.Record) error {
 
 func (m *memRecord) String() string { return "/run/rhi/owned" }
 
-// TestSteadyTicksRoguely is TestSteadyTicksRandomly with what its
+// TestSteadyTicksInAnyOrder is TestSteadyTicksRandomly with what its
 // generator never produces: reloads that only reorder the VIPs, writes the
 // kernel refuses, dumps interrupted (up to past the retries), point-to-point
 // entries, a foreign non-host address, an ownership record that cannot be
 // written, and restarts on the same interfaces. After every tick both
-// interfaces must hold the same addresses and entries (red16, issue 15).
-func TestSteadyTicksRoguely(t *testing.T) {
+// interfaces must hold the same addresses and entries.
+func TestSteadyTicksInAnyOrder(t *testing.T) {
 	keys := []string{api, auth, admin, primary, reserve}
 	verdicts := []health.Verdict{health.Up, health.Up, health.Down, health.NoChecker}
 	extra := []config.VIP{vipCfg("10.0.0.103/32", config.Any, api, reserve), vipCfg("2001:db8::1/128", config.All, auth)}
@@ -236,7 +236,7 @@ func TestSteadyTicksRoguely(t *testing.T) {
 // TestSteadyReorderWithSwappedDesires reloads a config that only swaps two
 // VIPs while their health swaps too: desired by position is then what the
 // previous Set was told, but not VIP by VIP. The tick must not set the
-// interface as before (red16, issue 15).
+// interface as before.
 func TestSteadyReorderWithSwappedDesires(t *testing.T) {
 	quiet := logrus.New()
 	quiet.Out = io.Discard
