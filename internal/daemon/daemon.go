@@ -377,7 +377,7 @@ func (d *Daemon) tick(ctx context.Context) {
 		return // shutting down: a poll cut short says nothing about health
 	}
 	polled := d.now()
-	unreadable := d.upstreams.note(d.log, d.keys, snap, d.cfg.FailurePolicy)
+	unreadable := d.upstreams.note(d.log, d.plan, snap, d.cfg.FailurePolicy)
 	d.stats.polled(unreadable)
 	if d.onPoll != nil {
 		d.onPoll(polled.Sub(start), unreadable)
@@ -401,7 +401,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	if len(changes) > 0 || moved || !d.confirmed {
 		d.requestConfirm()
 	}
-	d.last = pollRun{snap: snap, start: start, end: polled}
+	d.last = pollRun{snap: snap, start: start, end: polled, resources: d.plan.Resources()}
 	d.tickEnd = d.now()
 	d.publish()
 }
@@ -419,6 +419,7 @@ func (d *Daemon) poll(ctx context.Context) health.Snapshot {
 type pollRun struct {
 	snap       health.Snapshot
 	start, end time.Time
+	resources  int // distinct resources the keys name: the upstreams polled
 }
 
 // anySettled reports whether the last poll settled a VIP: not every VIP's

@@ -230,7 +230,9 @@ func (c *collector) write(w *textWriter, s *Status) {
 
 // writeUpstreams writes the upstream families: one series (or one per
 // verdict) for each upstream, the first VIP's record of it when several
-// share it.
+// share it. Keys that name one resource in different spellings
+// (`/upstreams/1`, `/apisix/upstreams/1`) are one upstream, read once:
+// one series, under the first key met.
 func writeUpstreams(w *textWriter, vips []VIPStatus) {
 	n := 0
 	for i := range vips {
@@ -244,10 +246,11 @@ func writeUpstreams(w *textWriter, vips []VIPStatus) {
 	for i := range vips {
 		for j := range vips[i].Upstreams {
 			u := &vips[i].Upstreams[j]
-			if _, ok := seen[u.Key]; ok {
+			r := resourceOf(u.Key)
+			if _, ok := seen[r]; ok {
 				continue // shared by several VIPs: one series
 			}
-			seen[u.Key] = struct{}{}
+			seen[r] = struct{}{}
 			ups = append(ups, u)
 		}
 	}
@@ -265,6 +268,19 @@ func writeUpstreams(w *textWriter, vips []VIPStatus) {
 	for _, u := range ups {
 		w.sample(float64(u.Nodes), u.Key)
 	}
+}
+
+// resourceOf is the resource an upstream key names, its last two path
+// segments ("upstreams/1"), as the poll matches keys to resources.
+func resourceOf(key string) string {
+	i := strings.LastIndexByte(key, '/')
+	if i <= 0 {
+		return key
+	}
+	if j := strings.LastIndexByte(key[:i], '/'); j >= 0 {
+		return key[j+1:]
+	}
+	return key
 }
 
 // textWriter writes families in the Prometheus text exposition format
