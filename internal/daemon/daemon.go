@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
@@ -145,6 +146,9 @@ type Daemon struct {
 
 	probes probes   // the data-path probes of the last poll (issue 13)
 	fo     failOpen // the fail-open guard (guard.go)
+
+	fast   fastPolls  // moving upstreams, polled alone (fastpoll.go)
+	budget pollBudget // the control API's time rhi takes (budget.go)
 }
 
 // New builds a daemon for a validated config.
@@ -265,11 +269,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.applyReload(r.cfg)
 			close(r.applied)
 			t.Reset(d.cfg.PollInterval)
+			d.budget.effective = d.cfg.PollInterval
 			d.tick(ctx)
+			d.regrid(t)
 			skipLate(t.C())
 		case <-t.C():
 			d.tick(ctx)
+			d.regrid(t)
 			skipLate(t.C())
+		case <-d.fast.C():
+			d.fastTick(ctx)
+			skipLate(d.fast.C())
 		case <-confirmC:
 			d.requestConfirm()
 		case m := <-d.renewals:
@@ -376,6 +386,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	if ctx.Err() != nil {
 		return // shutting down: a poll cut short says nothing about health
 	}
+	d.noteMoving(snap)
 	polled := d.now()
 	unreadable := d.upstreams.note(d.log, d.plan, snap, d.cfg.FailurePolicy)
 	d.stats.polled(unreadable)
@@ -409,6 +420,11 @@ func (d *Daemon) tick(ctx context.Context) {
 // poll polls the keys of the config, by its plan when the health source
 // takes one.
 func (d *Daemon) poll(ctx context.Context) health.Snapshot {
+	if p, ok := d.health.(costPoller); ok {
+		snap, cost := p.PollPlanWith(ctx, d.plan, apisix.PollOptions{Spread: d.budget.spread()})
+		d.budget.regCost(cost)
+		return snap
+	}
 	if p, ok := d.health.(planPoller); ok {
 		return p.PollPlan(ctx, d.plan)
 	}

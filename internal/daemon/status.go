@@ -251,6 +251,7 @@ func (d *Daemon) renderSummary(s *status.Status, v *view) confirm.Records {
 		Upstreams: v.run.resources, ConsecutiveFailedPolls: v.stats.failed,
 		Polls: v.stats.polls, FailedPolls: v.stats.failedAll, Unreadable: v.stats.unreadable,
 		MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.stats.settledAt, UnsettledPolls: v.stats.unsettled,
+		Polling: v.stats.polling,
 	}
 	s.Drain = status.DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
 	var rs confirm.Records

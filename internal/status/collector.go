@@ -41,6 +41,20 @@ var (
 		"Polls in which at least one upstream could not be read.", "counter", nil}
 	famConsecutive = family{"rhi_consecutive_failed_polls",
 		"Polls in a row in which at least one upstream could not be read.", "gauge", nil}
+	famInterval = family{"rhi_poll_interval_seconds",
+		"apisix_poll_interval: the configured interval of the regular polls.", "gauge", nil}
+	famEffective = family{"rhi_poll_interval_effective_seconds",
+		"The regular polls' interval now: apisix_poll_interval, or longer while apisix_poll_budget stretches it.", "gauge", nil}
+	famPollCost = family{"rhi_poll_cost_seconds",
+		"What the last regular poll took of APISIX's control-API time, measured request by request.", "gauge", nil}
+	famCostTotal = family{"rhi_control_api_cost_seconds_total",
+		"The control-API time of every request rhi sent (regular and fast polls), measured.", "counter", nil}
+	famFastPolls = family{"rhi_fast_polls_total",
+		"Fast polls: moving upstreams polled alone at fast_poll_interval.", "counter", nil}
+	famMoving = family{"rhi_moving_upstreams",
+		"Upstreams being fast-polled now (a node mostly_healthy or mostly_unhealthy, a node newly unhealthy, a probe that just failed).", "gauge", nil}
+	famChecks = family{"rhi_apisix_checkers",
+		"Entries of the last health-checker list read: the checkers APISIX holds, what a list costs it; 0 when the last poll read none.", "gauge", nil}
 	famIfaceUp = family{"rhi_interface_up",
 		"1 if the VIP interface exists and is administratively up.", "gauge", []string{"iface"}}
 	famDrainError = family{"rhi_drain_file_error",
@@ -160,7 +174,7 @@ func birdValue(v *VIPStatus, f func(*VIPConfirm) (float64, bool)) (float64, bool
 // docs test and the oracle test.
 func statusFamilies() []family {
 	out := []family{famReady, famDryRun, famWriteErrors, famLastSettled, famPolls, famFailedPolls,
-		famConsecutive, famIfaceUp, famDrainError, famUnmanaged, famUnmanagedAddr, famRecordError,
+		famConsecutive, famInterval, famEffective, famPollCost, famCostTotal, famFastPolls, famMoving, famChecks, famIfaceUp, famDrainError, famUnmanaged, famUnmanagedAddr, famRecordError,
 		famBirdUp, famBGP, famUpstream, famUpstreamHealthy, famUpstreamNodes}
 	for _, f := range vipFamilies {
 		out = append(out, f.family)
@@ -197,6 +211,14 @@ func (c *collector) write(w *textWriter, s *Status) {
 	w.begin(&famPolls).sample(float64(s.ControlAPI.Polls))
 	w.begin(&famFailedPolls).sample(float64(s.ControlAPI.FailedPolls))
 	w.begin(&famConsecutive).sample(float64(s.ControlAPI.ConsecutiveFailedPolls))
+	pol := &s.ControlAPI.Polling
+	w.begin(&famInterval).sample(s.ControlAPI.PollInterval.Seconds())
+	w.begin(&famEffective).sample(s.ControlAPI.interval().Seconds())
+	w.begin(&famPollCost).sample(pol.PollCost.Seconds())
+	w.begin(&famCostTotal).sample(pol.CostTotal.Seconds())
+	w.begin(&famFastPolls).sample(float64(pol.FastPolls))
+	w.begin(&famMoving).sample(float64(pol.Moving))
+	w.begin(&famChecks).sample(float64(pol.ListEntries))
 	w.begin(&famIfaceUp).sample(b2f(s.Interface.Exists && s.Interface.Up), s.Interface.Name)
 	w.begin(&famDrainError).sample(b2f(s.Drain.Error != ""))
 	w.begin(&famUnmanaged).sample(float64(len(s.Interface.Unmanaged)), s.Interface.Name)
