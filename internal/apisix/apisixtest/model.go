@@ -265,11 +265,7 @@ func (s *Server) backend(ip string, port int) Backend { return s.backends[addrKe
 func (s *Server) SetUpstream(ref health.Ref, nodes ...Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.res[ref]
-	if r == nil {
-		r = &resource{}
-		s.res[ref] = r
-	}
+	r := s.resource(ref)
 	cfg := make([]Node, len(nodes))
 	for i, n := range nodes {
 		cfg[i] = Node{IP: n.IP, Port: n.Port}
@@ -277,7 +273,8 @@ func (s *Server) SetUpstream(ref health.Ref, nodes ...Node) {
 	if r.checker && slices.Equal(r.config, cfg) {
 		return
 	}
-	r.config, r.checker = cfg, true
+	r.config = cfg
+	s.setChecks(r, true)
 	r.version++
 	if !s.checks.Lazy {
 		now := s.clock.Now()
@@ -562,4 +559,32 @@ func sortedRefs[V any](m map[health.Ref]V) []health.Ref {
 		return 0
 	})
 	return refs
+}
+
+// Config is the nodes ref is configured with (SetUpstream, SetNodes), in
+// order, without statuses; nil for a missing resource.
+func (s *Server) Config(ref health.Ref) []Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.res[ref]; r != nil {
+		return slices.Clone(r.config)
+	}
+	return nil
+}
+
+// FreshNodes returns count nodes (without statuses) at an address no
+// other FreshNodes call of s returned: 10.a.b.c, with a.b.c counting the
+// calls, on ports 8000, 8001, … Nodes of different resources then have
+// servers of their own, which SetBackend kills or revives one by one.
+func (s *Server) FreshNodes(count int) []Node {
+	s.mu.Lock()
+	s.fresh++
+	k := s.fresh
+	s.mu.Unlock()
+	ip := fmt.Sprintf("10.%d.%d.%d", k>>16&255, k>>8&255, k&255)
+	nodes := make([]Node, count)
+	for j := range nodes {
+		nodes[j] = Node{IP: ip, Port: 8000 + j}
+	}
+	return nodes
 }

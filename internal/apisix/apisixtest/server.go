@@ -136,6 +136,9 @@ type Server struct {
 	workers                  []*worker // fixed at NewWith; their maps are under mu
 	probing                  int       // the worker holding the probe lock, from 1; 0: none yet
 	pending                  []pendingReport
+	fresh                    int            // FreshNodes calls
+	perType                  map[string]int // resources of each type
+	withChecks               int            // resources with checks
 	nextManager, nextCleanup time.Time
 	cold                     bool // a cold restart is under way
 	perRequest               bool
@@ -233,6 +236,7 @@ func NewWith(o Options) *Server {
 	s := &Server{
 		res:        map[health.Ref]*resource{},
 		routes:     map[string]Route{},
+		perType:    map[string]int{},
 		backends:   map[string]Backend{},
 		clock:      o.Clock,
 		standalone: o.Standalone,
@@ -318,11 +322,7 @@ func (s *Server) Close() {
 func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.res[ref]
-	if r == nil {
-		r = &resource{}
-		s.res[ref] = r
-	}
+	r := s.resource(ref)
 	now := s.clock.Now()
 	r.targets = make([]target, len(nodes))
 	r.config = make([]Node, len(nodes))
@@ -333,7 +333,7 @@ func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
 		}
 		r.config[i] = Node{IP: n.IP, Port: n.Port}
 	}
-	r.checker = true
+	s.setChecks(r, true)
 	r.version++
 	for _, w := range s.workers {
 		w.checkers[ref] = &workerChecker{version: r.version, lastHealthy: now, lastUnhealthy: now}
@@ -390,7 +390,11 @@ func (s *Server) SetFormat(ref health.Ref, f Format) error {
 func (s *Server) Remove(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.res, ref)
+	if r := s.res[ref]; r != nil {
+		s.setChecks(r, false)
+		s.perType[ref.Type]--
+		delete(s.res, ref)
+	}
 }
 
 // NoChecker makes the resource exist without a health checker (HTTP 404
@@ -400,12 +404,9 @@ func (s *Server) Remove(ref health.Ref) {
 func (s *Server) NoChecker(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.res[ref]
-	if r == nil {
-		r = &resource{}
-		s.res[ref] = r
-	}
-	r.targets, r.config, r.checker = nil, nil, false
+	r := s.resource(ref)
+	r.targets, r.config = nil, nil
+	s.setChecks(r, false)
 	r.version++
 }
 
@@ -503,6 +504,30 @@ func (s *Server) RequestsFor(ref health.Ref) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.perRef[ref]
+}
+
+// resource returns ref's resource, creating it if needed. It runs under
+// s.mu.
+func (s *Server) resource(ref health.Ref) *resource {
+	r := s.res[ref]
+	if r == nil {
+		r = &resource{}
+		s.res[ref] = r
+		s.perType[ref.Type]++
+	}
+	return r
+}
+
+// setChecks sets whether r has health checks, keeping count. It runs
+// under s.mu.
+func (s *Server) setChecks(r *resource, on bool) {
+	switch {
+	case on && !r.checker:
+		s.withChecks++
+	case !on && r.checker:
+		s.withChecks--
+	}
+	r.checker = on
 }
 
 func (s *Server) checker(ref health.Ref) (*resource, error) {
@@ -611,26 +636,14 @@ func (s *Server) costOf(r *http.Request) (kind int, cost time.Duration) {
 		return kindOther, 0
 	}
 	if r.URL.Path == "/v1/healthcheck" {
-		n := 0
-		for _, res := range s.res {
-			if res.checker {
-				n++
-			}
-		}
-		return kindList, s.cost.List(n)
+		return kindList, s.cost.List(s.withChecks)
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/healthcheck/")
 	if !ok {
 		return kindOther, 0
 	}
 	typ, _, _ := strings.Cut(rest, "/")
-	n := 0
-	for ref := range s.res {
-		if ref.Type == typ {
-			n++
-		}
-	}
-	return kindGet, s.cost.Get(n)
+	return kindGet, s.cost.Get(s.perType[typ])
 }
 
 // arrive counts r and returns the fault it meets and what answering it
@@ -760,7 +773,9 @@ func (s *Server) list(wk int) answer {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	entries := make([]json.RawMessage, len(refs))
+	// Entries are joined by hand: marshalling them as []json.RawMessage
+	// would compact the whole body once more.
+	body := []byte{'['}
 	for i, ref := range refs {
 		res := s.res[ref]
 		b, err := json.Marshal(s.entry(ref, res))
@@ -770,9 +785,12 @@ func (s *Server) list(wk int) answer {
 		if res.format == V2 {
 			b = escapeSlashes(b)
 		}
-		entries[i] = b
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, b...)
 	}
-	return jsonAnswer(V3, entries)
+	return answer{http.StatusOK, "application/json", append(body, "]\n"...)}
 }
 
 // JSON shapes. Field sets follow testdata/README.md; encoding/json writes
