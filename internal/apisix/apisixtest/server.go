@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -715,7 +716,7 @@ func (s *Server) answer(r *http.Request, wk int) answer {
 	}
 	if r.URL.Path == "/v1/healthcheck" {
 		if acceptsHTML(r) {
-			return htmlList()
+			return s.htmlPage(s.listed(wk))
 		}
 		return s.list(wk)
 	}
@@ -740,7 +741,7 @@ func (s *Server) answer(r *http.Request, wk int) answer {
 	case !res.checker, !s.sees(wk, ref, res):
 		return errorAnswer(http.StatusNotFound, "no checker for "+ref.Type+"["+ref.ID+"]")
 	case acceptsHTML(r):
-		return htmlList()
+		return s.htmlPage([]health.Ref{ref})
 	}
 	return jsonAnswer(res.format, s.entry(ref, res))
 }
@@ -757,22 +758,10 @@ func (s *Server) sees(wk int, ref health.Ref, res *resource) bool {
 // then stream routes, services and upstreams, as APISIX orders them. An
 // empty list is {}, as cjson encodes an empty Lua table.
 func (s *Server) list(wk int) answer {
-	refs := make([]health.Ref, 0, len(s.res))
-	for ref, res := range s.res {
-		if res.checker && s.sees(wk, ref, res) {
-			refs = append(refs, ref)
-		}
-	}
+	refs := s.listed(wk)
 	if len(refs) == 0 {
 		return answer{http.StatusOK, "application/json", []byte("{}\n")}
 	}
-	order := map[string]int{"routes": 0, "stream_routes": 1, "services": 2, "upstreams": 3}
-	slices.SortFunc(refs, func(a, b health.Ref) int {
-		if d := order[a.Type] - order[b.Type]; d != 0 {
-			return d
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 	// Entries are joined by hand: marshalling them as []json.RawMessage
 	// would compact the whole body once more.
 	body := []byte{'['}
@@ -791,6 +780,25 @@ func (s *Server) list(wk int) answer {
 		body = append(body, b...)
 	}
 	return answer{http.StatusOK, "application/json", append(body, "]\n"...)}
+}
+
+// listed is the resources the list shows to worker wk, in its order. It
+// runs under s.mu.
+func (s *Server) listed(wk int) []health.Ref {
+	refs := make([]health.Ref, 0, len(s.res))
+	for ref, res := range s.res {
+		if res.checker && s.sees(wk, ref, res) {
+			refs = append(refs, ref)
+		}
+	}
+	order := map[string]int{"routes": 0, "stream_routes": 1, "services": 2, "upstreams": 3}
+	slices.SortFunc(refs, func(a, b health.Ref) int {
+		if d := order[a.Type] - order[b.Type]; d != 0 {
+			return d
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return refs
 }
 
 // JSON shapes. Field sets follow testdata/README.md; encoding/json writes
@@ -833,12 +841,25 @@ type (
 	emptyTable struct{}
 )
 
+// name is the resource's name in a body: its configuration key.
+func (s *Server) name(ref health.Ref) string {
+	if s.standalone {
+		return "/" + ref.Type + "/" + ref.ID
+	}
+	return "/apisix/" + ref.Type + "/" + ref.ID
+}
+
+// checkType is the "type" of ref's checker: its active checks' type.
+func checkType(ref health.Ref) string {
+	if ref.Type == "stream_routes" {
+		return "tcp"
+	}
+	return "http"
+}
+
 // entry is the resource's body as a value to marshal. It runs under s.mu.
 func (s *Server) entry(ref health.Ref, res *resource) any {
-	name := "/apisix/" + ref.Type + "/" + ref.ID
-	if s.standalone {
-		name = "/" + ref.Type + "/" + ref.ID
-	}
+	name := s.name(ref)
 	if res.format == V2 {
 		var nodes, healthy []v2Node
 		for _, n := range res.targets {
@@ -851,10 +872,7 @@ func (s *Server) entry(ref health.Ref, res *resource) any {
 		return v2Entry{HealthyNodes: listOrTable(healthy), Name: "upstream#" + name,
 			Nodes: listOrTable(nodes), SrcID: ref.ID, SrcType: ref.Type}
 	}
-	typ := "http"
-	if ref.Type == "stream_routes" {
-		typ = "tcp"
-	}
+	typ := checkType(ref)
 	nodes := make([]v3Node, len(res.targets))
 	for i, n := range res.targets {
 		nodes[i] = v3Node{Counter: n.ctr, Hostname: n.IP, IP: n.IP, Port: n.Port, Status: n.Status}
@@ -915,10 +933,49 @@ func acceptsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// htmlList stands for the HTML page APISIX 3.3+ renders for browsers.
-func htmlList() answer {
-	return answer{http.StatusOK, "text/html; charset=utf-8",
-		[]byte("<!DOCTYPE html>\n<html><head><title>APISIX upstream check list</title></head><body></body></html>\n")}
+// htmlPage is the page APISIX 3.3+ renders for a browser (Accept:
+// text/html), byte for byte: a table row per node of these resources,
+// red for a node that gets no traffic. It runs under s.mu.
+func (s *Server) htmlPage(refs []health.Ref) answer {
+	var b strings.Builder
+	b.WriteString(`<html xmlns="http://www.w3.org/1999/xhtml">
+<head>
+  <title>APISIX upstream check status</title>
+</head>
+<body>
+<h1>APISIX upstream check status</h1>
+<table style="background-color:white" cellspacing="0" cellpadding="3" border="1">
+  <tr bgcolor="#C0C0C0">
+    <th>Index</th>
+    <th>Upstream</th>
+    <th>Check type</th>
+    <th>Host</th>
+    <th>Status</th>
+    <th>Success counts</th>
+    <th>TCP Failures</th>
+    <th>HTTP Failures</th>
+    <th>TIMEOUT Failures</th>
+  </tr>
+`)
+	i := 0
+	for _, ref := range refs {
+		for _, t := range s.res[ref].targets {
+			i++
+			if t.Status == Healthy || t.Status == MostlyHealthy {
+				b.WriteString("  <tr>\n")
+			} else {
+				b.WriteString("  <tr bgcolor=\"#FF0000\">\n")
+			}
+			for _, cell := range []string{fmt.Sprint(i), html.EscapeString(s.name(ref)), checkType(ref),
+				html.EscapeString(addrKey(t.IP, t.Port)), html.EscapeString(t.Status), fmt.Sprint(t.ctr.Success),
+				fmt.Sprint(t.ctr.TCPFailure), fmt.Sprint(t.ctr.HTTPFailure), fmt.Sprint(t.ctr.TimeoutFailure)} {
+				b.WriteString("    <td>" + cell + "</td>\n")
+			}
+			b.WriteString("  </tr>\n")
+		}
+	}
+	b.WriteString("</table>\n</body>\n</html>\n")
+	return answer{http.StatusOK, "text/html", []byte(b.String())}
 }
 
 // nginxPage is nginx's built-in error page, as openresty sends it.
