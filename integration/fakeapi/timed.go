@@ -165,6 +165,22 @@ func addTimed(mux *http.ServeMux, srv *apisixtest.Server) {
 		have, probing := srv.CheckerWorkers(refOf(r))
 		writeJSON(w, Checkers{Workers: have, Probing: probing})
 	})
+	mux.HandleFunc("GET /transitions", func(w http.ResponseWriter, r *http.Request) {
+		var ref health.Ref
+		if v := r.FormValue("ref"); v != "" {
+			typ, id, ok := strings.Cut(v, "/")
+			ref = health.Ref{Type: typ, ID: id}
+			if !ok || ref.Check() != nil {
+				fail(w, fmt.Errorf("ref: %q is not type/id", v), http.StatusBadRequest)
+				return
+			}
+		}
+		tr := srv.Transitions(ref)
+		if tr == nil {
+			tr = []apisixtest.Transition{}
+		}
+		writeJSON(w, tr)
+	})
 	mux.HandleFunc("GET /accounting", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, srv.Accounting())
 	})
@@ -236,6 +252,18 @@ func (c *Client) Checkers(ref health.Ref) (Checkers, error) {
 func (c *Client) Accounting() (apisixtest.Accounting, error) {
 	var a apisixtest.Accounting
 	return a, c.getJSON("/accounting", &a)
+}
+
+// Transitions are the status changes of ref's nodes (of every resource for
+// the zero Ref), oldest first; see apisixtest.Server.Transitions. Ref is
+// left zero in each: Resource names it.
+func (c *Client) Transitions(ref health.Ref) ([]apisixtest.Transition, error) {
+	path := "/transitions"
+	if ref != (health.Ref{}) {
+		path += "?ref=" + url.QueryEscape(ref.Type+"/"+ref.ID)
+	}
+	var tr []apisixtest.Transition
+	return tr, c.getJSON(path, &tr)
 }
 
 // ResetAccounting starts a new record.

@@ -83,6 +83,10 @@ func TestControlSteersTime(t *testing.T) {
 	if got := data("/r1"); got != http.StatusBadGateway {
 		t.Errorf("data path to dead servers: HTTP %d, want 502", got)
 	}
+	tr, err := c.Transitions(api)
+	if err != nil || len(tr) != 6 || tr[5].To != apisixtest.Unhealthy || tr[5].Resource != "upstreams/api" {
+		t.Errorf("transitions %+v (%v), want 2 added, 2 mostly_healthy, 2 unhealthy", tr, err)
+	}
 	must(t, c.SetBackend(api, 1, "alive"))
 	srv.Advance(2 * time.Second)
 	if got := poll(); got != health.Up {
@@ -129,6 +133,7 @@ func TestControlSteersTime(t *testing.T) {
 		{"PUT", "/routes/r2?ref=api"},
 		{"POST", "/restart?down=soon"},
 		{"POST", "/restart?cold=maybe"},
+		{"GET", "/transitions?ref=nope"},
 	} {
 		if err := c.do(bad.method, bad.path); err == nil {
 			t.Errorf("%s %s: accepted", bad.method, bad.path)

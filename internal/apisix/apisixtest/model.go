@@ -310,6 +310,7 @@ func (s *Server) create(i int, ref health.Ref, r *resource, now time.Time) {
 			continue
 		}
 		r.targets = append(r.targets, target{Node: Node{IP: n.IP, Port: n.Port, Status: Healthy}})
+		s.record(now, ref, n.IP, n.Port, "", Healthy)
 	}
 	s.workers[i].checkers[ref] = &workerChecker{version: r.version, lastHealthy: now, lastUnhealthy: now}
 	if s.probing == 0 {
@@ -386,9 +387,14 @@ func (s *Server) manage(i int, now time.Time) {
 
 // purge drops the nodes whose purge time has passed.
 func (s *Server) purge(now time.Time) {
-	for _, r := range s.res {
+	for _, ref := range sortedRefs(s.res) {
+		r := s.res[ref]
 		r.targets = slices.DeleteFunc(r.targets, func(t target) bool {
-			return !t.purgeAt.IsZero() && !t.purgeAt.After(now)
+			if t.purgeAt.IsZero() || t.purgeAt.After(now) {
+				return false
+			}
+			s.record(now, ref, t.IP, t.Port, t.Status, "")
+			return true
 		})
 	}
 }
@@ -430,11 +436,11 @@ func (s *Server) probe(i int, now time.Time) {
 func (s *Server) check(ref health.Ref, t *target, now time.Time) {
 	switch s.backend(t.IP, t.Port) {
 	case Alive:
-		s.report(t, ctrSuccess)
+		s.report(ref, t, ctrSuccess, now)
 	case Dead:
-		s.report(t, ctrTCP)
+		s.report(ref, t, ctrTCP, now)
 	case HTTPError:
-		s.report(t, ctrHTTP)
+		s.report(ref, t, ctrHTTP, now)
 	case Hang:
 		s.pending = append(s.pending, pendingReport{now.Add(s.checks.Timeout), ref, t.IP, t.Port, ctrTimeout})
 	}
@@ -449,7 +455,7 @@ func (s *Server) deliver(now time.Time) {
 		if r := s.res[p.ref]; r != nil {
 			for j := range r.targets {
 				if r.targets[j].IP == p.ip && r.targets[j].Port == p.port {
-					s.report(&r.targets[j], p.kind)
+					s.report(p.ref, &r.targets[j], p.kind, now)
 				}
 			}
 		}
@@ -464,7 +470,7 @@ func (s *Server) deliver(now time.Time) {
 // first count against the status moves healthy to mostly_healthy or
 // unhealthy to mostly_unhealthy. Counters then hold where they are until
 // the status changes direction.
-func (s *Server) report(t *target, kind int) {
+func (s *Server) report(ref health.Ref, t *target, kind int, now time.Time) {
 	want, limit := Unhealthy, 0
 	switch kind {
 	case ctrSuccess:
@@ -498,6 +504,7 @@ func (s *Server) report(t *target, kind int) {
 		*p = min(*p+1, 255)
 		n = *p
 	}
+	from := t.Status
 	switch {
 	case n >= limit:
 		t.Status = want
@@ -506,6 +513,51 @@ func (s *Server) report(t *target, kind int) {
 	case t.Status == Unhealthy && kind == ctrSuccess:
 		t.Status = MostlyUnhealthy
 	}
+	if t.Status != from {
+		s.record(now, ref, t.IP, t.Port, from, t.Status)
+	}
+}
+
+// Transition is a change of a node's status in the control API's view.
+type Transition struct {
+	Time time.Time  `json:"time"`
+	Ref  health.Ref `json:"-"`
+	// Resource is Ref as "type/id", for JSON.
+	Resource string `json:"resource"`
+	IP       string `json:"ip"`
+	Port     int    `json:"port"`
+	// From is "" for a node added to the checker, To "" for one purged.
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// MaxTransitions bounds the transitions the server remembers; the oldest
+// go first.
+const MaxTransitions = 20000
+
+// record remembers a transition. It runs under s.mu.
+func (s *Server) record(now time.Time, ref health.Ref, ip string, port int, from, to string) {
+	if len(s.transitions) >= MaxTransitions {
+		s.transitions = slices.Delete(s.transitions, 0, len(s.transitions)-MaxTransitions+1)
+	}
+	s.transitions = append(s.transitions, Transition{now, ref, ref.String(), ip, port, from, to})
+}
+
+// Transitions are the changes of node statuses so far (at most
+// MaxTransitions), oldest first, of ref or, for the zero Ref, of every
+// resource: when active checks (or a test) moved a node, at the server
+// clock's time, which is when the control API started to show it. Labs
+// time rhi's reaction from them.
+func (s *Server) Transitions(ref health.Ref) []Transition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Transition
+	for _, t := range s.transitions {
+		if ref == (health.Ref{}) || t.Ref == ref {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Advance moves a ManualClock forward by d in TickInterval steps, calling

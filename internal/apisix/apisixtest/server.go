@@ -137,7 +137,8 @@ type Server struct {
 	workers                  []*worker // fixed at NewWith; their maps are under mu
 	probing                  int       // the worker holding the probe lock, from 1; 0: none yet
 	pending                  []pendingReport
-	fresh                    int            // FreshNodes calls
+	fresh                    int // FreshNodes calls
+	transitions              []Transition
 	perType                  map[string]int // resources of each type
 	withChecks               int            // resources with checks
 	nextManager, nextCleanup time.Time
@@ -325,6 +326,7 @@ func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
 	defer s.mu.Unlock()
 	r := s.resource(ref)
 	now := s.clock.Now()
+	old := r.targets
 	r.targets = make([]target, len(nodes))
 	r.config = make([]Node, len(nodes))
 	for i, n := range nodes {
@@ -333,6 +335,18 @@ func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
 			r.targets[i].purgeAt = now.Add(s.checks.PurgeDelay)
 		}
 		r.config[i] = Node{IP: n.IP, Port: n.Port}
+		from := ""
+		if j := slices.IndexFunc(old, func(t target) bool { return t.IP == n.IP && t.Port == n.Port }); j >= 0 {
+			from = old[j].Status
+		}
+		if from != n.Status {
+			s.record(now, ref, n.IP, n.Port, from, n.Status)
+		}
+	}
+	for _, t := range old {
+		if !slices.ContainsFunc(nodes, func(n Node) bool { return t.IP == n.IP && t.Port == n.Port }) {
+			s.record(now, ref, t.IP, t.Port, t.Status, "")
+		}
 	}
 	s.setChecks(r, true)
 	r.version++
@@ -356,7 +370,7 @@ func (s *Server) SetStatus(ref health.Ref, i int, status string) error {
 	if i < 0 || i >= len(r.targets) {
 		return fmt.Errorf("apisixtest: %q has %d nodes, no node %d", ref.String(), len(r.targets), i)
 	}
-	r.targets[i].Status, r.targets[i].ctr = status, counterFor(status)
+	s.force(ref, &r.targets[i], status)
 	return nil
 }
 
@@ -369,9 +383,26 @@ func (s *Server) SetAllStatus(ref health.Ref, status string) error {
 		return err
 	}
 	for i := range r.targets {
-		r.targets[i].Status, r.targets[i].ctr = status, counterFor(status)
+		s.force(ref, &r.targets[i], status)
 	}
 	return nil
+}
+
+// dropAll removes every node from ref's checker. It runs under s.mu.
+func (s *Server) dropAll(ref health.Ref, r *resource) {
+	now := s.clock.Now()
+	for _, t := range r.targets {
+		s.record(now, ref, t.IP, t.Port, t.Status, "")
+	}
+	r.targets = nil
+}
+
+// force sets a node's status as a test does. It runs under s.mu.
+func (s *Server) force(ref health.Ref, t *target, status string) {
+	if t.Status != status {
+		s.record(s.clock.Now(), ref, t.IP, t.Port, t.Status, status)
+	}
+	t.Status, t.ctr = status, counterFor(status)
 }
 
 // SetFormat sets the format the resource is served in.
@@ -392,6 +423,7 @@ func (s *Server) Remove(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.res[ref]; r != nil {
+		s.dropAll(ref, r)
 		s.setChecks(r, false)
 		s.perType[ref.Type]--
 		delete(s.res, ref)
@@ -406,7 +438,8 @@ func (s *Server) NoChecker(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.resource(ref)
-	r.targets, r.config = nil, nil
+	s.dropAll(ref, r)
+	r.config = nil
 	s.setChecks(r, false)
 	r.version++
 }
