@@ -93,9 +93,10 @@ type Checks struct {
 	// Without Lazy every worker has every checker as soon as the resource
 	// is configured.
 	Lazy bool
-	// ProbingWorker is the worker (counted from 1) that holds the shared
-	// lock and runs every active check, for the checkers it has. 0: the
-	// first worker that creates a checker takes the lock, as in APISIX.
+	// ProbingWorker is the worker (counted from 1; beyond Workers, the
+	// last) that holds the shared lock and runs every active check, for
+	// the checkers it has. 0: the first worker that creates a checker
+	// takes the lock, as in APISIX.
 	ProbingWorker int
 	// ManagerInterval is the period of APISIX's checker-manager timer,
 	// which creates requested checkers and retires those of changed or

@@ -582,7 +582,6 @@ type answer struct {
 // ServeHTTP answers like APISIX's control API does for the health-check
 // paths, and with nginx's HTML 404 for anything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	arrival := s.costNow()
 	fault, release, done, chunked, closeConn := s.arrive(r)
 	if closeConn {
 		// net/http's server then closes the connection after this answer
@@ -607,8 +606,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch fault {
 	case NoFault, Stall, Truncated, Slow:
 		// Built after a stall, so a released request reports the state
-		// of now, by the serving loop of the connection's worker.
-		a = s.serve(r, arrival)
+		// of now, by the serving loop of the connection's worker (a
+		// stall stands for something in front of APISIX: the worker
+		// sees the request when it is released).
+		a = s.serve(r, s.costNow())
 	}
 	switch fault {
 	case NoFault, Stall:
