@@ -16,7 +16,7 @@ type Route struct {
 	// Host, when set, must equal the request's Host (without its port).
 	Host string
 	// Path, when set, must be a prefix of the request's path; the longest
-	// matching Path wins.
+	// matching Path wins, and among equal ones a route with a Host.
 	Path string
 	// Ref is the resource whose nodes serve the route: an upstream, a
 	// service, or the route itself (an inline upstream).
@@ -139,7 +139,7 @@ func (s *Server) match(r *http.Request) (health.Ref, bool) {
 		if !strings.HasPrefix(r.URL.Path, rt.Path) {
 			continue
 		}
-		if best == nil || len(rt.Path) > len(best.Path) {
+		if best == nil || len(rt.Path) > len(best.Path) || (len(rt.Path) == len(best.Path) && best.Host == "" && rt.Host != "") {
 			best = &rt
 		}
 	}

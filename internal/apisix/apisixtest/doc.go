@@ -55,6 +55,9 @@
 //
 // Time moves in Tick, at Options.Clock's time: Run calls it every
 // TickInterval in real time; unit tests use a ManualClock and Advance.
+// Transitions lists every change of a node's status with its time, which
+// is when the control API started to show it: labs time rhi's reaction
+// from it.
 //
 // The data path (DataPath, StartData) stands for APISIX's proxy listener:
 // a request routed (SetRoute, or "/upstreams/<id>/…" by default) to a
@@ -76,7 +79,9 @@
 // 1.1 ms). The loop's clock is virtual, so timer slack never accumulates
 // in the queue. Accounting reports, per worker and kind of request (list,
 // one-resource GET, other control-API requests, data path), the requests
-// served, the loop time they took and the time they waited for it.
+// served, the loop time they took and the time they waited for it
+// (requests answered by a fault other than Stall, Slow or Truncated stand
+// for something in front of APISIX and take no loop time).
 //
 // Every method is safe for concurrent use, also while requests are served.
 package apisixtest

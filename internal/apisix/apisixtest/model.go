@@ -93,9 +93,10 @@ type Checks struct {
 	// Without Lazy every worker has every checker as soon as the resource
 	// is configured.
 	Lazy bool
-	// ProbingWorker is the worker (counted from 1) that holds the shared
-	// lock and runs every active check, for the checkers it has. 0: the
-	// first worker that creates a checker takes the lock, as in APISIX.
+	// ProbingWorker is the worker (counted from 1; beyond Workers, the
+	// last) that holds the shared lock and runs every active check, for
+	// the checkers it has. 0: the first worker that creates a checker
+	// takes the lock, as in APISIX.
 	ProbingWorker int
 	// ManagerInterval is the period of APISIX's checker-manager timer,
 	// which creates requested checkers and retires those of changed or
@@ -265,11 +266,7 @@ func (s *Server) backend(ip string, port int) Backend { return s.backends[addrKe
 func (s *Server) SetUpstream(ref health.Ref, nodes ...Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.res[ref]
-	if r == nil {
-		r = &resource{}
-		s.res[ref] = r
-	}
+	r := s.resource(ref)
 	cfg := make([]Node, len(nodes))
 	for i, n := range nodes {
 		cfg[i] = Node{IP: n.IP, Port: n.Port}
@@ -277,7 +274,8 @@ func (s *Server) SetUpstream(ref health.Ref, nodes ...Node) {
 	if r.checker && slices.Equal(r.config, cfg) {
 		return
 	}
-	r.config, r.checker = cfg, true
+	r.config = cfg
+	s.setChecks(r, true)
 	r.version++
 	if !s.checks.Lazy {
 		now := s.clock.Now()
@@ -313,6 +311,7 @@ func (s *Server) create(i int, ref health.Ref, r *resource, now time.Time) {
 			continue
 		}
 		r.targets = append(r.targets, target{Node: Node{IP: n.IP, Port: n.Port, Status: Healthy}})
+		s.record(now, ref, n.IP, n.Port, "", Healthy)
 	}
 	s.workers[i].checkers[ref] = &workerChecker{version: r.version, lastHealthy: now, lastUnhealthy: now}
 	if s.probing == 0 {
@@ -389,9 +388,14 @@ func (s *Server) manage(i int, now time.Time) {
 
 // purge drops the nodes whose purge time has passed.
 func (s *Server) purge(now time.Time) {
-	for _, r := range s.res {
+	for _, ref := range sortedRefs(s.res) {
+		r := s.res[ref]
 		r.targets = slices.DeleteFunc(r.targets, func(t target) bool {
-			return !t.purgeAt.IsZero() && !t.purgeAt.After(now)
+			if t.purgeAt.IsZero() || t.purgeAt.After(now) {
+				return false
+			}
+			s.record(now, ref, t.IP, t.Port, t.Status, "")
+			return true
 		})
 	}
 }
@@ -433,11 +437,11 @@ func (s *Server) probe(i int, now time.Time) {
 func (s *Server) check(ref health.Ref, t *target, now time.Time) {
 	switch s.backend(t.IP, t.Port) {
 	case Alive:
-		s.report(t, ctrSuccess)
+		s.report(ref, t, ctrSuccess, now)
 	case Dead:
-		s.report(t, ctrTCP)
+		s.report(ref, t, ctrTCP, now)
 	case HTTPError:
-		s.report(t, ctrHTTP)
+		s.report(ref, t, ctrHTTP, now)
 	case Hang:
 		s.pending = append(s.pending, pendingReport{now.Add(s.checks.Timeout), ref, t.IP, t.Port, ctrTimeout})
 	}
@@ -452,7 +456,7 @@ func (s *Server) deliver(now time.Time) {
 		if r := s.res[p.ref]; r != nil {
 			for j := range r.targets {
 				if r.targets[j].IP == p.ip && r.targets[j].Port == p.port {
-					s.report(&r.targets[j], p.kind)
+					s.report(p.ref, &r.targets[j], p.kind, now)
 				}
 			}
 		}
@@ -467,7 +471,7 @@ func (s *Server) deliver(now time.Time) {
 // first count against the status moves healthy to mostly_healthy or
 // unhealthy to mostly_unhealthy. Counters then hold where they are until
 // the status changes direction.
-func (s *Server) report(t *target, kind int) {
+func (s *Server) report(ref health.Ref, t *target, kind int, now time.Time) {
 	want, limit := Unhealthy, 0
 	switch kind {
 	case ctrSuccess:
@@ -501,6 +505,7 @@ func (s *Server) report(t *target, kind int) {
 		*p = min(*p+1, 255)
 		n = *p
 	}
+	from := t.Status
 	switch {
 	case n >= limit:
 		t.Status = want
@@ -509,6 +514,51 @@ func (s *Server) report(t *target, kind int) {
 	case t.Status == Unhealthy && kind == ctrSuccess:
 		t.Status = MostlyUnhealthy
 	}
+	if t.Status != from {
+		s.record(now, ref, t.IP, t.Port, from, t.Status)
+	}
+}
+
+// Transition is a change of a node's status in the control API's view.
+type Transition struct {
+	Time time.Time  `json:"time"`
+	Ref  health.Ref `json:"-"`
+	// Resource is Ref as "type/id", for JSON.
+	Resource string `json:"resource"`
+	IP       string `json:"ip"`
+	Port     int    `json:"port"`
+	// From is "" for a node added to the checker, To "" for one purged.
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// MaxTransitions bounds the transitions the server remembers; the oldest
+// go first.
+const MaxTransitions = 20000
+
+// record remembers a transition. It runs under s.mu.
+func (s *Server) record(now time.Time, ref health.Ref, ip string, port int, from, to string) {
+	if len(s.transitions) >= MaxTransitions {
+		s.transitions = slices.Delete(s.transitions, 0, len(s.transitions)-MaxTransitions+1)
+	}
+	s.transitions = append(s.transitions, Transition{now, ref, ref.String(), ip, port, from, to})
+}
+
+// Transitions are the changes of node statuses so far (at most
+// MaxTransitions), oldest first, of ref or, for the zero Ref, of every
+// resource: when active checks (or a test) moved a node, at the server
+// clock's time, which is when the control API started to show it. Labs
+// time rhi's reaction from them.
+func (s *Server) Transitions(ref health.Ref) []Transition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Transition
+	for _, t := range s.transitions {
+		if ref == (health.Ref{}) || t.Ref == ref {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Advance moves a ManualClock forward by d in TickInterval steps, calling
@@ -562,4 +612,32 @@ func sortedRefs[V any](m map[health.Ref]V) []health.Ref {
 		return 0
 	})
 	return refs
+}
+
+// Config is the nodes ref is configured with (SetUpstream, SetNodes), in
+// order, without statuses; nil for a missing resource.
+func (s *Server) Config(ref health.Ref) []Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.res[ref]; r != nil {
+		return slices.Clone(r.config)
+	}
+	return nil
+}
+
+// FreshNodes returns count nodes (without statuses) at an address no
+// other FreshNodes call of s returned: 10.a.b.c, with a.b.c counting the
+// calls, on ports 8000, 8001, … Nodes of different resources then have
+// servers of their own, which SetBackend kills or revives one by one.
+func (s *Server) FreshNodes(count int) []Node {
+	s.mu.Lock()
+	s.fresh++
+	k := s.fresh
+	s.mu.Unlock()
+	ip := fmt.Sprintf("10.%d.%d.%d", k>>16&255, k>>8&255, k&255)
+	nodes := make([]Node, count)
+	for j := range nodes {
+		nodes[j] = Node{IP: ip, Port: 8000 + j}
+	}
+	return nodes
 }

@@ -57,6 +57,16 @@ func TestRealLifecycle(t *testing.T) {
 			"/v1/healthcheck":             "01-list-healthy.json",
 			"/v1/healthcheck/upstreams/1": "01-upstream1-healthy.json",
 		}},
+		{"HTML", func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join("testdata", "real-3.18", "01-list-healthy.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := get(t, api.URL, "/v1/healthcheck", "Accept", "text/html,application/xhtml+xml")
+			if got.status != 200 || got.contentType != "text/html" || string(got.body) != string(want) {
+				t.Errorf("HTML list: HTTP %d %q\n%s\nwant 200 text/html\n%s", got.status, got.contentType, got.body, want)
+			}
+		}, 0, nil},
 		{"18082 killed, one check", func(*testing.T) { s.SetBackend("127.0.0.1", 18082, apisixtest.Dead) }, time.Second, map[string]string{
 			"/v1/healthcheck/upstreams/1": "02a-upstream1-one-node-failing.json",
 		}},

@@ -179,8 +179,8 @@ func (s *Server) Restart(down time.Duration, cold bool) {
 	s.probing = s.checks.ProbingWorker
 	s.pending = nil
 	s.cold = true
-	for _, r := range s.res {
-		r.targets = nil
+	for _, ref := range sortedRefs(s.res) {
+		s.dropAll(ref, s.res[ref])
 	}
 	for _, w := range s.workers {
 		clear(w.checkers)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -136,6 +137,10 @@ type Server struct {
 	workers                  []*worker // fixed at NewWith; their maps are under mu
 	probing                  int       // the worker holding the probe lock, from 1; 0: none yet
 	pending                  []pendingReport
+	fresh                    int // FreshNodes calls
+	transitions              []Transition
+	perType                  map[string]int // resources of each type
+	withChecks               int            // resources with checks
 	nextManager, nextCleanup time.Time
 	cold                     bool // a cold restart is under way
 	perRequest               bool
@@ -233,6 +238,7 @@ func NewWith(o Options) *Server {
 	s := &Server{
 		res:        map[health.Ref]*resource{},
 		routes:     map[string]Route{},
+		perType:    map[string]int{},
 		backends:   map[string]Backend{},
 		clock:      o.Clock,
 		standalone: o.Standalone,
@@ -318,12 +324,9 @@ func (s *Server) Close() {
 func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.res[ref]
-	if r == nil {
-		r = &resource{}
-		s.res[ref] = r
-	}
+	r := s.resource(ref)
 	now := s.clock.Now()
+	old := r.targets
 	r.targets = make([]target, len(nodes))
 	r.config = make([]Node, len(nodes))
 	for i, n := range nodes {
@@ -332,8 +335,20 @@ func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
 			r.targets[i].purgeAt = now.Add(s.checks.PurgeDelay)
 		}
 		r.config[i] = Node{IP: n.IP, Port: n.Port}
+		from := ""
+		if j := slices.IndexFunc(old, func(t target) bool { return t.IP == n.IP && t.Port == n.Port }); j >= 0 {
+			from = old[j].Status
+		}
+		if from != n.Status {
+			s.record(now, ref, n.IP, n.Port, from, n.Status)
+		}
 	}
-	r.checker = true
+	for _, t := range old {
+		if !slices.ContainsFunc(nodes, func(n Node) bool { return t.IP == n.IP && t.Port == n.Port }) {
+			s.record(now, ref, t.IP, t.Port, t.Status, "")
+		}
+	}
+	s.setChecks(r, true)
 	r.version++
 	for _, w := range s.workers {
 		w.checkers[ref] = &workerChecker{version: r.version, lastHealthy: now, lastUnhealthy: now}
@@ -355,7 +370,7 @@ func (s *Server) SetStatus(ref health.Ref, i int, status string) error {
 	if i < 0 || i >= len(r.targets) {
 		return fmt.Errorf("apisixtest: %q has %d nodes, no node %d", ref.String(), len(r.targets), i)
 	}
-	r.targets[i].Status, r.targets[i].ctr = status, counterFor(status)
+	s.force(ref, &r.targets[i], status)
 	return nil
 }
 
@@ -368,9 +383,26 @@ func (s *Server) SetAllStatus(ref health.Ref, status string) error {
 		return err
 	}
 	for i := range r.targets {
-		r.targets[i].Status, r.targets[i].ctr = status, counterFor(status)
+		s.force(ref, &r.targets[i], status)
 	}
 	return nil
+}
+
+// dropAll removes every node from ref's checker. It runs under s.mu.
+func (s *Server) dropAll(ref health.Ref, r *resource) {
+	now := s.clock.Now()
+	for _, t := range r.targets {
+		s.record(now, ref, t.IP, t.Port, t.Status, "")
+	}
+	r.targets = nil
+}
+
+// force sets a node's status as a test does. It runs under s.mu.
+func (s *Server) force(ref health.Ref, t *target, status string) {
+	if t.Status != status {
+		s.record(s.clock.Now(), ref, t.IP, t.Port, t.Status, status)
+	}
+	t.Status, t.ctr = status, counterFor(status)
 }
 
 // SetFormat sets the format the resource is served in.
@@ -390,7 +422,12 @@ func (s *Server) SetFormat(ref health.Ref, f Format) error {
 func (s *Server) Remove(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.res, ref)
+	if r := s.res[ref]; r != nil {
+		s.dropAll(ref, r)
+		s.setChecks(r, false)
+		s.perType[ref.Type]--
+		delete(s.res, ref)
+	}
 }
 
 // NoChecker makes the resource exist without a health checker (HTTP 404
@@ -400,12 +437,10 @@ func (s *Server) Remove(ref health.Ref) {
 func (s *Server) NoChecker(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.res[ref]
-	if r == nil {
-		r = &resource{}
-		s.res[ref] = r
-	}
-	r.targets, r.config, r.checker = nil, nil, false
+	r := s.resource(ref)
+	s.dropAll(ref, r)
+	r.config = nil
+	s.setChecks(r, false)
 	r.version++
 }
 
@@ -505,6 +540,30 @@ func (s *Server) RequestsFor(ref health.Ref) int {
 	return s.perRef[ref]
 }
 
+// resource returns ref's resource, creating it if needed. It runs under
+// s.mu.
+func (s *Server) resource(ref health.Ref) *resource {
+	r := s.res[ref]
+	if r == nil {
+		r = &resource{}
+		s.res[ref] = r
+		s.perType[ref.Type]++
+	}
+	return r
+}
+
+// setChecks sets whether r has health checks, keeping count. It runs
+// under s.mu.
+func (s *Server) setChecks(r *resource, on bool) {
+	switch {
+	case on && !r.checker:
+		s.withChecks++
+	case !on && r.checker:
+		s.withChecks--
+	}
+	r.checker = on
+}
+
 func (s *Server) checker(ref health.Ref) (*resource, error) {
 	r := s.res[ref]
 	if r == nil || !r.checker {
@@ -523,7 +582,6 @@ type answer struct {
 // ServeHTTP answers like APISIX's control API does for the health-check
 // paths, and with nginx's HTML 404 for anything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	arrival := s.costNow()
 	fault, release, done, chunked, closeConn := s.arrive(r)
 	if closeConn {
 		// net/http's server then closes the connection after this answer
@@ -548,8 +606,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch fault {
 	case NoFault, Stall, Truncated, Slow:
 		// Built after a stall, so a released request reports the state
-		// of now, by the serving loop of the connection's worker.
-		a = s.serve(r, arrival)
+		// of now, by the serving loop of the connection's worker (a
+		// stall stands for something in front of APISIX: the worker
+		// sees the request when it is released).
+		a = s.serve(r, s.costNow())
 	}
 	switch fault {
 	case NoFault, Stall:
@@ -611,26 +671,14 @@ func (s *Server) costOf(r *http.Request) (kind int, cost time.Duration) {
 		return kindOther, 0
 	}
 	if r.URL.Path == "/v1/healthcheck" {
-		n := 0
-		for _, res := range s.res {
-			if res.checker {
-				n++
-			}
-		}
-		return kindList, s.cost.List(n)
+		return kindList, s.cost.List(s.withChecks)
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/healthcheck/")
 	if !ok {
 		return kindOther, 0
 	}
 	typ, _, _ := strings.Cut(rest, "/")
-	n := 0
-	for ref := range s.res {
-		if ref.Type == typ {
-			n++
-		}
-	}
-	return kindGet, s.cost.Get(n)
+	return kindGet, s.cost.Get(s.perType[typ])
 }
 
 // arrive counts r and returns the fault it meets and what answering it
@@ -702,7 +750,7 @@ func (s *Server) answer(r *http.Request, wk int) answer {
 	}
 	if r.URL.Path == "/v1/healthcheck" {
 		if acceptsHTML(r) {
-			return htmlList()
+			return s.htmlPage(s.listed(wk))
 		}
 		return s.list(wk)
 	}
@@ -727,7 +775,7 @@ func (s *Server) answer(r *http.Request, wk int) answer {
 	case !res.checker, !s.sees(wk, ref, res):
 		return errorAnswer(http.StatusNotFound, "no checker for "+ref.Type+"["+ref.ID+"]")
 	case acceptsHTML(r):
-		return htmlList()
+		return s.htmlPage([]health.Ref{ref})
 	}
 	return jsonAnswer(res.format, s.entry(ref, res))
 }
@@ -744,23 +792,13 @@ func (s *Server) sees(wk int, ref health.Ref, res *resource) bool {
 // then stream routes, services and upstreams, as APISIX orders them. An
 // empty list is {}, as cjson encodes an empty Lua table.
 func (s *Server) list(wk int) answer {
-	refs := make([]health.Ref, 0, len(s.res))
-	for ref, res := range s.res {
-		if res.checker && s.sees(wk, ref, res) {
-			refs = append(refs, ref)
-		}
-	}
+	refs := s.listed(wk)
 	if len(refs) == 0 {
 		return answer{http.StatusOK, "application/json", []byte("{}\n")}
 	}
-	order := map[string]int{"routes": 0, "stream_routes": 1, "services": 2, "upstreams": 3}
-	slices.SortFunc(refs, func(a, b health.Ref) int {
-		if d := order[a.Type] - order[b.Type]; d != 0 {
-			return d
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	entries := make([]json.RawMessage, len(refs))
+	// Entries are joined by hand: marshalling them as []json.RawMessage
+	// would compact the whole body once more.
+	body := []byte{'['}
 	for i, ref := range refs {
 		res := s.res[ref]
 		b, err := json.Marshal(s.entry(ref, res))
@@ -770,9 +808,31 @@ func (s *Server) list(wk int) answer {
 		if res.format == V2 {
 			b = escapeSlashes(b)
 		}
-		entries[i] = b
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, b...)
 	}
-	return jsonAnswer(V3, entries)
+	return answer{http.StatusOK, "application/json", append(body, "]\n"...)}
+}
+
+// listed is the resources the list shows to worker wk, in its order. It
+// runs under s.mu.
+func (s *Server) listed(wk int) []health.Ref {
+	refs := make([]health.Ref, 0, len(s.res))
+	for ref, res := range s.res {
+		if res.checker && s.sees(wk, ref, res) {
+			refs = append(refs, ref)
+		}
+	}
+	order := map[string]int{"routes": 0, "stream_routes": 1, "services": 2, "upstreams": 3}
+	slices.SortFunc(refs, func(a, b health.Ref) int {
+		if d := order[a.Type] - order[b.Type]; d != 0 {
+			return d
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return refs
 }
 
 // JSON shapes. Field sets follow testdata/README.md; encoding/json writes
@@ -815,12 +875,25 @@ type (
 	emptyTable struct{}
 )
 
+// name is the resource's name in a body: its configuration key.
+func (s *Server) name(ref health.Ref) string {
+	if s.standalone {
+		return "/" + ref.Type + "/" + ref.ID
+	}
+	return "/apisix/" + ref.Type + "/" + ref.ID
+}
+
+// checkType is the "type" of ref's checker: its active checks' type.
+func checkType(ref health.Ref) string {
+	if ref.Type == "stream_routes" {
+		return "tcp"
+	}
+	return "http"
+}
+
 // entry is the resource's body as a value to marshal. It runs under s.mu.
 func (s *Server) entry(ref health.Ref, res *resource) any {
-	name := "/apisix/" + ref.Type + "/" + ref.ID
-	if s.standalone {
-		name = "/" + ref.Type + "/" + ref.ID
-	}
+	name := s.name(ref)
 	if res.format == V2 {
 		var nodes, healthy []v2Node
 		for _, n := range res.targets {
@@ -833,10 +906,7 @@ func (s *Server) entry(ref health.Ref, res *resource) any {
 		return v2Entry{HealthyNodes: listOrTable(healthy), Name: "upstream#" + name,
 			Nodes: listOrTable(nodes), SrcID: ref.ID, SrcType: ref.Type}
 	}
-	typ := "http"
-	if ref.Type == "stream_routes" {
-		typ = "tcp"
-	}
+	typ := checkType(ref)
 	nodes := make([]v3Node, len(res.targets))
 	for i, n := range res.targets {
 		nodes[i] = v3Node{Counter: n.ctr, Hostname: n.IP, IP: n.IP, Port: n.Port, Status: n.Status}
@@ -897,10 +967,49 @@ func acceptsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// htmlList stands for the HTML page APISIX 3.3+ renders for browsers.
-func htmlList() answer {
-	return answer{http.StatusOK, "text/html; charset=utf-8",
-		[]byte("<!DOCTYPE html>\n<html><head><title>APISIX upstream check list</title></head><body></body></html>\n")}
+// htmlPage is the page APISIX 3.3+ renders for a browser (Accept:
+// text/html), byte for byte: a table row per node of these resources,
+// red for a node that gets no traffic. It runs under s.mu.
+func (s *Server) htmlPage(refs []health.Ref) answer {
+	var b strings.Builder
+	b.WriteString(`<html xmlns="http://www.w3.org/1999/xhtml">
+<head>
+  <title>APISIX upstream check status</title>
+</head>
+<body>
+<h1>APISIX upstream check status</h1>
+<table style="background-color:white" cellspacing="0" cellpadding="3" border="1">
+  <tr bgcolor="#C0C0C0">
+    <th>Index</th>
+    <th>Upstream</th>
+    <th>Check type</th>
+    <th>Host</th>
+    <th>Status</th>
+    <th>Success counts</th>
+    <th>TCP Failures</th>
+    <th>HTTP Failures</th>
+    <th>TIMEOUT Failures</th>
+  </tr>
+`)
+	i := 0
+	for _, ref := range refs {
+		for _, t := range s.res[ref].targets {
+			i++
+			if t.Status == Healthy || t.Status == MostlyHealthy {
+				b.WriteString("  <tr>\n")
+			} else {
+				b.WriteString("  <tr bgcolor=\"#FF0000\">\n")
+			}
+			for _, cell := range []string{fmt.Sprint(i), html.EscapeString(s.name(ref)), checkType(ref),
+				html.EscapeString(addrKey(t.IP, t.Port)), html.EscapeString(t.Status), fmt.Sprint(t.ctr.Success),
+				fmt.Sprint(t.ctr.TCPFailure), fmt.Sprint(t.ctr.HTTPFailure), fmt.Sprint(t.ctr.TimeoutFailure)} {
+				b.WriteString("    <td>" + cell + "</td>\n")
+			}
+			b.WriteString("  </tr>\n")
+		}
+	}
+	b.WriteString("</table>\n</body>\n</html>\n")
+	return answer{http.StatusOK, "text/html", []byte(b.String())}
 }
 
 // nginxPage is nginx's built-in error page, as openresty sends it.

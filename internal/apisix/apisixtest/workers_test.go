@@ -3,9 +3,11 @@ package apisixtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -62,6 +64,21 @@ func TestLazyChecker(t *testing.T) {
 			t.Errorf("%d s: %s, want %s", 6+i, got, w)
 		}
 		s.Advance(900 * time.Millisecond)
+	}
+	var got []string
+	for _, tr := range s.Transitions(api) {
+		got = append(got, fmt.Sprintf("%v %s:%d %q→%q", tr.Time.Sub(t0), tr.IP, tr.Port, tr.From, tr.To))
+	}
+	wantTr := []string{
+		`6s 10.0.0.1:80 ""→"healthy"`, `6s 10.0.0.2:80 ""→"healthy"`,
+		`7s 10.0.0.1:80 "healthy"→"mostly_healthy"`, `7s 10.0.0.2:80 "healthy"→"mostly_healthy"`,
+		`8s 10.0.0.1:80 "mostly_healthy"→"unhealthy"`, `8s 10.0.0.2:80 "mostly_healthy"→"unhealthy"`,
+	}
+	if !slices.Equal(got, wantTr) {
+		t.Errorf("transitions:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantTr, "\n"))
+	}
+	if all := s.Transitions(health.Ref{}); len(all) != len(wantTr) {
+		t.Errorf("all transitions: %d, want %d", len(all), len(wantTr))
 	}
 }
 
