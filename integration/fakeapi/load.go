@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -31,6 +32,9 @@ type Load struct {
 	// Timeout bounds each request (0 means 5 s); a request that times out
 	// counts as an error.
 	Timeout time.Duration
+	// Dial, when set, opens the load's connections (e.g. from inside a
+	// network namespace); nil: net.Dialer's.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // LoadResult is what a Load measured.
@@ -95,7 +99,7 @@ func RunLoad(ctx context.Context, l Load) (LoadResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tr := &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1}
+			tr := &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, DialContext: l.Dial}
 			defer tr.CloseIdleConnections()
 			hc := &http.Client{Transport: tr, Timeout: timeout}
 			for k := 0; n < 0 || k < n; k++ {

@@ -14,9 +14,9 @@ import (
 // apisix_poll_budget. APISIX serves the control API in the nginx workers
 // that carry its traffic; while a worker builds an answer for rhi, the
 // requests it holds wait (a list of 10,000 checkers blocks one for ~0.4 s).
-// The client measures each request (apisix.Cost); the budget keeps a
-// moving average of what a regular poll and a fast poll cost, and from it
-// the intervals that keep
+// The client measures each request (apisix.Cost); the budget estimates
+// what a regular poll and a fast poll cost (the least of the last few),
+// and from it the intervals that keep
 //
 //	regular cost / regular interval + fast cost / fast interval ≤ budget
 //
@@ -26,9 +26,16 @@ import (
 // the regular interval is stretched to fit the rest: a moving upstream is
 // what rhi must see soon. The loop alone uses it.
 type pollBudget struct {
-	reg, fast time.Duration // moving averages of one poll's measured cost
-	last      apisix.Cost   // the last regular poll's
-	spent     time.Duration // every measured request's time, ever
+	// reg and fast are the estimates of one poll's cost: the least of
+	// the last few measured (recent). A request's time as the client
+	// sees it also holds the worker's queue (APISIX's traffic before it)
+	// and the host's scheduling, which only add: the least of a few
+	// polls is the closest to the worker's own work, and a first poll
+	// on cold connections does not stretch the grid for minutes.
+	reg, fast         time.Duration
+	regRing, fastRing recent
+	last              apisix.Cost   // the last regular poll's
+	spent             time.Duration // every measured request's time, ever
 	// effective is the regular grid's interval now.
 	effective time.Duration
 	// stretchedSince is when the effective interval last became longer
@@ -44,22 +51,30 @@ func share(cfg *config.Config) float64 { return float64(cfg.PollBudget) / 100 }
 func (b *pollBudget) regCost(c apisix.Cost) {
 	b.last = c
 	b.spent += c.Busy
-	smooth(&b.reg, c.Busy)
+	b.reg = b.regRing.add(c.Busy)
 }
 
 // fastCost files a fast poll's cost.
 func (b *pollBudget) fastCost(c apisix.Cost) {
 	b.spent += c.Busy
-	smooth(&b.fast, c.Busy)
+	b.fast = b.fastRing.add(c.Busy)
 }
 
-// smooth moves the estimate *e a quarter of the way to d (or sets it).
-func smooth(e *time.Duration, d time.Duration) {
-	if *e == 0 {
-		*e = d
-		return
+// recent keeps the last few measures of a cost.
+type recent struct {
+	d [4]time.Duration
+	n int // measures so far
+}
+
+// add files d and returns the least of the last few measures.
+func (r *recent) add(d time.Duration) time.Duration {
+	r.d[r.n%len(r.d)] = d
+	r.n++
+	least := d
+	for _, x := range r.d[:min(r.n, len(r.d))] {
+		least = min(least, x)
 	}
-	*e += (d - *e) / 4
+	return least
 }
 
 // intervals returns the regular and fast intervals the budget allows;

@@ -91,7 +91,7 @@ func TestBudgetStretchesTheGrid(t *testing.T) {
 		t.Errorf("status polling %+v", p)
 	}
 	r.h.each = 0
-	for range 40 { // the average decays a quarter a poll
+	for range 4 { // the estimate is the least of the last 4 polls
 		r.d.tick(context.Background())
 		r.d.regrid(grid)
 	}
@@ -107,3 +107,24 @@ type resetTicker struct {
 }
 
 func (r *resetTicker) Reset(d time.Duration) { r.last = d }
+
+// The cost estimate is the least of the last 4 polls: a slow first poll
+// (cold connections, a busy host) is forgotten at the next one, and a
+// cost that really grew is taken after 4 polls.
+func TestBudgetEstimate(t *testing.T) {
+	ms := time.Millisecond
+	var r recent
+	for i, tt := range []struct{ in, want time.Duration }{
+		{100 * ms, 100 * ms}, // the first measure
+		{10 * ms, 10 * ms},   // a cold first poll forgotten
+		{12 * ms, 10 * ms},
+		{40 * ms, 10 * ms}, // a noisy poll
+		{40 * ms, 10 * ms},
+		{40 * ms, 12 * ms},
+		{40 * ms, 40 * ms}, // the cost grew: taken at the 4th poll
+	} {
+		if got := r.add(tt.in); got != tt.want {
+			t.Errorf("poll %d: add(%v) = %v, want %v", i, tt.in, got, tt.want)
+		}
+	}
+}
