@@ -131,14 +131,20 @@ func TestAPISIXWorkerDivergence(t *testing.T) {
 
 // Fast polls: the fake steps a dying upstream's nodes healthy →
 // mostly_healthy → unhealthy at APISIX's default check interval (1 s); at
-// a 1 s poll rhi sees mostly_healthy, polls that upstream alone every
+// a 1 s poll (and, when a poll falls in that second, at 3 s) rhi sees mostly_healthy, polls that upstream alone every
 // 100 ms and withdraws soon after the last node turns unhealthy. rhi's
 // share (from that transition to the address gone from the interface) is
 // logged as a figure; the test asserts the withdraw and the fast polls.
 func TestFastPollsCatchStep(t *testing.T) {
+	for _, poll := range []time.Duration{time.Second, 3 * time.Second} {
+		t.Run(poll.String(), func(t *testing.T) { fastPollsCatchStep(t, poll) })
+	}
+}
+
+func fastPollsCatchStep(t *testing.T, poll time.Duration) {
 	vip := site.VIP{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/1"}}
 	cfg := site.Config{
-		PollInterval: time.Second, FakeUpstreams: 1, VIPs: []site.VIP{vip},
+		PollInterval: poll, FakeUpstreams: 1, VIPs: []site.VIP{vip},
 		FakeArgs: []string{"--checks"},
 		Extra:    "fast_poll_interval: 100ms",
 	}
@@ -160,7 +166,7 @@ func TestFastPollsCatchStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A different phase between rhi's polls and the checker each run.
-		time.Sleep(time.Duration(run) * 230 * time.Millisecond)
+		time.Sleep(time.Duration(run) * poll / 5)
 		if err := s.API.SetBackends(up1, "dead"); err != nil {
 			t.Fatal(err)
 		}
@@ -196,8 +202,8 @@ func TestFastPollsCatchStep(t *testing.T) {
 		t.Error("rhi_fast_polls_total is 0: the steps were not fast-polled")
 	}
 	slices.Sort(shares)
-	t.Logf("rhi's share of the withdraw at a 1s poll, fast_poll_interval 100ms, 5 phases: median %v, worst %v (all %v); %v fast polls",
-		shares[len(shares)/2].Round(time.Millisecond), shares[len(shares)-1].Round(time.Millisecond), shares, v)
+	t.Logf("rhi's share of the withdraw at a %v poll, fast_poll_interval 100ms, 5 phases: median %v, worst %v (all %v); %v fast polls",
+		poll, shares[len(shares)/2].Round(time.Millisecond), shares[len(shares)-1].Round(time.Millisecond), shares, v)
 }
 
 // A graceful APISIX restart refuses connections for ~3 s. At a 1 s poll
