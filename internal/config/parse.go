@@ -29,7 +29,7 @@ func Default() Config {
 		Timeout:      5 * time.Second,
 		PollMode:     PollAuto,
 		// Measured against the fake APISIX with its cost model
-		// (BENCHMARKS.md, "Fast polls" and "Poll budget").
+		// (BENCHMARKS.md, "Polling cost and fast polls").
 		FastPollInterval: DefaultFastPollInterval,
 		PollBudget:       DefaultPollBudget,
 		Interface:        "rhi0",
