@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -92,6 +93,9 @@ type Client struct {
 	// deadline: context.WithTimeout, or a test's stand-in that also ends
 	// it when the fake server stalls (export_test.go).
 	listTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
+	// connSeq orders the requests of a poll on their connections
+	// (connNote).
+	connSeq atomic.Uint64
 }
 
 // acceptJSON is the header of every request: APISIX 3.3+ answers HTML to
@@ -275,6 +279,7 @@ func (c *Client) fetchEach(ctx context.Context, jobs []job, spread time.Duration
 	}
 	start := time.Now()
 	took := make([]time.Duration, len(todo))
+	notes := make([]connNote, len(todo))
 	// A fixed set of workers pulling indices keeps at most maxInFlight
 	// requests (and so connections) open, however many keys there are.
 	var next atomic.Int64
@@ -293,7 +298,7 @@ func (c *Client) fetchEach(ctx context.Context, jobs []job, spread time.Duration
 				}
 				j := todo[i]
 				t0 := time.Now()
-				jobs[j].res = c.fetch(ctx, jobs[j].ref)
+				jobs[j].res = c.fetchNoted(ctx, jobs[j].ref, &notes[i])
 				took[i] = time.Since(t0)
 			}
 		})
@@ -301,6 +306,38 @@ func (c *Client) fetchEach(ctx context.Context, jobs []job, spread time.Duration
 	wg.Wait()
 	for _, d := range took {
 		cost.one(d)
+	}
+	distrustAfterNoBody(jobs, todo, notes)
+}
+
+// connNote is which kept connection a one-upstream request went over, in
+// which order (seq), and whether its answer was a status that has no body
+// whatever its header says (204, 304).
+type connNote struct {
+	conn   net.Conn
+	seq    uint64
+	noBody bool
+}
+
+// distrustAfterNoBody fails every request sent over a connection after it
+// answered a 204 or 304. Such a status has no body, so bytes a broken
+// server sends after one (a body its Content-Length announced) are parsed
+// as the answer to the next request on that connection: an answer the
+// server wrote for another. net/http drops a connection when bytes arrive
+// while it is idle, but a request that took the connection first reads
+// them. The connection itself is closed when the 204/304 arrives
+// (fetchNoted), so later polls never meet it.
+func distrustAfterNoBody(jobs []job, todo []int, notes []connNote) {
+	for i := range notes {
+		if !notes[i].noBody || notes[i].conn == nil {
+			continue
+		}
+		for k := range notes {
+			if notes[k].conn == notes[i].conn && notes[k].seq > notes[i].seq {
+				j := todo[k]
+				jobs[j].res = failed(fmt.Errorf("GET %s: sent over a connection that had answered a request with a status without a body: the answer cannot be told from bytes sent after that status", jobs[j].ref.Path()))
+			}
+		}
 	}
 }
 
@@ -322,8 +359,31 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 
 // fetch reads one resource's health checker.
 func (c *Client) fetch(ctx context.Context, ref health.Ref) health.Result {
+	return c.fetchNoted(ctx, ref, nil)
+}
+
+// fetchNoted is fetch that, when note is not nil, notes the connection the
+// request went over (connNote); a 204 or 304 answer closes it.
+func (c *Client) fetchNoted(ctx context.Context, ref health.Ref, note *connNote) health.Result {
 	path := ref.Path()
-	r := c.get(ctx, path)
+	if note != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+			note.conn, note.seq = i.Conn, c.connSeq.Add(1)
+		}})
+	}
+	a, err := c.do(ctx, path, c.maxBody)
+	var r health.Result
+	if err != nil {
+		r = failed(err)
+	} else {
+		r = classify(a.status, a.contentType, a.body)
+		if note != nil && (a.status == http.StatusNoContent || a.status == http.StatusNotModified) {
+			note.noBody = true
+			if note.conn != nil {
+				note.conn.Close()
+			}
+		}
+	}
 	if r.Err != nil {
 		r.Err = fmt.Errorf("GET %s: %w", path, r.Err)
 	}
