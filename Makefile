@@ -7,14 +7,18 @@ STATICCHECK_VERSION := v0.8.2
 # Packages that hold root-only tests (build tag `integration`).
 INTEGRATION_PKGS = $(shell grep -rl --include='*_test.go' '^//go:build integration' . | xargs -r -n1 dirname | sort -u)
 
-.PHONY: build test unit integration lint check-deploy check-monitoring bench fuzz demo bench-lab clean
+.PHONY: build test unit integration integration-bird3 lint check-deploy check-monitoring bench fuzz demo bench-lab clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/rhi
 
 # Unit tests always (the docs-drift tests among them); the alert rules and the
 # dashboard when promtool is there (CI installs it); the root-only lab tests
-# whenever we are root.
+# whenever we are root, then those with real BIRD again with BIRD 3
+# (integration-bird3). BIRD3 says what to do where no BIRD 3 root can be had
+# (no mmdebstrap, no route to the Debian mirror): auto prints SKIPPED and why,
+# require fails (CI), no skips the BIRD 3 pass altogether.
+BIRD3 ?= auto
 test: unit
 	@if command -v promtool >/dev/null; then \
 		$(MAKE) --no-print-directory check-monitoring; \
@@ -23,11 +27,16 @@ test: unit
 		echo "  Debian: apt-get install --no-install-recommends prometheus, then systemctl disable --now prometheus"; \
 	fi
 	@if [ "$$(id -u)" = 0 ]; then \
-		$(MAKE) --no-print-directory integration; \
+		$(MAKE) --no-print-directory integration && \
+		if [ "$(BIRD3)" = no ]; then \
+			echo "SKIPPED: the BIRD 3 pass (make integration-bird3): BIRD3=no"; \
+		else \
+			$(MAKE) --no-print-directory integration-bird3 BIRD3_MISSING=$(if $(filter require,$(BIRD3)),fail,skip); \
+		fi; \
 	else \
 		echo "SKIPPED: root-only integration tests (netns, real BIRD, real netlink) in:"; \
 		echo "  $(INTEGRATION_PKGS)"; \
-		echo "  run them with: sudo make integration"; \
+		echo "  run them with: sudo make integration (and with BIRD 3: sudo make integration-bird3)"; \
 	fi
 
 unit:
@@ -36,6 +45,32 @@ unit:
 integration:
 	@[ "$$(id -u)" = 0 ] || { echo "integration tests need root (network namespaces, netlink, BIRD)"; exit 1; }
 	$(GO) test -race -count=1 -p 1 -tags integration -timeout 15m $(INTEGRATION_PKGS)
+
+# The root-only tests that run real BIRD, again with BIRD 3: bird's
+# TestRealBird, BIRD's parser over the shipped and the labs' configurations,
+# verify's tier check against a real export, and the netns labs (anycast,
+# tiers and the fail-open guard). BIRD 3 comes from a Debian 13 root built
+# from the Debian mirror and cached in /var/cache/rhi-ci
+# (integration/bird3/root.sh); its wrappers go first on PATH, so every `bird`
+# and `birdc` the tests start, in the labs' namespaces too, is BIRD 3, and
+# the stock bird.conf the deploy/bird tests extend is bird3's
+# (RHI_BIRD_STOCK_CONF). BIRD3_MISSING=skip turns "no root can be had here"
+# into a SKIPPED line; a root that was built but does not run BIRD 3 always
+# fails.
+BIRD3_PKGS    = ./bird ./deploy/bird ./internal/verify ./integration/lab ./integration/anycast ./integration/tiers
+BIRD3_MISSING ?= fail
+integration-bird3:
+	@[ "$$(id -u)" = 0 ] || { echo "integration-bird3 needs root (network namespaces, netlink, BIRD)"; exit 1; }
+	@bin=$$(integration/bird3/root.sh); rc=$$?; \
+	if [ $$rc = 3 ] && [ "$(BIRD3_MISSING)" = skip ]; then \
+		echo "SKIPPED: the BIRD 3 pass of the root-only tests (make integration-bird3): no Debian 13 root with bird3 (above)"; \
+		echo "  it needs mmdebstrap and the Debian mirror: apt-get install mmdebstrap; make integration-bird3"; \
+		exit 0; \
+	fi; \
+	[ $$rc = 0 ] || exit 1; \
+	echo "BIRD 3 pass with $$(PATH="$$bin:$$PATH" bird --version 2>&1) ($$bin)"; \
+	PATH="$$bin:$$PATH" RHI_BIRD_STOCK_CONF="$$bin/../root/usr/share/bird3/bird.conf" \
+		$(GO) test -race -count=1 -p 1 -tags integration -timeout 15m $(BIRD3_PKGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
@@ -101,7 +136,9 @@ VAGRANT          ?= vagrant
 VAGRANT_GOARCH   ?= amd64
 VAGRANT_PROVIDER ?= libvirt
 RHI_LAB_APISIX   ?= fake
-export RHI_LAB_APISIX
+# The Debian suite of the VMs: bookworm (BIRD 2) or trixie (BIRD 3).
+RHI_LAB_SUITE    ?= bookworm
+export RHI_LAB_APISIX RHI_LAB_SUITE
 .PHONY: vagrant-box vagrant-up vagrant-failover vagrant-verify vagrant-down vagrant-test check-vagrant
 vagrant-box:
 	VAGRANT=$(VAGRANT) integration/vagrant/box/box.sh

@@ -26,6 +26,7 @@ const (
 type Dialer struct {
 	MaxReplyBytes int // bound on one reply; 0: DefaultMaxReplyBytes
 	MaxLineBytes  int // bound on one line; 0: DefaultMaxLineBytes
+	MaxReplyLines int // bound on the lines of one reply; 0: DefaultMaxReplyLines
 }
 
 // Dial connects to the control socket at path with a zero Dialer.
@@ -50,7 +51,11 @@ func (d Dialer) Dial(ctx context.Context, path string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bird: dial %q: %w", path, withoutAddr(err))
 	}
-	c := &Conn{nc: nc, fr: newFrameReader(nc, maxLine, maxReply)}
+	fr := newFrameReader(nc, maxLine, maxReply)
+	if d.MaxReplyLines > 0 {
+		fr.maxLines = d.MaxReplyLines
+	}
+	c := &Conn{nc: nc, fr: fr}
 	if err := c.handshake(ctx); err != nil {
 		_ = nc.Close()
 		return nil, fmt.Errorf("bird: %q: %w", path, err)

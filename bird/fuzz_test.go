@@ -32,6 +32,11 @@ func FuzzFrame(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	tiers, err := filepath.Glob("testdata/tiers/*.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	files = append(files, tiers...) // BIRD 2.0.12, 2.17.6 and 3.1.8 alike
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {

@@ -11,13 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
 
-// TestRealBird runs the client against a real BIRD 2 with a throw-away
-// config: no kernel protocol, so the host's routes are not touched, and a
-// BGP session to a neighbour that never answers, so its channel is down.
+// TestRealBird runs the client against a real BIRD (the "bird" in PATH: BIRD
+// 2 or BIRD 3, whose replies differ) with a throw-away config: no kernel
+// protocol, so the host's routes are not touched, and a BGP session to a
+// neighbour that never answers, so its channel is down.
 func TestRealBird(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run bird")
@@ -37,6 +39,15 @@ ipv4 table t2;
 ipv4 table 'rhi-t.3';
 protocol static s2 { ipv4 { table t2; }; route 198.51.100.0/24 blackhole; }
 protocol static s3 { ipv4 { table 'rhi-t.3'; }; route 203.0.113.0/24 blackhole; }
+protocol static s4 {
+  ipv4;
+  route 192.0.2.128/25 blackhole {
+    bgp_path.prepend(65001); bgp_path.prepend(65001);
+    bgp_community.add((65001, 5));
+    bgp_large_community.add((65001, 1, 1));
+    bgp_ext_community.add((rt, 65001, 7));
+  };
+}
 protocol bgp peer1 {
   local 127.0.0.1 port %d as 65001;
   neighbor 127.0.0.2 port %d as 65002;
@@ -62,6 +73,9 @@ protocol bgp peer1 {
 	c := dialWhenUp(ctx, t, sock)
 	defer c.Close()
 
+	if r, err := c.Exec(ctx, "show status"); err == nil && len(r.Lines) > 0 {
+		t.Logf("%s", r.Lines[0].Text) // which BIRD ran: "BIRD 2.0.12", "BIRD 3.1.8"
+	}
 	r, err := c.Exec(ctx, "show protocols all")
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +105,23 @@ protocol bgp peer1 {
 		t.Fatal(err)
 	}
 	routes, err := ParseRoutes(r)
-	if err != nil || len(routes) != 1 || routes[0].Proto != "s1" || routes[0].Source != "static univ" {
+	if err != nil || len(routes) != 1 || routes[0].Proto != "s1" || routes[0].Source != "static" {
 		t.Errorf("routes = %+v, %v; want one route from s1", routes, err)
+	}
+	// BGP attributes, whatever this BIRD calls them ("BGP.as_path" or
+	// "bgp_path", …).
+	attrs := netip.MustParsePrefix("192.0.2.128/25")
+	r, err = c.Exec(ctx, RouteCommand(attrs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := ParsePaths(r)
+	if err != nil || len(paths) != 1 {
+		t.Fatalf("paths = %+v, %v; want one", paths, err)
+	}
+	if p := paths[0]; p.Source != "static" || !p.HasASPath || !slices.Equal(p.ASPath, []uint32{65001, 65001}) ||
+		!slices.Equal(p.Communities, []Community{{65001, 5}}) || !slices.Equal(p.LargeCommunities, []LargeCommunity{{65001, 1, 1}}) {
+		t.Errorf("path = %+v; want source static, path 65001 65001, community (65001,5), large community (65001,1,1)", p)
 	}
 	// Routes of a channel into another table: only the table form finds them,
 	// a quoted table name included.

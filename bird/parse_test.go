@@ -162,7 +162,7 @@ func TestParseRoutesLines(t *testing.T) {
 			name: "attributes and their continuation lines",
 			reply: "1007-Table master4:\n 10.0.0.0/8           unicast [p1 14:07:47.016] * (100) [AS65001i]\n \tvia 10.99.0.1 on veth0\n" +
 				"1008-\tType: BGP univ\n1012-\tBGP.origin: IGP\n \tBGP.community: (65000,1) (65000,2)\n \t\t(65000,3)\n0000 \n",
-			want: []string{"master4 10.0.0.0/8 unicast [p1 14:07:47.016] * (100) source=BGP univ"},
+			want: []string{"master4 10.0.0.0/8 unicast [p1 14:07:47.016] * (100) source=BGP"},
 		},
 		{name: "protocols header", reply: "2002-Name       Proto      Table      State  Since         Info\n0000 \n", wantErr: "line 2002"},
 		{name: "protocol row after a route", reply: "1007-10.0.0.0/8 unicast [p 1] * (1)\n1002-p1 BGP --- up 1  Established\n0000 \n", wantErr: "line 1002"},
@@ -260,11 +260,11 @@ func TestExportStateString(t *testing.T) {
 // Every transcript frames the same when the bytes arrive one at a time, or
 // in odd halves, as they can on a socket.
 func TestFrameSplitReads(t *testing.T) {
-	files := []string{
-		"bird2.0.12-show-protocols-all-peer_b.up-vip.txt",
-		"bird2.0.12-show-route-all.up-vip.txt",
-		"bird2.0.12-show-symbols-peer_b.txt",
-		"bird2.0.12-socat-pipelined-session.up-vip.txt",
+	var files []string
+	for _, v := range versions {
+		for _, name := range []string{"show-protocols-all-peer_b.up-vip", "show-route-all.up-vip", "show-symbols-peer_b", "socat-pipelined-session.up-vip"} {
+			files = append(files, v+"-"+name+".txt")
+		}
 	}
 	for _, f := range files {
 		whole := readAll(t, f, func(s string) *frameReader {

@@ -14,14 +14,19 @@ import (
 // BGP and has no such attribute leaves them empty.
 type Path struct {
 	Route
-	// ASPath holds the AS numbers of BGP.as_path in order, the neighbour's
-	// first. The members of an AS_SET ("{65002 65003}") or of a
-	// confederation segment ("(65010)") are not in it; ASSet says whether
-	// there was any.
-	ASPath []uint32
-	ASSet  bool
-	// Communities and LargeCommunities are BGP.community and
-	// BGP.large_community, in BIRD's order.
+	// ASPath holds the AS numbers of the AS path (BIRD 2's BGP.as_path,
+	// BIRD 3's bgp_path) in order, the neighbour's first. The members of an
+	// AS_SET ("{65002 65003}") or of a confederation segment ("(65010)")
+	// are not in it; ASSet says whether there was any. HasASPath says the
+	// reply had the attribute at all: every BGP route has one, if empty,
+	// while a route of this host's own (a direct or static route) has none
+	// until an export filter sets it.
+	ASPath    []uint32
+	ASSet     bool
+	HasASPath bool
+	// Communities and LargeCommunities are the communities (BGP.community,
+	// bgp_community) and large communities (BGP.large_community,
+	// bgp_large_community), in BIRD's order.
 	Communities      []Community
 	LargeCommunities []LargeCommunity
 }
@@ -52,10 +57,23 @@ func (p Path) LeadingCopies(as uint32) int {
 	return n
 }
 
+// ErrUnreadable is wrapped by the errors of a reply that is a well-formed
+// listing but says something rhi cannot interpret where it needs it: an
+// attribute line that is not "name: value", an attribute that looks like an
+// AS path or a community under a name neither BIRD 2 nor BIRD 3 uses, a
+// value of a needed attribute it cannot parse, or a guard-table route with
+// no recognisable source or path. It concerns the one question asked: the
+// connection stays usable. Callers must treat it as "unknown", never as an
+// empty answer.
+var ErrUnreadable = errors.New("BIRD's reply is not understood")
+
 // ParsePaths parses a "show route … all" listing like ParseRoutes and adds
-// the BGP attributes of each route. An attribute line it cannot read
-// (as_path, community or large_community) is an error naming the line;
-// attributes it does not need are skipped.
+// the BGP attributes of each route. It reads BIRD 2's names (BGP.as_path,
+// BGP.community, BGP.large_community) and BIRD 3's (bgp_path,
+// bgp_community, bgp_large_community). An attribute it needs that it
+// cannot read, or one that it does not know but that looks like one it
+// needs, is an error wrapping ErrUnreadable that names the line; other
+// attributes are skipped.
 func ParsePaths(r Reply) ([]Path, error) {
 	routes, err := ParseRoutes(r)
 	if err != nil || len(routes) == 0 {
@@ -65,15 +83,45 @@ func ParsePaths(r Reply) ([]Path, error) {
 	for i, rt := range routes {
 		paths[i].Route = rt
 	}
-	cur := -1 // index of the route the attribute lines belong to
+	var (
+		cur  = -1 // index of the route the attribute lines belong to
+		attr string
+	)
+	// flush reads the attribute gathered so far into the current route.
+	flush := func() error {
+		if attr == "" {
+			return nil
+		}
+		err := paths[cur].attribute(attr)
+		attr = ""
+		if err != nil {
+			return fmt.Errorf("show route: route %d (%s): %w: %w", cur+1, paths[cur].Prefix, ErrUnreadable, err)
+		}
+		return nil
+	}
 	for _, l := range r.Lines {
 		switch {
 		case l.Code == codeRoute && isRouteLine(l.Text):
+			if err := flush(); err != nil {
+				return nil, err
+			}
 			cur++
 		case l.Code == codeRouteAttr && cur >= 0 && cur < len(paths):
-			if err := paths[cur].attribute(strings.TrimSpace(l.Text)); err != nil {
-				return nil, fmt.Errorf("show route: route %d (%s): %w", cur+1, paths[cur].Prefix, err)
+			// A set too long for one line (communities) goes on in
+			// lines indented by two tabs, with no name.
+			if strings.HasPrefix(l.Text, "\t\t") && attr != "" {
+				attr += " " + strings.TrimSpace(l.Text)
+				continue
 			}
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			attr = strings.TrimSpace(l.Text)
+		}
+	}
+	if cur >= 0 && cur < len(paths) {
+		if err := flush(); err != nil {
+			return nil, err
 		}
 	}
 	if cur != len(paths)-1 {
@@ -91,24 +139,68 @@ func isRouteLine(text string) bool {
 	return !(strings.HasPrefix(text, "Table ") && strings.HasSuffix(text, ":"))
 }
 
-// attribute reads one "BGP.name: value" line into p.
+// The attributes ParsePaths reads, under BIRD 2's and BIRD 3's names.
+const (
+	attrASPath = iota + 1
+	attrCommunity
+	attrLargeCommunity
+)
+
+var pathAttributes = map[string]int{
+	"BGP.as_path":         attrASPath,
+	"bgp_path":            attrASPath,
+	"BGP.community":       attrCommunity,
+	"bgp_community":       attrCommunity,
+	"BGP.large_community": attrLargeCommunity,
+	"bgp_large_community": attrLargeCommunity,
+}
+
+// otherPathLike are the attributes whose names look like a path or a
+// community but are not the ones ParsePaths reads: the extended
+// communities, and AS4_PATH, which BIRD merges into the AS path.
+var otherPathLike = map[string]bool{
+	"BGP.ext_community": true, "bgp_ext_community": true,
+	"BGP.as4_path": true, "bgp_as4_path": true,
+}
+
+// looksLikePath reports whether an attribute name could be an AS path or a
+// (large) community under a name ParsePaths does not know, e.g. a future
+// BIRD's: reading past it would take a degraded route for a full one, or
+// another site's path for none.
+func looksLikePath(name string) bool {
+	n := strings.ToLower(name)
+	return !otherPathLike[name] && (strings.Contains(n, "path") || strings.Contains(n, "communit"))
+}
+
+// attribute reads one "name: value" line into p.
 func (p *Path) attribute(line string) error {
 	name, value, ok := strings.Cut(line, ":")
-	if !ok {
-		return nil // not an attribute line BIRD 2 prints; nothing to take
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("attribute line %q is not \"name: value\"", line)
 	}
 	value = strings.TrimSpace(value)
+	kind, known := pathAttributes[name]
+	if !known {
+		if looksLikePath(name) {
+			return fmt.Errorf("attribute %q in %q: not an AS path or community name BIRD 2 or BIRD 3 prints", name, line)
+		}
+		return nil // an attribute ParsePaths does not need
+	}
 	var err error
-	switch name {
-	case "BGP.as_path":
+	switch kind {
+	case attrASPath:
+		if p.HasASPath {
+			return fmt.Errorf("%q: a second AS path", line)
+		}
+		p.HasASPath = true
 		p.ASPath, p.ASSet, err = parseASPath(value)
-	case "BGP.community":
+	case attrCommunity:
 		var cs [][]uint32
 		cs, err = parseTuples(value, 2)
 		for _, c := range cs {
 			p.Communities = append(p.Communities, Community{c[0], c[1]})
 		}
-	case "BGP.large_community":
+	case attrLargeCommunity:
 		var cs [][]uint32
 		cs, err = parseTuples(value, 3)
 		for _, c := range cs {
@@ -217,7 +309,10 @@ func GuardCommand(prefix netip.Prefix, table string) string {
 // read as "nobody announces it". Routes that are not from BGP (the host's
 // own VIP routes, which the pipe copies into the guard table for export)
 // and routes for another prefix do not count. A reply listing another
-// table than table is an error.
+// table than table is an error. A route for prefix whose source the reply
+// does not name, or a BGP route without an AS path, is an error wrapping
+// ErrUnreadable: it may be another site's, so the answer is unknown, not
+// "one fewer".
 func ParseAnnouncers(r Reply, err error, prefix netip.Prefix, table string) (Announcers, error) {
 	var a Announcers
 	if err != nil {
@@ -235,8 +330,16 @@ func ParseAnnouncers(r Reply, err error, prefix netip.Prefix, table string) (Ann
 		if p.Table != "" && p.Table != table {
 			return a, fmt.Errorf("show route: reply lists table %q, asked for %q", p.Table, table)
 		}
-		if p.Prefix != prefix.Masked() || !strings.HasPrefix(p.Source, "BGP") {
+		if p.Prefix != prefix.Masked() {
 			continue
+		}
+		switch {
+		case p.Source == "":
+			return a, fmt.Errorf("show route: route of %s by %q in table %q: %w: no source (neither BIRD 2's \"Type:\" nor BIRD 3's \"source:\")", p.Prefix, p.Proto, table, ErrUnreadable)
+		case p.Source != "BGP":
+			continue
+		case !p.HasASPath:
+			return a, fmt.Errorf("show route: BGP route of %s by %q in table %q: %w: no AS path (neither BIRD 2's BGP.as_path nor BIRD 3's bgp_path)", p.Prefix, p.Proto, table, ErrUnreadable)
 		}
 		a.Paths++
 		if as, ok := p.Origin(); ok {

@@ -8,11 +8,12 @@ import (
 	"strings"
 )
 
-// Reply codes of "show route" (BIRD 2's nest/rt-show.c and nest/rt-attr.c).
+// Reply codes of "show route" (nest/rt-show.c and nest/rt-attr.c of BIRD 2
+// and BIRD 3).
 const (
 	codeRoute     = 1007 // table headers, blank separators, routes, next hops
-	codeRouteType = 1008 // "\tType: …" ("all" only)
-	codeRouteAttr = 1012 // one extended attribute, e.g. "\tBGP.origin: IGP" ("all" only)
+	codeRouteType = 1008 // BIRD 2: "\tType: device univ"; BIRD 3: "\tInternal route handling values: …" ("all" only)
+	codeRouteAttr = 1012 // one attribute, e.g. BIRD 2's "\tBGP.origin: IGP", BIRD 3's "\tsource: BGP" ("all" only)
 )
 
 // Route is one route of a "show route" listing.
@@ -25,9 +26,11 @@ type Route struct {
 	From       string       // the "from" address of a route learnt from a neighbour, or ""
 	Primary    bool         // BIRD's best route for the net (marked '*' or '!')
 	Preference int          // the route's preference
-	// Source is the value of the "Type:" line that "show route … all"
-	// prints, e.g. "device univ" for a route of a direct protocol; "" without
-	// "all".
+	// Source is the kind of protocol that made the route as
+	// "show route … all" names it: "device" (a direct protocol), "static",
+	// "BGP", "pipe", … It is the first word of BIRD 2's "Type:" line
+	// ("Type: device univ") and the value of BIRD 3's "source:" attribute;
+	// "" without "all", or when the reply had neither.
 	Source string
 }
 
@@ -43,8 +46,8 @@ func RouteCommand(prefix netip.Prefix) string {
 }
 
 // TableRouteCommand is RouteCommand for one named table, e.g. the Table of
-// a Channel: "show route <prefix> table <table> all". Every BIRD 2 accepts
-// it ("table all" is missing from older 2.0 releases). A table of another
+// a Channel: "show route <prefix> table <table> all". Every BIRD 2 and
+// BIRD 3 accepts it ("table all" is missing from older 2.0 releases). A table of another
 // family is a 9001 error, not an empty listing. A name that is not a plain
 // symbol (letters, digits, '_') is quoted, as BIRD's config must have
 // quoted it.
@@ -73,8 +76,8 @@ func symbol(name string) string {
 // returned as *Error. Lines that are not routes, table headers, next hops
 // or attributes make it fail, so a reply to another command is not taken
 // for a listing: a line of any code but 1007, 1008 and 1012 (the only ones
-// BIRD 2 prints in a listing, "all" included) before the end line, or a
-// 1007 line that is none of the above.
+// BIRD 2 and BIRD 3 print in a listing, "all" included) before the end
+// line, or a 1007 line that is none of the above.
 func ParseRoutes(r Reply) ([]Route, error) {
 	if r.Code == CodeNetworkNotFound {
 		return nil, nil
@@ -109,11 +112,19 @@ func ParseRoutes(r Reply) ([]Route, error) {
 				out = append(out, rt)
 			}
 		case codeRouteType:
+			// BIRD 2 names the source here; BIRD 3's line of internal
+			// values is not needed.
 			if v, ok := strings.CutPrefix(strings.TrimSpace(l.Text), "Type:"); ok && len(out) > 0 {
-				out[len(out)-1].Source = strings.TrimSpace(v)
+				if f := strings.Fields(v); len(f) > 0 {
+					out[len(out)-1].Source = f[0]
+				}
 			}
 		case codeRouteAttr:
-			// an attribute of the route above; not needed
+			// An attribute of the route above. BIRD 3 names the source
+			// among them; the others are ParsePaths' business.
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l.Text), "source:"); ok && len(out) > 0 {
+				out[len(out)-1].Source = strings.TrimSpace(v)
+			}
 		default:
 			if i == len(r.Lines)-1 && l.Code == r.Code {
 				continue // the end line
@@ -208,10 +219,12 @@ func (s ExportState) String() string {
 // prefix: "show route export <protocol>.<ipv4|ipv6> <prefix>".
 //
 // It names the channel because the plain form ("export peer_b") answers
-// 9001 "No valid tables" as soon as the session is down, which cannot be
-// told from a real error, while the channel form answers an empty 0000: not
-// exported, which is the truth for a down session (captured with BIRD
-// 2.0.12, see testdata). The channel form also picks the right family on a
+// 9001 as soon as the session is down ("No valid tables" in BIRD 2,
+// "Requested 'show route export' to protocols which aren't accepting
+// exports at all." in BIRD 3), which cannot be told from a real error,
+// while the channel form answers an empty 0000: not exported, which is the
+// truth for a down session (captured with BIRD 2.0.12, 2.17.6 and 3.1.8,
+// see testdata). The channel form also picks the right family on a
 // multiprotocol session. BGP names its channels after the family, "ipv4" and
 // "ipv6".
 func ExportCommand(protocol string, prefix netip.Prefix) string {

@@ -71,7 +71,7 @@ case "$deb" in
 esac
 expect_field Architecture "$want_arch"
 expect_field Depends "systemd-sysusers | adduser"
-expect_field Recommends "bird2, logrotate"
+expect_field Recommends "bird2 | bird3, logrotate"
 expect_field Suggests apisix
 expect_field Section net
 dpkg-deb --info "$deb" >"$tmp/info"
@@ -83,7 +83,7 @@ if sort "$tmp/control/conffiles" | cmp -s - "$tmp/conffiles.want"; then
 else
 	fail "conffiles: got \"$(tr '\n' ' ' <"$tmp/control/conffiles")\", want \"$(tr '\n' ' ' <"$tmp/conffiles.want")\""
 fi
-# bird2 installed after rhi re-runs the group step (postinst triggered).
+# bird2 or bird3 installed after rhi re-runs the group step (postinst triggered).
 if [ "$(cat "$tmp/control/triggers" 2>/dev/null)" = "interest-noawait /usr/sbin/bird" ]; then
 	ok "triggers: interest-noawait /usr/sbin/bird"
 else
@@ -123,6 +123,8 @@ cat >"$tmp/files.want" <<'LIST'
 -rw-r--r-- ./usr/share/rhi/bird/examples/bird-tiers.conf
 -rw-r--r-- ./usr/share/rhi/networkd/50-rhi1.netdev
 -rw-r--r-- ./usr/share/rhi/networkd/50-rhi1.network
+-rw-r--r-- ./usr/share/rhi/networkd/50-rhi2.netdev
+-rw-r--r-- ./usr/share/rhi/networkd/50-rhi2.network
 -rw-r--r-- ./usr/share/rhi/grafana/rhi.json
 -rw-r--r-- ./usr/share/rhi/prometheus/rhi-alerts.yml
 -rw-r--r-- ./usr/share/rhi/prometheus/rhi-alerts_test.yml
@@ -165,6 +167,8 @@ deploy/bird/tiers.conf /usr/share/rhi/bird/tiers.conf
 deploy/bird/examples/bird-tiers.conf /usr/share/rhi/bird/examples/bird-tiers.conf
 deploy/networkd/50-rhi1.netdev /usr/share/rhi/networkd/50-rhi1.netdev
 deploy/networkd/50-rhi1.network /usr/share/rhi/networkd/50-rhi1.network
+deploy/networkd/50-rhi2.netdev /usr/share/rhi/networkd/50-rhi2.netdev
+deploy/networkd/50-rhi2.network /usr/share/rhi/networkd/50-rhi2.network
 packaging/README.Debian /usr/share/doc/rhi/README.Debian
 packaging/copyright /usr/share/doc/rhi/copyright
 packaging/lintian-overrides /usr/share/lintian/overrides/rhi
@@ -217,17 +221,17 @@ if need bird "bird -p -c on the shipped BIRD files"; then
 	else
 		fail "bird -p -c examples/bird-tiers.conf: $out"
 	fi
-	# Debian's stock bird.conf, as the installed bird2 has it, with our
-	# include appended (README.Debian, step 2).
+	# Debian's stock bird.conf, as the installed bird2 (or bird3) has it,
+	# with our include appended (README.Debian, step 2).
 	stock=""
-	for f in /usr/share/bird2/bird.conf /etc/bird/bird.conf; do
+	for f in /usr/share/bird2/bird.conf /usr/share/bird3/bird.conf /etc/bird/bird.conf; do
 		if [ -r "$f" ]; then
 			stock=$f
 			break
 		fi
 	done
 	if [ -z "$stock" ]; then
-		if [ "${CI:-}" = true ]; then fail "no stock bird.conf of bird2 here"; else echo "check-deb: SKIPPED: stock bird.conf + adc.conf (no stock bird.conf)"; fi
+		if [ "${CI:-}" = true ]; then fail "no stock bird.conf of bird2 or bird3 here"; else echo "check-deb: SKIPPED: stock bird.conf + adc.conf (no stock bird.conf)"; fi
 	else
 		{
 			cat "$stock"

@@ -43,10 +43,10 @@ if getent group bird >/dev/null; then
 fi
 [ -L "$wants" ] || fail "after install: rhi.service not enabled ($wants missing)"
 
-# bird2 installed after rhi: unpacking /usr/sbin/bird fires rhi's trigger,
-# and postinst triggered adds rhi to the group bird2's postinst created.
-# This root has bird2 (the host's) or not: take rhi out of the group, or
-# make the group as bird2 would, then fire the trigger as dpkg would.
+# bird2 or bird3 installed after rhi: unpacking /usr/sbin/bird fires rhi's
+# trigger, and postinst triggered adds rhi to the group BIRD's postinst
+# created. This root has BIRD (the host's) or not: take rhi out of the group,
+# or make the group as BIRD's package would, then fire the trigger as dpkg would.
 if getent group bird >/dev/null; then
 	gpasswd -d rhi bird >/dev/null
 else

@@ -30,7 +30,7 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 	path := fs.String("config", defaultConfig, "configuration file")
 	all := fs.Bool("all", false, "every VIP of the configuration")
 	noWait := fs.Bool("no-wait", false, "record the change and return without asking the daemon")
-	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the daemon and BIRD to confirm")
+	timeout := fs.Duration("timeout", 0, "how long to wait for the daemon and BIRD to confirm, both steps of a drain included (default 30s plus the longest drain_grace)")
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
 	}
@@ -54,6 +54,9 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 			return exitBadInput
 		}
 	}
+	if *timeout <= 0 {
+		*timeout = defaultDrainTimeout(cfg, targets, on)
+	}
 	ctx, cancel := waitClock.withTimeout(context.Background(), *timeout)
 	defer cancel()
 	if on {
@@ -68,6 +71,26 @@ func cmdDrain(name string, on bool, args []string, stdout, stderr io.Writer) int
 		return exitOK
 	}
 	return waitDrain(ctx, cfg.ControlSocket, on, targets, time.Now(), stdout, stderr)
+}
+
+// drainWait is what --timeout adds to the longest drain_grace by default:
+// room for the daemon to read the drain file and for BIRD to confirm each
+// step.
+const drainWait = 30 * time.Second
+
+// defaultDrainTimeout is --timeout when none is given: drainWait, plus,
+// for a drain, the longest drain_grace of the targets, since the wait
+// covers both steps.
+func defaultDrainTimeout(cfg *config.Config, targets []netip.Prefix, on bool) time.Duration {
+	longest := time.Duration(0)
+	if on {
+		for _, v := range cfg.VIPs {
+			if slices.Contains(targets, v.Address) {
+				longest = max(longest, v.DrainGrace)
+			}
+		}
+	}
+	return drainWait + longest
 }
 
 // vipsOf lists cfg's VIPs.
@@ -164,12 +187,16 @@ const (
 
 // waitDrain polls the daemon's status until every target shows the drain
 // state on and, for a drain, is off the interface with BIRD confirming it
-// is exported nowhere; it gives up when ctx ends.
+// is exported nowhere; it gives up when ctx ends. A drain with a grace has
+// a first step, which it watches for on the way: the VIP in last resort
+// with BIRD confirming it exports it so (GRACEFUL_SHUTDOWN); a VIP seen in
+// its grace whose first step BIRD never confirmed fails the drain.
 func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Prefix, since time.Time, stdout, stderr io.Writer) int {
 	want := map[string]bool{}
 	for _, p := range targets {
 		want[p.String()] = true
 	}
+	steps := graceSteps{}
 	var last status.Status
 	var lastErr error
 	tick := waitClock.pacer(statusEvery)
@@ -181,8 +208,14 @@ func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Pref
 		lastErr = err
 		if err == nil {
 			last = st
+			if on {
+				steps.note(st, want, since)
+			}
 			if pending := drainPending(st, want, on, since); len(pending) == 0 {
 				reportDrain(stdout, st, want, since)
+				if on {
+					return steps.report(stdout, stderr, st, want)
+				}
 				return exitOK
 			}
 		}
@@ -196,6 +229,61 @@ func waitDrain(ctx context.Context, socket string, on bool, targets []netip.Pref
 			return exitFailure
 		}
 	}
+}
+
+// graceStep is what `rhi drain` saw of one VIP's first step.
+type graceStep struct {
+	seen      bool      // the VIP was seen in its grace (drain_phase draining)
+	deadline  time.Time // when the daemon said the grace ends
+	confirmed bool      // BIRD was seen exporting it as last resort
+}
+
+// graceSteps are the first steps of a drain, per VIP address.
+type graceSteps map[string]*graceStep
+
+// note records what st shows of each target's first step.
+func (g graceSteps) note(st status.Status, want map[string]bool, since time.Time) {
+	for _, v := range st.VIPs {
+		if !want[v.Address] || v.DrainPhase != "draining" {
+			continue
+		}
+		s := g[v.Address]
+		if s == nil {
+			s = &graceStep{}
+			g[v.Address] = s
+		}
+		s.seen, s.deadline = true, v.DrainDeadline
+		if b := v.Bird; b != nil && b.LastResort && b.Agrees && !b.Stale &&
+			b.Expected == verify.Present && !b.CheckedAt.Before(since) {
+			s.confirmed = true
+		}
+	}
+}
+
+// report writes each target's first step and returns the exit code: a
+// failure if a VIP went through a grace that BIRD was never seen to
+// confirm (the routers may not have been told to move before the
+// withdrawal), when BIRD confirmation is on.
+func (g graceSteps) report(stdout, stderr io.Writer, st status.Status, want map[string]bool) int {
+	code := exitOK
+	for _, v := range st.VIPs {
+		if !want[v.Address] {
+			continue
+		}
+		s := g[v.Address]
+		switch {
+		case s == nil:
+			fmt.Fprintf(stdout, "%-20s withdrawn without a grace (drain_grace 0s, not announced, health failing, or no last-resort interface)\n", v.Address)
+		case !st.Bird.Enabled:
+			fmt.Fprintf(stdout, "%-20s was in last resort until %s (BIRD confirmation off)\n", v.Address, s.deadline.Format(time.RFC3339))
+		case !s.confirmed:
+			fmt.Fprintf(stderr, "rhi: %s: withdrawn, but BIRD was never seen exporting it as last resort (GRACEFUL_SHUTDOWN) during its grace\n", v.Address)
+			code = exitFailure
+		default:
+			fmt.Fprintf(stdout, "%-20s was in last resort until %s, BIRD confirmed (GRACEFUL_SHUTDOWN), then withdrawn\n", v.Address, s.deadline.Format(time.RFC3339))
+		}
+	}
+	return code
 }
 
 // drainPending lists what is still to happen, one entry per VIP.
@@ -214,6 +302,8 @@ func drainPending(st status.Status, want map[string]bool, on bool, since time.Ti
 		switch {
 		case v.Drained != on:
 			out = append(out, v.Address+": the daemon has not read the drain file yet")
+		case on && v.DrainPhase == "draining":
+			out = append(out, v.Address+": in last resort until "+v.DrainDeadline.Format(time.RFC3339)+" (drain_grace)")
 		case on && v.OnInterface:
 			out = append(out, v.Address+": still on the interface")
 		case !st.Bird.Enabled:

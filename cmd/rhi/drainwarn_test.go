@@ -2,34 +2,35 @@ package main
 
 import (
 	"bytes"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rhi-daemon/rhi/bird"
 	"github.com/rhi-daemon/rhi/bird/birdtest"
+	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
+	"github.com/rhi-daemon/rhi/internal/guardbird"
 )
 
-func birdFixture(t *testing.T, name string) string {
+// guardFixture is a transcript of BIRD's answers kept by package guardbird.
+func guardFixture(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "bird", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "guardbird", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
 }
 
-// TestDrainWarnsLastSite: draining a VIP that BIRD's guard table shows no
-// other site announcing warns; one that other sites announce does not;
-// the drain is recorded either way.
+// TestDrainWarnsLastSite: draining a VIP that BIRD's guard tables show no
+// other site serving warns; one that another site serves does not; the
+// drain is recorded either way. The answers are the lab's, where another
+// site (dc2) serves 10.255.0.10 and nobody serves 10.255.0.11.
 func TestDrainWarnsLastSite(t *testing.T) {
-	alone, shared := netip.MustParsePrefix("10.255.0.11/32"), netip.MustParsePrefix("10.255.0.10/32")
 	srv := birdtest.NewServer(t, map[string]string{
-		"show protocols all":                    birdFixture(t, "bird2.0.12-show-protocols-all.viptable-up-vip.txt"),
-		bird.GuardCommand(shared, "rhi_guard4"): birdFixture(t, "tiers/bird2.0.12-tiers-show-route-vip-table-rhi_guard4-all.two-sites.txt"),
-		bird.GuardCommand(alone, "rhi_guard4"):  "8001 Network not found\n",
+		"show protocols all": guardFixture(t, "bird2.0.12-ebgp-protocols-all.txt"),
+		"show status":        guardFixture(t, "bird2.0.12-ebgp-status.txt"),
+		guardbird.DumpCommand(birdconf.GuardTable4): guardFixture(t, "bird2.0.12-ebgp-guard4.txt"),
 	})
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "rhi.yaml")
@@ -48,7 +49,7 @@ vips:
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	got := errb.String()
-	if !strings.Contains(got, "warning: no other site announces 10.255.0.11/32") || strings.Contains(got, "10.255.0.10/32") {
+	if !strings.Contains(got, "warning: no other site serves 10.255.0.11/32") || strings.Contains(got, "10.255.0.10/32") {
 		t.Errorf("stderr %q: want a warning for 10.255.0.11 only", got)
 	}
 

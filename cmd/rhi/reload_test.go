@@ -59,6 +59,37 @@ func TestReloadEveryInvalidFile(t *testing.T) {
 	}
 }
 
+// TestReloadWarnsOfIgnoredKeys: a reloaded file with fail_open.release is
+// applied, and the key is named with its line in a warning.
+func TestReloadWarnsOfIgnoredKeys(t *testing.T) {
+	started, err := config.Load("../../internal/config/testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../../internal/config/testdata/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rhi.yaml")
+	text := string(b) + "\nfail_open:\n  min_other_sites: 1\n  release: 30s\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Count(text, "\n") // release is the last line
+	log, hook := logtest.NewNullLogger()
+	d := &fakeReloader{}
+	if !accepted(reload(path, started, d, log)) || len(d.got) != 1 {
+		t.Fatal("the reload was not handed over")
+	}
+	want := fmt.Sprintf("rhi.yaml:%d: fail_open.release: no longer used, ignored", line)
+	for _, e := range hook.AllEntries() {
+		if strings.Contains(e.Message, want) {
+			return
+		}
+	}
+	t.Errorf("no warning %q in %v", want, hook.AllEntries())
+}
+
 // TestReloadKeepsTheOwnershipRecord: the record is read at start-up, so a
 // reload that moves it is rejected rather than half applied, and the log
 // names the key. (config's TestDiffKeepsTheOwnershipRecord holds the

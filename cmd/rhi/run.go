@@ -90,6 +90,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if degradedOn(cfg) {
 		go vip.Watch(ctx, cfg.Degraded.Interface, d.Hint, log)
 	}
+	if lastResortOwn(cfg) && cfg.FailOpen.Enabled() {
+		go vip.Watch(ctx, cfg.LastResort.Interface, d.Hint, log)
+	}
 	defer notifyStopping()
 
 	log.WithFields(logrus.Fields{"version": version, "config": *path, "vips": len(cfg.VIPs), "iface": cfg.Interface, "gogc": gogc}).Info("rhi starting")
@@ -144,26 +147,43 @@ func newDeps(cfg *config.Config, dryRun bool, log *logrus.Logger) (deps *daemon.
 	// The degraded interface is always managed, so that a reload may turn
 	// the tier on; while it is off and rhi1 is missing, nothing is said.
 	var deg daemon.Announcer = vip.New(nl, cfg.Degraded.Interface, log)
+	// So is the last-resort interface, unless it is one of the other two
+	// (allowed while the guard is off): two announcers must never share
+	// an interface.
+	var lr daemon.Announcer
+	if lastResortOwn(cfg) {
+		lr = vip.New(nl, cfg.LastResort.Interface, log)
+	}
 	var record daemon.OwnershipRecord = owned.File(cfg.StateFile)
 	if dryRun {
 		record = owned.ReadOnly(cfg.StateFile) // a dry run changes no file either
 		ann = vip.NewDryRun(nl, cfg.Interface, log)
 		deg = vip.NewDryRun(nl, cfg.Degraded.Interface, log)
+		if lr != nil {
+			lr = vip.NewDryRun(nl, cfg.LastResort.Interface, log)
+		}
 		log.Warn("dry run: rhi will not change the interface")
 	}
 	return &daemon.Deps{
-		Ready:     func() { notifyReady(log) },
-		Health:    health,
-		NewHealth: healthFor(log),
-		Announcer: ann,
-		Degraded:  deg,
-		Record:    record,
-		Log:       log,
-		DryRun:    dryRun,
-		Confirmer: birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
-		Prober:    probe.New(probe.Options{Version: version}),
-		Guard:     guardbird.Socket{Path: cfg.Bird.Socket, Timeout: cfg.Bird.Timeout},
+		Ready:      func() { notifyReady(log) },
+		Health:     health,
+		NewHealth:  healthFor(log),
+		Announcer:  ann,
+		Degraded:   deg,
+		LastResort: lr,
+		Record:     record,
+		Log:        log,
+		DryRun:     dryRun,
+		Confirmer:  birdSocket{verify.Socket{Path: cfg.Bird.Socket}},
+		Prober:     probe.New(probe.Options{Version: version}),
+		Guard:      guardView{guardbird.Viewer{Path: cfg.Bird.Socket, Timeout: cfg.Bird.Timeout, SiteID: uint32(cfg.SiteID)}},
 	}, func() { nl.Close() }, exitOK
+}
+
+// lastResortOwn reports whether last_resort.interface is an interface of
+// its own, neither the main nor the degraded one.
+func lastResortOwn(cfg *config.Config) bool {
+	return cfg.LastResort.Interface != cfg.Interface && cfg.LastResort.Interface != cfg.Degraded.Interface
 }
 
 // newDaemon builds the daemon on deps and the metrics that /metrics shows.
@@ -299,6 +319,12 @@ func reload(path string, started *config.Config, d reloader, log logrus.FieldLog
 		keys := strings.Join(c.RestartOnly, ", ")
 		log.WithFields(logrus.Fields{"config": path, "keys": keys}).Error("reload rejected: these keys take effect only on restart; the old configuration keeps running")
 		return nil, fmt.Errorf("%s: these keys take effect only on restart: %s", path, keys)
+	}
+	// Keys that are accepted but no longer used (fail_open.release) are
+	// named again, with their line: the file being reloaded may be the
+	// first to carry them.
+	for _, w := range cfg.Deprecated {
+		log.WithField("config", path).Warn(w)
 	}
 	return d.Reload(cfg), nil
 }

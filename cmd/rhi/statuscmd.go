@@ -116,6 +116,9 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 	fmt.Fprintf(w, "apisix     %s  last poll %s ago, took %s, %d/%d upstreams unreadable, %d failed polls in a row\n",
 		api.URL, ago(now, api.LastPoll), api.PollDuration.Round(time.Millisecond), api.Unreadable, api.Upstreams, api.ConsecutiveFailedPolls)
 	fmt.Fprintf(w, "bird       %s\n", birdLine(s.Bird, now))
+	if g := s.FailOpen; g != nil {
+		fmt.Fprintf(w, "guard      %s\n", guardLine(g, now))
+	}
 	if err := status.Judge(s, now); err != nil {
 		fmt.Fprintf(w, "health     UNHEALTHY (/healthz 503): %v\n", err)
 	}
@@ -143,6 +146,12 @@ func writeStatus(w io.Writer, s status.Status, now time.Time) {
 	for _, v := range s.VIPs {
 		if v.Bird != nil && !v.Bird.Agrees && !v.Bird.Stale {
 			fmt.Fprintf(w, "\n%s: BIRD disagrees: %s", v.Address, v.Bird.Problem)
+		}
+	}
+	for _, v := range s.VIPs {
+		if !v.DrainDeadline.IsZero() {
+			fmt.Fprintf(w, "\n%s: %s: in last resort (GRACEFUL_SHUTDOWN) until %s (in %s), then withdrawn", v.Address, v.DrainPhase,
+				v.DrainDeadline.Format(time.RFC3339), v.DrainDeadline.Sub(now).Round(100*time.Millisecond))
 		}
 	}
 	writeVIPErrors(w, s.VIPs)
@@ -177,26 +186,34 @@ func vipCells(v status.VIPStatus) []string {
 }
 
 // wantCells are a VIP's WANT and IFACE cells: what rhi wants (withdraw,
-// drained, announce, degraded) and where the VIP is (absent, present, or
-// degraded: on degraded.interface), marked "!" when they disagree.
+// draining or stopping: in last resort for its drain_grace, drained,
+// announce, degraded, lastresort) and where the VIP is (absent,
+// present, degraded: on degraded.interface, or lastresort: on
+// last_resort.interface), marked "!" when they disagree.
 func wantCells(v status.VIPStatus) (want, onIface string) {
 	want = "withdraw"
 	switch {
+	case v.DrainPhase == "draining" || v.DrainPhase == "stopping":
+		want = v.DrainPhase // in last resort until drain_deadline
 	case v.Drained:
 		want = "drained"
 	case v.Desired && v.Tier == decide.TierDegraded:
 		want = "degraded"
+	case v.Desired && v.Tier == decide.TierLastResort:
+		want = "lastresort"
 	case v.Desired:
 		want = "announce"
 	}
 	onIface = "absent"
 	switch {
+	case v.OnLastResort:
+		onIface = "lastresort" // on last_resort.interface
 	case v.OnDegraded:
 		onIface = "degraded" // on degraded.interface
 	case v.OnInterface:
 		onIface = "present"
 	}
-	if v.OnInterface != v.Desired || v.Desired && v.OnDegraded != (v.Tier == decide.TierDegraded) {
+	if v.OnInterface != v.Desired || v.Desired && (v.OnDegraded != (v.Tier == decide.TierDegraded) || v.OnLastResort != (v.Tier == decide.TierLastResort)) {
 		onIface += "!"
 	}
 	return want, onIface
@@ -236,6 +253,23 @@ func birdLine(b status.BirdStatus, now time.Time) string {
 	}
 	return fmt.Sprintf("%s  checked %s ago: %d VIPs agree, %d disagree; sessions %s",
 		b.Socket, ago(now, b.LastCheck), b.Agree, b.Disagree, strings.Join(sessions, " "))
+}
+
+// guardLine is the fail-open guard's line: its rule, whether BIRD's view
+// of the other sites is known, and whether the last-resort interface
+// exists.
+func guardLine(g *status.FailOpenStatus, now time.Time) string {
+	out := fmt.Sprintf("min %d other sites for %s; ", g.MinOtherSites, time.Duration(g.HoldSeconds*float64(time.Second)))
+	switch {
+	case g.Known:
+		out += "view known, last answer " + ago(now, g.LastAnswer) + " ago"
+	default:
+		out += "view UNKNOWN (no failing VIP is withdrawn): " + g.Error
+	}
+	if !g.LastResortExists {
+		out += "; last resort " + g.LastResortInterface + " MISSING (a failing VIP stays where it is)"
+	}
+	return out
 }
 
 // birdCell is one VIP's BIRD column: "ok", "ok 25ms" (time to agree after

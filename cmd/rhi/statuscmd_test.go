@@ -110,6 +110,34 @@ func TestStatusTableUnmanaged(t *testing.T) {
 	}
 }
 
+// TestStatusTableGuard: the fail-open guard's line says its rule, whether
+// BIRD's view is known and whether the last-resort interface is missing;
+// without the guard there is no line.
+func TestStatusTableGuard(t *testing.T) {
+	s := statusSample()
+	var b bytes.Buffer
+	writeStatus(&b, s, statusNow)
+	if strings.Contains(b.String(), "guard ") {
+		t.Errorf("a guard line without the guard:\n%s", b.String())
+	}
+	for _, tc := range []struct {
+		fo   status.FailOpenStatus
+		want string
+	}{
+		{status.FailOpenStatus{MinOtherSites: 1, HoldSeconds: 2, Known: true, LastAnswer: statusNow.Add(-time.Second), LastResortInterface: "rhi2", LastResortExists: true},
+			"guard      min 1 other sites for 2s; view known, last answer 1s ago\n"},
+		{status.FailOpenStatus{MinOtherSites: 2, HoldSeconds: 0.5, Error: "no ADD-PATH receive", LastResortInterface: "rhi2"},
+			"guard      min 2 other sites for 500ms; view UNKNOWN (no failing VIP is withdrawn): no ADD-PATH receive; last resort rhi2 MISSING (a failing VIP stays where it is)\n"},
+	} {
+		s.FailOpen = &tc.fo
+		b.Reset()
+		writeStatus(&b, s, statusNow)
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("rhi status lacks %q:\n%s", tc.want, b.String())
+		}
+	}
+}
+
 // TestStatusTableDegraded: a degraded VIP shows as such in WANT and IFACE,
 // and one on the wrong interface of the two is marked.
 func TestStatusTableDegraded(t *testing.T) {

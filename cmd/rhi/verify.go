@@ -205,6 +205,8 @@ func runVerify(ctx context.Context, cfg *config.Config, socket string, deps veri
 		return run, err
 	}
 	in := w.Input(hs, cfg.Bird.Protocols, cfg.Bird.Timeout)
+	// site_id's default is BIRD's router id, as for the guard.
+	in.SiteID, in.SiteFromRouter = uint32(cfg.SiteID), cfg.SiteID == 0
 	run.rep = deps.checkBird(ctx, socket, in)
 	run.code = run.rep.ExitCode()
 	if run.code == verify.ExitConsistent && len(w.NotJudged()) > 0 {
@@ -391,24 +393,32 @@ func held(st vip.State) []netip.Prefix {
 	return slices.Compact(out)
 }
 
-// withDegraded adds to held the host addresses on degraded.interface when
-// some VIP of cfg can be degraded (issue 14): a degraded VIP is on the
-// interface rhi announces from. A missing degraded interface holds none.
+// withDegraded adds to held the host addresses on the lower interfaces
+// rhi uses: degraded.interface when some VIP of cfg can be degraded, and
+// last_resort.interface when the fail-open guard is on. A VIP there is on
+// an interface rhi announces from. A missing interface holds none.
 func withDegraded(ctx context.Context, cfg *config.Config, held []netip.Prefix, readIface interfaceReader) ([]netip.Prefix, error) {
-	if !degradedOn(cfg) {
-		return held, nil
+	var ifaces []string
+	if degradedOn(cfg) {
+		ifaces = append(ifaces, cfg.Degraded.Interface)
 	}
-	st, err := readIface(ctx, cfg.Degraded.Interface)
-	switch {
-	case errors.Is(err, vip.ErrNoInterface):
-		return held, nil
-	case err != nil:
-		return nil, fmt.Errorf("read interface %q: %w", cfg.Degraded.Interface, err)
+	if cfg.FailOpen.Enabled() && lastResortOwn(cfg) {
+		ifaces = append(ifaces, cfg.LastResort.Interface)
 	}
-	out := slices.Clone(held)
-	for _, p := range st.Present {
-		if !slices.Contains(out, p) {
-			out = append(out, p)
+	out := held
+	for _, name := range ifaces {
+		st, err := readIface(ctx, name)
+		switch {
+		case errors.Is(err, vip.ErrNoInterface):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read interface %q: %w", name, err)
+		}
+		out = slices.Clone(out)
+		for _, p := range st.Present {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
 		}
 	}
 	return out, nil

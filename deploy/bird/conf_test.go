@@ -6,26 +6,70 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
+// birdBin is one BIRD to run the parser of: the bird on PATH (BIRD 2 on
+// the hosts and in CI) and BIRD 3 from a Debian 13 root when one is there.
+type birdBin struct {
+	name  string   // "bird2", "bird3"
+	argv  []string // the command that runs it, without arguments
+	stock []string // where its package keeps Debian's stock bird.conf
+}
+
+// bird3Root is the Debian 13 root with bird3 installed that CI builds; the
+// environment variable RHI_BIRD3_ROOT names another.
+const bird3Root = "/var/cache/rhi-ci/trixie-bird3"
+
+// birds lists the BIRDs present here, or skips: BIRD 2 from PATH, BIRD 3 run
+// from its root with the root's own loader and libraries.
+func birds(t *testing.T) []birdBin {
+	t.Helper()
+	var out []birdBin
+	if path, err := exec.LookPath("bird"); err == nil {
+		out = append(out, birdBin{name: "bird2", argv: []string{path}, stock: []string{"/usr/share/bird2/bird.conf", "/etc/bird/bird.conf"}})
+	}
+	root := os.Getenv("RHI_BIRD3_ROOT")
+	if root == "" {
+		root = bird3Root
+	}
+	if _, err := os.Stat(filepath.Join(root, "usr/sbin/bird")); err == nil {
+		out = append(out, birdBin{
+			name: "bird3",
+			argv: []string{filepath.Join(root, "lib64/ld-linux-x86-64.so.2"), "--library-path",
+				filepath.Join(root, "lib/x86_64-linux-gnu") + ":" + filepath.Join(root, "usr/lib/x86_64-linux-gnu"),
+				filepath.Join(root, "usr/sbin/bird")},
+			stock: []string{filepath.Join(root, "usr/share/bird3/bird.conf"), filepath.Join(root, "etc/bird/bird.conf")},
+		})
+	}
+	if len(out) == 0 {
+		t.Skip("no BIRD is installed")
+	}
+	return out
+}
+
+// eachBird runs f as a subtest for every BIRD present.
+func eachBird(t *testing.T, f func(t *testing.T, b birdBin)) {
+	for _, b := range birds(t) {
+		t.Run(b.name, func(t *testing.T) { f(t, b) })
+	}
+}
+
 // parse runs BIRD's own parser over conf, written to a file in a temporary
 // directory, and returns its complaint, or "" when BIRD accepts it.
-func parse(t *testing.T, conf string) string {
+func (b birdBin) parse(t *testing.T, conf string) string {
 	t.Helper()
-	bird, err := exec.LookPath("bird")
-	if err != nil {
-		t.Skip("bird is not installed")
-	}
 	path := filepath.Join(t.TempDir(), "bird.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bird, "-p", "-c", path).CombinedOutput()
+	argv := append(slices.Clone(b.argv), "-p", "-c", path)
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
 		return strings.TrimSpace(err.Error() + ": " + string(out))
 	}
@@ -47,17 +91,16 @@ func include(t *testing.T, name string) string {
 	return "include \"" + filepath.Join(here(t), name) + "\";\n"
 }
 
-// stock returns Debian's stock bird.conf as the installed bird2 package has
-// it (its pristine copy first: /etc/bird/bird.conf may have been edited), or
-// skips.
-func stock(t *testing.T) string {
+// stock returns Debian's stock bird.conf as b's package has it (its pristine
+// copy first: /etc/bird/bird.conf may have been edited), or skips.
+func (b birdBin) stockConf(t *testing.T) string {
 	t.Helper()
-	for _, p := range []string{"/usr/share/bird2/bird.conf", "/etc/bird/bird.conf"} {
-		if b, err := os.ReadFile(p); err == nil {
-			return string(b)
+	for _, p := range b.stock {
+		if data, err := os.ReadFile(p); err == nil {
+			return string(data)
 		}
 	}
-	t.Skip("no stock bird.conf of the bird2 package here")
+	t.Skipf("no stock bird.conf of the %s package here", b.name)
 	return ""
 }
 
@@ -65,6 +108,10 @@ func stock(t *testing.T) string {
 // include the shipped files, so a syntax error in either fails here.
 // examples/bird.conf names the files where the package installs them.
 func TestExamplesParse(t *testing.T) {
+	eachBird(t, testExamplesParse)
+}
+
+func testExamplesParse(t *testing.T, bb birdBin) {
 	t.Run("bird.conf", func(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join("examples", "bird.conf"))
 		if err != nil {
@@ -76,7 +123,7 @@ func TestExamplesParse(t *testing.T) {
 			}
 		}
 		conf := strings.ReplaceAll(string(b), InstallDir+"/", here(t)+"/")
-		if msg := parse(t, conf); msg != "" {
+		if msg := bb.parse(t, conf); msg != "" {
 			t.Error(msg)
 		}
 	})
@@ -86,7 +133,7 @@ func TestExamplesParse(t *testing.T) {
 			t.Fatal(err)
 		}
 		conf := strings.ReplaceAll(string(b), `include "../peer.conf";`, include(t, "peer.conf"))
-		if msg := parse(t, conf); msg != "" {
+		if msg := bb.parse(t, conf); msg != "" {
 			t.Error(msg)
 		}
 	})
@@ -119,9 +166,13 @@ func setting(t *testing.T, re *regexp.Regexp) string {
 // base.conf's two settings into the stock device and kernel protocols.
 // Including base.conf there is refused, as the files say.
 func TestStockDebianConfig(t *testing.T) {
-	conf := stock(t)
+	eachBird(t, testStockDebianConfig)
+}
+
+func testStockDebianConfig(t *testing.T, b birdBin) {
+	conf := b.stockConf(t)
 	t.Run("with the include appended", func(t *testing.T) {
-		if msg := parse(t, conf+"\n"+include(t, "adc.conf")); msg != "" {
+		if msg := b.parse(t, conf+"\n"+include(t, "adc.conf")); msg != "" {
 			t.Error(msg)
 		}
 	})
@@ -132,12 +183,12 @@ func TestStockDebianConfig(t *testing.T) {
 		}
 		merged := insertInto(t, conf, "protocol device {", lines[0])
 		merged = insertInto(t, merged, "protocol kernel {", lines[1]) // the first: ipv4
-		if msg := parse(t, merged+"\n"+include(t, "adc.conf")); msg != "" {
+		if msg := b.parse(t, merged+"\n"+include(t, "adc.conf")); msg != "" {
 			t.Errorf("%s\n%s", msg, merged)
 		}
 	})
 	t.Run("base.conf is refused", func(t *testing.T) {
-		if msg := parse(t, conf+"\n"+include(t, "base.conf")+include(t, "adc.conf")); msg == "" {
+		if msg := b.parse(t, conf+"\n"+include(t, "base.conf")+include(t, "adc.conf")); msg == "" {
 			t.Error("BIRD accepts base.conf with the stock bird.conf: update the comments that say it does not")
 		}
 	})

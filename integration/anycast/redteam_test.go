@@ -8,6 +8,7 @@ package anycast
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
@@ -273,14 +275,26 @@ func TestRedteamPointToPointWithdrawn(t *testing.T) {
 	w, s := newFaultSite(t, site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.ip(t, "addr", "add", "10.9.0.1", "peer", "10.0.0.99/32", "dev", s.DC.Iface)
-	w.peerSees(t, "no route", "10.0.0.99")
-	out, err := s.DC.Run(context.Background(), "ip", "-o", "addr", "show", "dev", s.DC.Iface)
+	// The peer's "no route" proves nothing before rhi has deleted the
+	// entry: BIRD may not have exported it yet (BIRD 3 often has not). So
+	// wait for the deletion, at rhi's next poll, then look at the peer.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out string
+	err := lab.Eventually(ctx, 0, 0, func(ctx context.Context) error {
+		var err error
+		if out, err = s.DC.Run(ctx, "ip", "-o", "addr", "show", "dev", s.DC.Iface); err != nil {
+			return err
+		}
+		if strings.Contains(out, "peer 10.0.0.99/32") {
+			return errors.New("the point-to-point entry is still there")
+		}
+		return nil
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the point-to-point entry stays on %s: %v\n%s", s.DC.Iface, err, out)
 	}
-	if strings.Contains(out, "peer 10.0.0.99/32") {
-		t.Errorf("the point-to-point entry is still on %s:\n%s", s.DC.Iface, out)
-	}
+	w.peerSees(t, "no route", "10.0.0.99")
 	s.logOnce(t, "rhi-main.log", 1, "deleted point-to-point entry", "10.9.0.1 peer 10.0.0.99/32")
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.alive(t)

@@ -27,11 +27,13 @@ type session struct {
 	Neighbor   netip.Addr
 	NeighborAS uint32
 	Host       string // lab host at the other end
+	Extra      string // more lines inside the session, or ""
 }
 
-// plan lays out the lab's hosts: names, addresses, paths and sessions. It does
-// no I/O.
-func plan(l *Lab, dcs int) {
+// plan lays out the lab's hosts for l.opts: names, addresses, paths and
+// sessions. It does no I/O.
+func plan(l *Lab) {
+	dcs := l.opts.DCs
 	ns := func(host string) string { return l.Name + "-" + host }
 	newRouter := func(host string, asn uint32, id netip.Addr) *Router {
 		dir := filepath.Join(l.Dir, host)
@@ -62,15 +64,30 @@ func plan(l *Lab, dcs int) {
 			Protocols:  []string{"peer_4", "peer_6"},
 			PeerProtos: []string{host + "_4", host + "_6"},
 		}
-		d.Router = newRouter(host, peerASN+uint32(i), d.ADCAddr4)
+		asn := peerASN + uint32(i)
+		if l.opts.ADCAS != 0 {
+			asn = l.opts.ADCAS
+		}
+		d.Router = newRouter(host, asn, d.ADCAddr4)
 		d.includes = []string{"base.conf", "adc.conf"}
+		if l.opts.Tiers != nil {
+			d.includes = []string{"base.conf", "tiers.conf"}
+			def := *l.opts.Tiers
+			def.AS = asn
+			def.SiteID, _ = birdconf.SiteID(d.ADCAddr4) // never 0: 10.99.n.2
+			d.defines = def.String()
+		}
+		t4, t6 := "rhi_peer4", "rhi_peer6"
+		if l.opts.Tiers != nil && asn == peerASN {
+			t4, t6 = "rhi_ibgp4", "rhi_ibgp6" // tiers.conf's iBGP templates
+		}
 		d.sessions = []session{
-			{Name: d.Protocols[0], Template: "rhi_peer4", Local: d.ADCAddr4, LocalASN: d.ASN, Neighbor: d.PeerAddr4, NeighborAS: peerASN, Host: "peer"},
-			{Name: d.Protocols[1], Template: "rhi_peer6", Local: d.ADCAddr6, LocalASN: d.ASN, Neighbor: d.PeerAddr6, NeighborAS: peerASN, Host: "peer"},
+			{Name: d.Protocols[0], Template: t4, Local: d.ADCAddr4, LocalASN: d.ASN, Neighbor: d.PeerAddr4, NeighborAS: peerASN, Host: "peer", Extra: l.opts.ADCSession},
+			{Name: d.Protocols[1], Template: t6, Local: d.ADCAddr6, LocalASN: d.ASN, Neighbor: d.PeerAddr6, NeighborAS: peerASN, Host: "peer", Extra: l.opts.ADCSession},
 		}
 		l.Peer.sessions = append(l.Peer.sessions,
-			session{Name: d.PeerProtos[0], Template: "rhi_adc4", Local: d.PeerAddr4, LocalASN: peerASN, Neighbor: d.ADCAddr4, NeighborAS: d.ASN, Host: host},
-			session{Name: d.PeerProtos[1], Template: "rhi_adc6", Local: d.PeerAddr6, LocalASN: peerASN, Neighbor: d.ADCAddr6, NeighborAS: d.ASN, Host: host},
+			session{Name: d.PeerProtos[0], Template: "rhi_adc4", Local: d.PeerAddr4, LocalASN: peerASN, Neighbor: d.ADCAddr4, NeighborAS: d.ASN, Host: host, Extra: l.opts.PeerSession},
+			session{Name: d.PeerProtos[1], Template: "rhi_adc6", Local: d.PeerAddr6, LocalASN: peerASN, Neighbor: d.ADCAddr6, NeighborAS: d.ASN, Host: host, Extra: l.opts.PeerSession},
 		)
 		l.DCs = append(l.DCs, d)
 	}
@@ -83,7 +100,7 @@ func plan(l *Lab, dcs int) {
 var hostConf = template.Must(template.New("host").Parse(`# netns lab {{.Lab}}, host {{.Host}}: generated, do not edit.
 log "{{.Log}}" all;
 router id {{.RouterID}};
-
+{{.Defines}}
 {{range .Includes}}include "{{.}}";
 {{end}}{{range .Sessions}}
 protocol bgp {{.Name}} from {{.Template}} {
@@ -94,6 +111,9 @@ protocol bgp {{.Name}} from {{.Template}} {
   error wait time 1, 5;
   hold time 6;
   keepalive time 2;
+{{- if .Extra}}
+  {{.Extra}}
+{{- end}}
 }
 {{end}}`))
 
@@ -104,14 +124,18 @@ func writeConfigs(l *Lab) error {
 	if err := os.MkdirAll(shared, 0o755); err != nil {
 		return err
 	}
-	adc, base := birdconf.ADC(), birdconf.Base()
-	if l.adc != "" {
-		adc = l.adc
+	adc, base, peer := birdconf.ADC(), birdconf.Base(), birdconf.Peer()
+	if l.opts.ADCConfig != "" {
+		adc = l.opts.ADCConfig
 	}
-	if l.base != "" {
-		base = l.base
+	if l.opts.BaseConfig != "" {
+		base = l.opts.BaseConfig
 	}
-	for name, text := range map[string]string{"adc.conf": adc, "base.conf": base, "peer.conf": birdconf.Peer()} {
+	if l.opts.PeerConfig != "" {
+		peer = l.opts.PeerConfig
+	}
+	files := map[string]string{"adc.conf": adc, "base.conf": base, "peer.conf": peer, "tiers.conf": birdconf.Tiers()}
+	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(shared, name), []byte(text), 0o644); err != nil {
 			return err
 		}
@@ -130,6 +154,7 @@ func writeConfigs(l *Lab) error {
 			"Host":     r.Name,
 			"Log":      r.BirdLog,
 			"RouterID": r.RouterID,
+			"Defines":  r.defines,
 			"Includes": includes,
 			"Sessions": r.sessions,
 		})

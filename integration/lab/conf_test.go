@@ -13,7 +13,8 @@ import (
 
 func TestPlan(t *testing.T) {
 	l := &Lab{Name: "rhi-42-0badcafe", Dir: "/tmp/rhi-42-0badcafe"}
-	plan(l, 2)
+	l.opts.DCs = 2
+	plan(l)
 	var got []string
 	for _, r := range l.routers() {
 		got = append(got, fmt.Sprintf("%s ns=%s as=%d id=%s sock=%s", r.Name, r.NS, r.ASN, r.RouterID, r.BirdSocket))
@@ -56,7 +57,8 @@ func TestConfigsParse(t *testing.T) {
 		t.Run(fmt.Sprintf("%d DCs", dcs), func(t *testing.T) {
 			l := &Lab{Name: "rhi-42-0badcafe"}
 			l.Dir = filepath.Join(t.TempDir(), l.Name)
-			plan(l, dcs)
+			l.opts.DCs = dcs
+			plan(l)
 			if err := writeConfigs(l); err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,10 @@
 // Package lab builds the netns lab of SPEC §7 on one Linux machine: a peer
 // router and N ADC hosts (dc1, dc2, …), each in its own network namespace and
-// each running a real BIRD 2, joined by veth links, with BGP from every ADC to
+// each running a real BIRD, joined by veth links, with BGP from every ADC to
 // the router. The end-to-end tests and `make demo` run rhi and the fake APISIX
-// control API inside the ADC namespaces with [Router.Start].
+// control API inside the ADC namespaces with [Router.Start]. BIRD and birdc
+// are whatever PATH finds: the host's BIRD 2, or BIRD 3 under `make
+// integration-bird3`, whose wrappers come first on PATH.
 //
 // Topology and addressing (lab-only ranges, the same in every lab, since each
 // lab has its own namespaces), for N = 1, 2, …:

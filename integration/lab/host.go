@@ -28,6 +28,7 @@ type Router struct {
 
 	lab      *Lab
 	includes []string // shared files the host file includes, in order
+	defines  string   // lines before the includes (tiers.conf's defines)
 	sessions []session
 }
 

@@ -37,7 +37,8 @@ func TestRouterRoutes(t *testing.T) {
 		"show route table master4":  "lab-peer-show-route.both.txt",
 	})
 	l := &Lab{Name: "rhi-1-00000000", Dir: "/nonexistent"}
-	plan(l, 2)
+	l.opts.DCs = 2
+	plan(l)
 	l.Peer.BirdSocket = srv.Path
 
 	got, err := l.Peer.Routes(t.Context(), netip.MustParsePrefix("10.255.0.10/32"))

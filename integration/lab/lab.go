@@ -10,11 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 )
 
 // DefaultPrefix starts the names of the labs' namespaces and directories.
@@ -45,6 +48,25 @@ type Options struct {
 	// and kernel protocols) on every ADC host: for tests of a BIRD without
 	// rhi's tuning.
 	BaseConfig string
+	// PeerConfig, if set, replaces the shipped deploy/bird/peer.conf on the
+	// router: for a router that, say, sends no ADD-PATH.
+	PeerConfig string
+
+	// Tiers, if set, makes every ADC host include deploy/bird/tiers.conf
+	// instead of adc.conf, after these defines, and gives it the links rhi1
+	// and rhi2 beside rhi0. AS and SiteID are each host's own (its AS and
+	// its router id as a number) and are ignored here.
+	Tiers *birdconf.Defines
+	// ADCAS, if set, is the AS of every ADC host instead of 65001, 65002, …:
+	// sites that share an AS, and with the router's 65000, iBGP (with Tiers,
+	// through tiers.conf's iBGP templates).
+	ADCAS uint32
+	// ADCSession and PeerSession are lines added to every BGP session of the
+	// ADC hosts and of the router, e.g. "allow local as;" and "rr client;".
+	ADCSession, PeerSession string
+	// Bird is the command that runs BIRD, without its arguments. Default
+	// "bird" from PATH. See Bird3.
+	Bird []string
 }
 
 // Lab is a running netns lab. Its methods are safe for concurrent use.
@@ -55,8 +77,7 @@ type Lab struct {
 	DCs  []*DC
 
 	log  logrus.FieldLogger
-	adc  string // the ADCs' shared BIRD file; "" = the shipped one
-	base string // the ADCs' device and kernel protocols; "" = the shipped ones
+	opts Options // as given to New, defaults applied
 
 	mu         sync.Mutex
 	closed     bool
@@ -113,6 +134,9 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if opts.Wait <= 0 {
 		opts.Wait = DefaultWait
 	}
+	if len(opts.Bird) == 0 {
+		opts.Bird = []string{"bird"}
+	}
 
 	var random [4]byte
 	if _, err := rand.Read(random[:]); err != nil {
@@ -123,10 +147,9 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 		Name: name,
 		Dir:  filepath.Join(opts.Dir, name),
 		log:  opts.Log.WithField("lab", name),
-		adc:  opts.ADCConfig,
-		base: opts.BaseConfig,
+		opts: opts,
 	}
-	plan(l, opts.DCs)
+	plan(l)
 	if n := len(l.DCs[len(l.DCs)-1].BirdSocket); n > 107 {
 		return nil, fmt.Errorf("lab directory %q: BIRD socket path is %d bytes, the limit is 107", opts.Dir, n)
 	}
@@ -155,7 +178,8 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 	// The router first: it only listens, and the ADCs connect a second after
 	// they start.
 	for _, r := range l.routers() {
-		if _, err := r.Start(context.Background(), "bird", "bird", "-f", "-c", r.BirdConfig, "-s", r.BirdSocket, "-P", filepath.Join(r.Dir, "bird.pid")); err != nil {
+		argv := append(slices.Clone(opts.Bird), "-f", "-c", r.BirdConfig, "-s", r.BirdSocket, "-P", filepath.Join(r.Dir, "bird.pid"))
+		if _, err := r.Start(context.Background(), "bird", argv...); err != nil {
 			return nil, err
 		}
 	}
@@ -206,8 +230,14 @@ func (l *Lab) buildNetwork(ctx context.Context) error {
 		fmt.Fprintf(&b, "addr add %s/64 dev %s nodad\n", d.ADCAddr6, d.ADCIface)
 		fmt.Fprintf(&b, "link set %s up\n", d.ADCIface)
 		// ifb: the kernel here has no dummy link type; production uses dummy.
-		fmt.Fprintf(&b, "link add %s type ifb\n", d.Iface)
-		fmt.Fprintf(&b, "link set %s up\n", d.Iface)
+		links := []string{d.Iface}
+		if l.opts.Tiers != nil {
+			links = append(links, birdconf.DegradedInterface, birdconf.LastResortInterface)
+		}
+		for _, link := range links {
+			fmt.Fprintf(&b, "link add %s type ifb\n", link)
+			fmt.Fprintf(&b, "link set %s up\n", link)
+		}
 		if err := runBatch(ctx, d.NS, b.String()); err != nil {
 			return err
 		}
@@ -327,4 +357,24 @@ func deleteNamespace(ctx context.Context, ns string) error {
 		}
 	}
 	return runIP(ctx, "", "netns", "del", ns)
+}
+
+// Bird3Root is the Debian 13 root with bird3 installed that CI builds
+// (.ci/run); the environment variable RHI_BIRD3_ROOT names another.
+const Bird3Root = "/var/cache/rhi-ci/trixie-bird3"
+
+// Bird3 returns the command that runs BIRD 3 from its Debian root on this
+// host (the root's own dynamic loader and libraries), for Options.Bird, or
+// an error saying why there is none.
+func Bird3() ([]string, error) {
+	root := os.Getenv("RHI_BIRD3_ROOT")
+	if root == "" {
+		root = Bird3Root
+	}
+	bin := filepath.Join(root, "usr/sbin/bird")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("no BIRD 3 here: %w", err)
+	}
+	return []string{filepath.Join(root, "lib64/ld-linux-x86-64.so.2"), "--library-path",
+		filepath.Join(root, "lib/x86_64-linux-gnu") + ":" + filepath.Join(root, "usr/lib/x86_64-linux-gnu"), bin}, nil
 }

@@ -34,83 +34,13 @@ var (
 )
 
 // tierLab builds a lab of n ADCs whose BIRD runs tiers.conf instead of
-// adc.conf, each with an ifb rhi1 beside rhi0, and returns once every session
-// is Established again.
+// adc.conf, each with ifb links rhi1 and rhi2 beside rhi0, and returns once
+// every session is Established.
 func tierLab(t *testing.T, n int, opts lab.Options) *lab.Lab {
 	t.Helper()
 	opts.Prefix, opts.DCs = "rhitiers-", n
-	l := lab.ForTest(t, opts)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	for _, d := range l.DCs {
-		for _, args := range [][]string{
-			{"link", "add", birdconf.DegradedInterface, "type", "ifb"},
-			{"link", "set", birdconf.DegradedInterface, "up"},
-		} {
-			if _, err := d.Run(ctx, "ip", args...); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := useTiers(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, d := range l.DCs {
-		if err := waitFor(ctx, func(ctx context.Context) (bool, error) { return established(ctx, d.Router) }); err != nil {
-			t.Fatalf("%s after the switch to tiers.conf: %v", d.Name, err)
-		}
-	}
-	return l
-}
-
-// useTiers rewrites d's host file to include tiers.conf, with its defines,
-// instead of adc.conf, and reconfigures BIRD.
-func useTiers(ctx context.Context, d *lab.DC) error {
-	tiers := filepath.Join(d.Dir, "tiers.conf")
-	if err := os.WriteFile(tiers, []byte(birdconf.Tiers()), 0o644); err != nil {
-		return err
-	}
-	host, err := os.ReadFile(d.BirdConfig)
-	if err != nil {
-		return err
-	}
-	var out []string
-	replaced := false
-	for _, line := range strings.Split(string(host), "\n") {
-		if strings.HasPrefix(line, "include ") && strings.HasSuffix(line, `/adc.conf";`) {
-			line, replaced = `include "`+tiers+`";`, true
-		}
-		out = append(out, line)
-	}
-	if !replaced {
-		return fmt.Errorf("%s: no include of adc.conf", d.BirdConfig)
-	}
-	conf := birdconf.TiersDefines(d.ASN, prepend, guard4, guard6) + strings.Join(out, "\n")
-	if err := os.WriteFile(d.BirdConfig, []byte(conf), 0o644); err != nil {
-		return err
-	}
-	reply, err := d.Birdc(ctx, "configure")
-	if err != nil {
-		return fmt.Errorf("%s: configure: %w", d.Name, err)
-	}
-	if !strings.Contains(reply, "Reconfigur") {
-		return fmt.Errorf("%s: configure: %s", d.Name, reply)
-	}
-	return nil
-}
-
-// established reports whether every BGP protocol of r is Established.
-func established(ctx context.Context, r *lab.Router) (bool, error) {
-	ps, err := r.Protocols(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, p := range ps {
-		if p.Proto == "BGP" && !p.Established() {
-			return false, fmt.Errorf("%s: %s is %s %s", r.Name, p.Name, p.State, p.Info)
-		}
-	}
-	return true, nil
+	opts.Tiers = &birdconf.Defines{DegradedPrepend: prepend, Guard4: guard4, Guard6: guard6}
+	return lab.ForTest(t, opts)
 }
 
 // ip runs ip inside d's namespace.

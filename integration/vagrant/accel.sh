@@ -16,7 +16,9 @@ if [[ -s $cache && -z ${RHI_LAB_ACCEL_REPROBE:-} ]]; then
 	cat "$cache"
 	exit 0
 fi
-name=${RHI_LAB_BOX:-rhi-lab/debian12}
+# shellcheck source=box/suite.sh
+source integration/vagrant/box/suite.sh
+name=$LAB_BOX
 timeout=${RHI_LAB_ACCEL_PROBE_TIMEOUT:-30}
 why=""
 accel=qemu

@@ -132,11 +132,13 @@ lab_ports() {
 # same text works in /etc/bird (next to rhi/) and in check.sh's scratch
 # directory.
 render_adc_bird() {
-	local host=$1 router=$LAB_ROUTER guard4="" vip
+	local host=$1 router=$LAB_ROUTER guard4="" vip a b c d
 	[[ ${LAB_ROLE[$host]:-} == adc ]] || lab_die "\"$host\" is not an ADC in $LAB_TOPOLOGY"
 	for vip in "${LAB_VIPS[@]}"; do
 		guard4+="${guard4:+, }$vip/32"
 	done
+	# RHI_SITE_ID: the router id as a number, rhi's default site_id.
+	IFS=. read -r a b c d <<<"${LAB_ADDR[$host]}"
 	cat <<EOF
 # bird.conf of $host in the Vagrant lab. Rendered by integration/vagrant/lab.sh
 # from integration/vagrant/topology; do not edit in place. Everything shared
@@ -146,6 +148,7 @@ log syslog all;
 router id ${LAB_ADDR[$host]};
 
 define RHI_AS = ${LAB_ASN[$host]};
+define RHI_SITE_ID = $(( (a << 24) + (b << 16) + (c << 8) + d ));
 define RHI_DEGRADED_PREPEND = 3;
 define RHI_GUARD4 = [ $guard4 ];
 define RHI_GUARD6 = [ 2001:db8::/32{128,128} ];

@@ -28,7 +28,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lab.sh
 source "$here/lab.sh"
-name=${RHI_LAB_BOX:-rhi-lab/debian12}
+# shellcheck source=box/suite.sh
+source "$here/box/suite.sh"
+name=$LAB_BOX
 pool_dir=${RHI_LAB_POOL_DIR:-/var/lib/libvirt/rhi-lab}
 mgmt_net=rhi-lab-mgmt
 mgmt_prefix=${RHI_LAB_MGMT_PREFIX:-192.168.125}

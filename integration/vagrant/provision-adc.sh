@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# provision-adc.sh HOST: turns a Debian 12 VM into one ADC of the Vagrant lab:
-# the rhi0 dummy (systemd-networkd, deploy/networkd), BIRD 2 (deploy/bird),
-# backends, APISIX in standalone mode with active health checks and the
-# warm-up units, and rhi under its systemd unit with deploy/rhi.yaml.
+# provision-adc.sh HOST: turns a Debian 12 or 13 VM into one ADC of the Vagrant
+# lab: the rhi0 dummy (systemd-networkd, deploy/networkd), BIRD (deploy/bird;
+# Debian 12's bird2 or Debian 13's bird3), backends, APISIX in standalone mode
+# with active health checks and the warm-up units, and rhi under its systemd
+# unit with deploy/rhi.yaml.
 #
 # Run by Vagrant as root, with the repository at /vagrant. Safe to run again
 # (`vagrant provision`): every step writes whole files; BIRD and APISIX restart
@@ -53,9 +54,13 @@ render() {
 # route to the mirror) needs apt. Offline, `apt-get update` would only warn.
 log "packages"
 need=()
-for p in bird2 ca-certificates curl python3; do
+for p in ca-certificates curl python3; do
 	dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
+# BIRD 2 on Debian 12, BIRD 3 on 13 (whose bird2 and bird3 conflict).
+if ! dpkg -s bird2 >/dev/null 2>&1 && ! dpkg -s bird3 >/dev/null 2>&1; then
+	if [[ $(. /etc/os-release && echo "${VERSION_CODENAME:-}") == bookworm ]]; then need+=(bird2); else need+=(bird3); fi
+fi
 if ((${#need[@]})); then
 	apt-get update -qq
 	"${apt_install[@]}" "${need[@]}" >/dev/null

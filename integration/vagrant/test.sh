@@ -5,6 +5,8 @@
 #   box      make vagrant-box (a no-op when the box of this hash is added)
 #   clean    what a killed run left in libvirt (libvirt.sh clean)
 #   up       make deb; make vagrant-up with that package (router, dc1, dc2)
+#   bird     each ADC runs the suite's BIRD (RHI_LAB_SUITE: bookworm BIRD 2,
+#            trixie BIRD 3)
 #   guard    each ADC's rhi_guard4 (tiers.conf) holds the other's VIPs
 #   failover make vagrant-failover, RHI_LAB_FAILOVER_RUNS times (5)
 #   verify   make vagrant-verify
@@ -22,6 +24,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 export RHI_LAB_APISIX=${RHI_LAB_APISIX:-fake}
+export RHI_LAB_SUITE=${RHI_LAB_SUITE:-bookworm}
 export VAGRANT_CHECKPOINT_DISABLE=1
 make=${MAKE:-make}
 runs=${RHI_LAB_FAILOVER_RUNS:-5}
@@ -99,6 +102,21 @@ t=$(now)
 timeout "$up_timeout" "$make" --no-print-directory vagrant-up 2>&1 | stdbuf -oL tr '\r' '\n' | sed -u '/KProgress:/d'
 took=$(secs "$t" "$(now)")
 figure "accel $(cat .vagrant/rhi-lab-accel 2>/dev/null || echo "${RHI_LAB_ACCEL:-?}"), APISIX $RHI_LAB_APISIX, up in ${took%.*} s"
+
+# The BIRD of the suite, on every ADC.
+step=bird
+case $RHI_LAB_SUITE in
+trixie) want=3 ;;
+*) want=2 ;;
+esac
+for h in $adcs; do
+	v=$(on "$h" 'bird --version 2>&1' | sed -n 's/^BIRD version \([0-9][0-9.]*\).*/\1/p')
+	if [[ $v != "$want".* ]]; then
+		log "$h runs BIRD ${v:-(no version)}, want $want.x on $RHI_LAB_SUITE"
+		exit 1
+	fi
+done
+figure "$RHI_LAB_SUITE, BIRD $v on the ADCs"
 
 # The sessions come up after provisioning; on a slow host that takes a while.
 step=converge

@@ -335,3 +335,36 @@ func checkFilePath(s string) issue {
 	}
 	return issue{}
 }
+
+// DefaultDrainGrace is drain_grace when the file sets none: how long a
+// drained VIP stays announced in last resort (GRACEFUL_SHUTDOWN, the
+// largest prepend) before it is withdrawn. In the two-site lab the router
+// moved its traffic within a few milliseconds of the step down; 5 s leaves
+// room for a larger network's path hunting and still ends a drain promptly
+// (docs/semantics.md, "Drain").
+const DefaultDrainGrace = 5 * time.Second
+
+// MaxDrainGrace is the longest drain_grace. A withdrawing shutdown waits
+// for the longest one before it withdraws, and the unit's TimeoutStopSec
+// (100 s) must cover that wait, the withdrawal and BIRD's confirmation.
+const MaxDrainGrace = 60 * time.Second
+
+// parseDrainGrace reads drain_grace: zero ("0", "0s": withdraw at once) or
+// a duration of at most MaxDrainGrace.
+func parseDrainGrace(s string) (time.Duration, issue) {
+	graceHint := "0s (withdraw at once) to " + MaxDrainGrace.String()
+	switch d, err := time.ParseDuration(s); {
+	case (err == nil && d == 0) || s == "0":
+		return 0, issue{}
+	case err == nil && d < 0:
+		return 0, issue{msg: "must not be negative", allowed: graceHint}
+	}
+	d, is := parseDuration(s)
+	switch {
+	case !is.ok():
+		return 0, is
+	case d > MaxDrainGrace:
+		return 0, issue{msg: "too long", allowed: graceHint}
+	}
+	return d, issue{}
+}

@@ -49,29 +49,31 @@ func TestSeedExample(t *testing.T) {
 		OnShutdown:    "keep",
 		StatusListen:  "127.0.0.1:9711",
 		DrainFile:     "/var/lib/rhi/drain",
+		DrainGrace:    5 * time.Second,
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     "report",
 		ControlSocket: "/run/rhi/rhi.sock",
 		Degraded:      Degraded{Interface: "rhi1"},
-		FailOpen:      FailOpen{Hold: 2 * time.Second, Release: 30 * time.Second},
+		LastResort:    LastResort{Interface: "rhi2"},
+		FailOpen:      FailOpen{Hold: 2 * time.Second},
 		VIPs: []VIP{
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
 				Description: "Production API",
 				Upstreams:   health.MustUpstreams("/apisix/upstreams/api"),
-				Condition:   All, Rise: 1, Fall: 1,
+				Condition:   All, Rise: 1, Fall: 1, DrainGrace: 5 * time.Second,
 			},
 			{
 				Address:     netip.MustParsePrefix("10.0.0.101/32"),
 				Description: "Admin portal",
 				Upstreams:   health.MustUpstreams("/apisix/upstreams/auth", "/apisix/upstreams/admin"),
-				Condition:   All, Rise: 1, Fall: 1,
+				Condition:   All, Rise: 1, Fall: 1, DrainGrace: 5 * time.Second,
 			},
 			{
 				Address:     netip.MustParsePrefix("10.0.0.102/32"),
 				Description: "Public app",
 				Upstreams:   health.MustUpstreams("/apisix/upstreams/app-primary", "/apisix/upstreams/app-reserve"),
-				Condition:   Any, Rise: 1, Fall: 1,
+				Condition:   Any, Rise: 1, Fall: 1, DrainGrace: 5 * time.Second,
 			},
 		},
 	}
@@ -97,11 +99,13 @@ func TestDefault(t *testing.T) {
 		OnShutdown:       "keep",
 		StatusListen:     "127.0.0.1:9711",
 		DrainFile:        "/var/lib/rhi/drain",
+		DrainGrace:       5 * time.Second,
 		StateFile:        "/var/lib/rhi/owned",
 		Unmanaged:        "report",
 		ControlSocket:    "/run/rhi/rhi.sock",
 		Degraded:         Degraded{Interface: "rhi1"},
-		FailOpen:         FailOpen{Hold: 2 * time.Second, Release: 30 * time.Second},
+		LastResort:       LastResort{Interface: "rhi2"},
+		FailOpen:         FailOpen{Hold: 2 * time.Second},
 	}
 	if diff := cmp.Diff(want, Default(), cmpConfig); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)
@@ -228,7 +232,7 @@ func TestProblems(t *testing.T) {
 		{File: "rhi.yaml", Line: 18, Path: "vips[2].condition", Msg: "unknown value", Got: "most", Allowed: "all, any"},
 		{File: "rhi.yaml", Line: 19, Path: "vips[3].address", Msg: "same address as vips[0] at line 9", Got: "10.0.0.100"},
 		{File: "rhi.yaml", Line: 20, Path: "vips[3].upstreams", Msg: "must list at least one upstream"},
-		{File: "rhi.yaml", Line: 21, Path: "vips[3].condtion", Msg: "unknown key", Allowed: "address, description, upstreams, condition, rise, fall, min_healthy, probe, degraded"},
+		{File: "rhi.yaml", Line: 21, Path: "vips[3].condtion", Msg: "unknown key", Allowed: "address, description, upstreams, condition, rise, fall, min_healthy, probe, degraded, drain_grace"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)

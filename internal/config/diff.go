@@ -32,7 +32,8 @@ func (c Changes) Reloadable() bool { return len(c.RestartOnly) == 0 }
 func IsRestartOnly(key string) bool {
 	switch key {
 	case "interface", "main_log", "error_log", "log_format", "status_listen",
-		"control_socket", "bird.socket", "state_file", "degraded.interface":
+		"control_socket", "bird.socket", "state_file", "degraded.interface",
+		"last_resort.interface", "site_id":
 		return true
 	}
 	return false

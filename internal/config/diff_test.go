@@ -77,6 +77,7 @@ func TestDiffKnowsEveryKey(t *testing.T) {
 	v := reflect.ValueOf(Config{})
 	walk(v, v, "", func(key string, _, _ reflect.Value) { all = append(all, key) })
 	named := []string{"interface", "main_log", "error_log", "log_format", "status_listen", "control_socket", "bird.socket", "state_file", "degraded.interface",
+		"last_resort.interface", "site_id",
 		"apisix_control_url", "apisix_timeout", "apisix_poll_mode"}
 	for _, k := range named {
 		if !slices.Contains(all, k) {
@@ -89,7 +90,7 @@ func TestDiffKnowsEveryKey(t *testing.T) {
 			restartOnly = append(restartOnly, k)
 		}
 	}
-	if want := named[:9]; !slices.Equal(slices.Sorted(slices.Values(restartOnly)), slices.Sorted(slices.Values(want))) {
+	if want := named[:11]; !slices.Equal(slices.Sorted(slices.Values(restartOnly)), slices.Sorted(slices.Values(want))) {
 		t.Errorf("restart-only keys %v, want %v", restartOnly, want)
 	}
 	// Every leaf of the file is a key of its own, sections included.
@@ -161,7 +162,7 @@ func TestDiffComparesEveryAcceptedKey(t *testing.T) {
 	accepted := []string{}
 	for _, k := range topKeys {
 		switch k {
-		case "failure_policy", "bird", "degraded", "fail_open":
+		case "failure_policy", "bird", "degraded", "fail_open", "last_resort":
 		default:
 			accepted = append(accepted, k)
 		}
@@ -176,7 +177,12 @@ func TestDiffComparesEveryAcceptedKey(t *testing.T) {
 		accepted = append(accepted, "degraded."+k)
 	}
 	for _, k := range failOpenKeys {
-		accepted = append(accepted, "fail_open."+k)
+		if k != "release" { // read only to warn that it is ignored
+			accepted = append(accepted, "fail_open."+k)
+		}
+	}
+	for _, k := range lastResortKeys {
+		accepted = append(accepted, "last_resort."+k)
 	}
 	for _, k := range accepted {
 		if !slices.Contains(all, k) {

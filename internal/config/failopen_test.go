@@ -7,11 +7,11 @@ import (
 )
 
 func TestFailOpenParse(t *testing.T) {
-	c, err := Parse("rhi.yaml", []byte("fail_open:\n  min_other_sites: 2\n  hold: 500ms\n  release: 1m\n"))
+	c, err := Parse("rhi.yaml", []byte("fail_open:\n  min_other_sites: 2\n  hold: 500ms\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := FailOpen{MinOtherSites: 2, Hold: 500 * time.Millisecond, Release: time.Minute}
+	want := FailOpen{MinOtherSites: 2, Hold: 500 * time.Millisecond}
 	if c.FailOpen != want || !c.FailOpen.Enabled() {
 		t.Errorf("got %+v, want %+v (enabled)", c.FailOpen, want)
 	}
@@ -19,12 +19,30 @@ func TestFailOpenParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (FailOpen{MinOtherSites: 1, Hold: 2 * time.Second, Release: 30 * time.Second}); c.FailOpen != want {
+	if want := (FailOpen{MinOtherSites: 1, Hold: 2 * time.Second}); c.FailOpen != want {
 		t.Errorf("defaults: got %+v, want %+v", c.FailOpen, want)
 	}
 	d := Default()
 	if d.FailOpen.Enabled() {
 		t.Errorf("the guard is on by default: %+v", d.FailOpen)
+	}
+}
+
+// TestFailOpenReleaseDeprecated: a file written for the guard that had a
+// release time still starts rhi, and the key is named, with its line, in
+// a warning; a bad value is still an error.
+func TestFailOpenReleaseDeprecated(t *testing.T) {
+	c, err := Parse("rhi.yaml", []byte("fail_open:\n  min_other_sites: 1\n  release: 30s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := Warnings(c)
+	want := `rhi.yaml:3: fail_open.release: no longer used, ignored: a VIP whose health fails stays in the last-resort tier until min_other_sites other sites serve it for hold; delete the key (got "30s")`
+	if len(ws) != 1 || ws[0] != want {
+		t.Errorf("warnings %q, want [%q]", ws, want)
+	}
+	if c.FailOpen != (FailOpen{MinOtherSites: 1, Hold: 2 * time.Second}) {
+		t.Errorf("got %+v", c.FailOpen)
 	}
 }
 
@@ -48,9 +66,9 @@ func TestFailOpenErrors(t *testing.T) {
 // needs a restart.
 func TestFailOpenReloadable(t *testing.T) {
 	a, b := Default(), Default()
-	b.FailOpen = FailOpen{MinOtherSites: 1, Hold: time.Second, Release: time.Minute}
+	b.FailOpen = FailOpen{MinOtherSites: 1, Hold: time.Second}
 	ch := Diff(&a, &b)
-	if got := strings.Join(ch.Keys, ","); got != "fail_open.min_other_sites,fail_open.hold,fail_open.release" {
+	if got := strings.Join(ch.Keys, ","); got != "fail_open.min_other_sites,fail_open.hold" {
 		t.Errorf("keys %q", got)
 	}
 	if !ch.Reloadable() {

@@ -48,10 +48,12 @@ func Default() Config {
 		OnShutdown:    ShutdownKeep,
 		StatusListen:  "127.0.0.1:9711",
 		DrainFile:     "/var/lib/rhi/drain",
+		DrainGrace:    DefaultDrainGrace,
 		StateFile:     "/var/lib/rhi/owned",
 		Unmanaged:     UnmanagedReport,
 		ControlSocket: "/run/rhi/rhi.sock",
 		Degraded:      Degraded{Interface: DefaultDegradedInterface},
+		LastResort:    LastResort{Interface: DefaultLastResortInterface},
 		FailOpen:      defaultFailOpen(),
 	}
 }
@@ -402,11 +404,11 @@ var (
 		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "fast_poll_interval", "apisix_poll_budget", "interface",
 		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
 		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "fail_open", "vips",
-		"degraded",
+		"degraded", "last_resort", "site_id", "drain_grace",
 	}
 	policyKeys = []string{"control_api_unreachable", "max_failed_polls", "no_checker"}
 	birdKeys   = []string{"socket", "protocols", "timeout"}
-	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall", "min_healthy", "probe", "degraded"}
+	vipKeys    = []string{"address", "description", "upstreams", "condition", "rise", "fall", "min_healthy", "probe", "degraded", "drain_grace"}
 )
 
 func (p *parser) config(root *yaml.Node, c *Config) {
@@ -433,19 +435,25 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["status_listen"], "status_listen", &c.StatusListen, checked(checkListen))
 	set(p, m["control_socket"], "control_socket", &c.ControlSocket, checked(checkControlSocket))
 	set(p, m["drain_file"], "drain_file", &c.DrainFile, checked(checkFilePath))
+	set(p, m["drain_grace"], "drain_grace", &c.DrainGrace, parseDrainGrace)
 	set(p, m["state_file"], "state_file", &c.StateFile, checked(checkFilePath))
 	p.collisions(m, c)
 	set(p, m["unmanaged_addresses"], "unmanaged_addresses", &c.Unmanaged, enum(UnmanagedReport, UnmanagedWithdraw))
 	if n := m["degraded"]; n != nil {
 		p.degradedGlobal(n, c)
 	}
+	if n := m["last_resort"]; n != nil {
+		p.lastResort(n, c)
+	}
+	set(p, m["site_id"], "site_id", &c.SiteID, parseSiteID)
 	if n := m["fail_open"]; n != nil {
-		p.failOpen(n, &c.FailOpen)
+		p.failOpen(n, c)
 	}
 	if n := m["vips"]; n != nil {
 		p.vips(n, c)
 	}
 	p.degradedClash(m, c)
+	p.lastResortClash(m, c)
 }
 
 // collisions refuses two of rhi's files at one path: the record and the
@@ -571,7 +579,7 @@ func (p *parser) vip(n *yaml.Node, path string, c *Config) (v VIP, ok bool) {
 		p.report(n, path, "", issue{msg: "empty list item, expected a VIP"})
 		return VIP{}, false
 	}
-	v = VIP{Condition: All, Rise: c.Rise, Fall: c.Fall, Degraded: Degraded{Below: c.Degraded.Below}}
+	v = VIP{Condition: All, Rise: c.Rise, Fall: c.Fall, Degraded: Degraded{Below: c.Degraded.Below}, DrainGrace: c.DrainGrace}
 	if m["address"] == nil {
 		p.report(n, path+".address", "", issue{msg: "required key missing"})
 	}
@@ -583,6 +591,7 @@ func (p *parser) vip(n *yaml.Node, path string, c *Config) (v VIP, ok bool) {
 	set(p, m["condition"], path+".condition", &v.Condition, enum(All, Any))
 	set(p, m["rise"], path+".rise", &v.Rise, parseCount)
 	set(p, m["fall"], path+".fall", &v.Fall, parseCount)
+	set(p, m["drain_grace"], path+".drain_grace", &v.DrainGrace, parseDrainGrace)
 	if pn := m["probe"]; pn != nil {
 		v.Probe = p.probe(pn, path+".probe")
 	}

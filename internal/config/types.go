@@ -101,6 +101,10 @@ type Config struct {
 	// DrainFile holds the VIPs drained by `rhi drain`, one per line (or
 	// "all"); it survives restarts. A missing file drains nothing.
 	DrainFile string `yaml:"drain_file"`
+	// DrainGrace is how long a drained VIP, and every VIP at a withdrawing
+	// shutdown, stays announced in last resort before it is withdrawn
+	// (0: withdrawn at once); a VIP's own drain_grace overrides it.
+	DrainGrace time.Duration `yaml:"drain_grace"`
 	// StateFile records the VIPs rhi owns on the interface, so that after a
 	// restart it can withdraw those the config no longer lists.
 	StateFile string `yaml:"state_file"`
@@ -114,6 +118,15 @@ type Config struct {
 	// Degraded is the degraded tier's default for every VIP, and its one
 	// interface (issue 14).
 	Degraded Degraded `yaml:"degraded"`
+	// LastResort is the last-resort tier: where the fail-open guard keeps
+	// a VIP whose health fails.
+	LastResort LastResort `yaml:"last_resort"`
+	// SiteID is this site's identity, the one BIRD tags its VIP routes
+	// with (RHI_SITE_ID); 0: BIRD's router id.
+	SiteID SiteID `yaml:"site_id,omitempty"`
+	// Deprecated lists, as "FILE:LINE: PATH: message", the keys that are
+	// read but no longer used; Warnings reports them.
+	Deprecated []string `yaml:"-"`
 }
 
 // FailurePolicy is the failure_policy section.
@@ -147,4 +160,7 @@ type VIP struct {
 	// Degraded is the VIP's effective degraded tier: the global one unless
 	// the VIP sets its own below.
 	Degraded Degraded `yaml:"degraded"`
+	// DrainGrace is the VIP's effective drain_grace: the global one unless
+	// the VIP sets its own.
+	DrainGrace time.Duration `yaml:"drain_grace"`
 }

@@ -28,6 +28,7 @@ func Warnings(c *Config) []string {
 			out = append(out, w)
 		}
 	}
+	out = append(out, c.Deprecated...)
 	return out
 }
 

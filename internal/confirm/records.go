@@ -35,6 +35,7 @@ const (
 	flagWarned
 	flagAgreed
 	flagGaveUp
+	flagLastResort
 )
 
 // flagOf is f if b, else none.
@@ -52,7 +53,8 @@ func newKept(p netip.Prefix, v VIP) kept {
 		exported: v.Exported, latency: v.Latency, renewed: v.Renewed,
 		changedSec: v.changedAt.Unix(), changedNsec: int32(v.changedAt.Nanosecond()),
 		flags: flagOf(v.Agrees, flagAgrees) | flagOf(v.Stale, flagStale) | flagOf(v.InTable, flagInTable) |
-			flagOf(v.warned, flagWarned) | flagOf(v.agreed, flagAgreed) | flagOf(v.gaveUp, flagGaveUp),
+			flagOf(v.warned, flagWarned) | flagOf(v.agreed, flagAgreed) | flagOf(v.gaveUp, flagGaveUp) |
+			flagOf(v.LastResort, flagLastResort),
 		tries: uint8(min(max(v.tries, 0), 255)),
 	}
 }
@@ -62,7 +64,8 @@ func newKept(p netip.Prefix, v VIP) kept {
 func (r *kept) vip(checkedAt time.Time) VIP {
 	return VIP{
 		Expected: r.expected, Agrees: r.flags&flagAgrees != 0, Stale: r.flags&flagStale != 0,
-		Problem: r.problem, InTable: r.flags&flagInTable != 0, Exported: r.exported,
+		LastResort: r.flags&flagLastResort != 0,
+		Problem:    r.problem, InTable: r.flags&flagInTable != 0, Exported: r.exported,
 		CheckedAt: checkedAt, Latency: r.latency, DisagreeingSince: r.disagreeingSince, Renewed: r.renewed,
 		changedAt: time.Unix(r.changedSec, int64(r.changedNsec)),
 		warned:    r.flags&flagWarned != 0, agreed: r.flags&flagAgreed != 0,

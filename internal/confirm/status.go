@@ -32,6 +32,10 @@ type VIP struct {
 	// drain's confirmation.
 	Expected verify.Expectation `json:"expected"`
 	Agrees   bool               `json:"agrees"`
+	// LastResort: the check held BIRD to the last-resort tier's marks
+	// (GRACEFUL_SHUTDOWN, the largest prepend): with Agrees, BIRD exports
+	// the VIP as last resort, the first step of a drain.
+	LastResort bool `json:"last_resort,omitempty"`
 	// Stale: the checks since this record could not reach BIRD, so it
 	// says what BIRD said then, not now.
 	Stale     bool            `json:"stale,omitempty"`

@@ -75,6 +75,7 @@ func Step(prev VIP, r verify.VIPReport, changedAt time.Time, ifaceUp bool, now t
 	v := VIP{
 		Expected: r.Expected, Agrees: r.Agrees, Problem: r.Problem, InTable: r.InTable, Exported: r.Exported,
 		CheckedAt: now, changedAt: changedAt, Renewed: prev.Renewed,
+		LastResort: r.Tier == verify.TierLastResort,
 	}
 	if prev.changedAt.Equal(changedAt) { // the same change: carry its story on
 		v.Latency, v.warned, v.DisagreeingSince = prev.Latency, prev.warned, prev.DisagreeingSince

@@ -89,10 +89,15 @@ type Deps struct {
 	// Degraded, if set, is the announcer of degraded.interface (issue 14):
 	// degraded VIPs live there instead of on Announcer's interface.
 	Degraded Announcer
-	// Guard, if set, asks BIRD's guard tables which other sites announce
-	// each VIP, for the fail-open guard (fail_open); nil: the guard never
-	// engages.
-	Guard GuardAsker
+	// LastResort, if set, is the announcer of last_resort.interface: where
+	// the fail-open guard keeps a VIP whose health fails. nil: the tier
+	// is never available.
+	LastResort Announcer
+	// Guard, if set, asks BIRD's guard tables which other sites serve
+	// each VIP, for the fail-open guard (fail_open); nil: the guard's
+	// view is always unknown, and no VIP whose health fails is withdrawn
+	// while the guard is on.
+	Guard GuardViewer
 }
 
 // applyTimeout bounds one Set: netlink calls carry their own socket timeout,
@@ -132,6 +137,7 @@ type Daemon struct {
 	iface     vip.State
 	writes    ifaceWrites
 	started   bool
+	stopping  bool // shutdown withdraws every VIP: placement's stopping phase
 	drained   drain.Set
 	drainErr  string
 	last      pollRun // the last tick's poll
@@ -140,12 +146,16 @@ type Daemon struct {
 	tickEnd   time.Time // end of the last tick
 	own       ownership
 	unmanaged unmanagedAddrs
-	tier      tiers // the degraded interface, if any
+	tier      tiers // the lower interfaces, if any
 
 	views views // what Status renders
 
 	probes probes   // the data-path probes of the last poll (issue 13)
 	fo     failOpen // the fail-open guard (guard.go)
+	gr     graces   // drain_grace deadlines (grace.go)
+	// sleep waits through a withdrawing shutdown's grace; realSleep but
+	// in tests.
+	sleep func(time.Duration)
 
 	fast   fastPolls  // moving upstreams, polled alone (fastpoll.go)
 	budget pollBudget // the control API's time rhi takes (budget.go)
@@ -170,8 +180,9 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		drainW:    drain.NewWatcher(cfg.DrainFile),
 		drains:    make(chan drain.Update, 1),
 		orphans:   map[netip.Prefix]bool{},
-		tier:      tiers{ann: deps.Degraded},
+		tier:      tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
 		fo:        newFailOpen(deps.Guard),
+		sleep:     realSleep,
 	}
 	if d.now == nil {
 		d.now = time.Now
@@ -261,10 +272,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// interval, not back to back.
 	t := d.newTicker(d.cfg.PollInterval)
 	defer t.Stop()
+	defer d.gr.stopTimer()
 	for {
 		select {
 		case <-ctx.Done():
 			return d.shutdown()
+		case <-d.gr.c():
+			d.graceDue(ctx)
 		case r := <-d.reloads:
 			d.applyReload(r.cfg)
 			close(r.applied)
@@ -356,6 +370,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 		return decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
 	}, d.now())
 	for _, p := range gone {
+		d.endGrace(p)
 		d.orphans[p] = true
 		d.log.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Info("vip removed from config; withdrawing")
 	}
@@ -400,8 +415,11 @@ func (d *Daemon) tick(ctx context.Context) {
 		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
 			d.vs.touch(i, polled, true)
 		}
+		if c.From.Announced != c.To.Announced {
+			d.fellAt(c.VIP, c.To.Announced, polled)
+		}
 	}
-	d.stepGuards(polled)
+	d.expireView(polled)
 	moved, err := d.apply(ctx)
 	d.writes.ticked(err)
 	// Logged once the interface is set: at 1,000 VIPs writing the lines
@@ -491,7 +509,7 @@ func (d *Daemon) start(ctx context.Context) bool {
 		}
 	}
 	actx, cancel = context.WithTimeout(ctx, applyTimeout)
-	ok := d.observeDegraded(actx, st)
+	ok := d.observeLower(actx, st)
 	cancel()
 	if !ok {
 		return false
@@ -499,32 +517,31 @@ func (d *Daemon) start(ctx context.Context) bool {
 	d.iface = st
 	now := d.now()
 	present := 0
-	d.vs.seed(d.onEither, now)
+	// Health's state starts from the tiers it decides: a VIP found in last
+	// resort was not announced by health, and placement keeps it there
+	// until the guard or health says otherwise.
+	d.vs.seed(func(p netip.Prefix) bool { return st.Has(p) || d.tier.holds(degIdx, p) }, now)
 	for i := range d.cfg.VIPs {
-		if d.onEither(d.cfg.VIPs[i].Address) {
+		if d.onAny(d.cfg.VIPs[i].Address) {
 			present++
 		}
 	}
 	d.seedTier()
-	d.adoptRecord(d.bothIfaces(st))
+	d.adoptRecord(d.allIfaces(st))
 	d.started = true
 	d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "vips": len(d.cfg.VIPs), "present": present}).Info("started; initial VIP state taken from the interface")
 	return true
 }
 
-// desired reports whether a VIP should be on the interface now: announced
-// by health or by the fail-open guard, and not drained by an operator.
+// desired reports whether a VIP should be on an interface now: its
+// placement is not withdrawn.
 func (d *Daemon) desired(p netip.Prefix) bool {
-	return (d.vs.get(p).Announced || d.fo.engaged(p)) && !d.drained.Has(p)
+	return d.placementOf(p).Tier.Present()
 }
 
 // desiredAt is desired of the i-th VIP of the config, without a lookup.
 func (d *Daemon) desiredAt(i int) bool {
-	if !d.vs.ready {
-		return false
-	}
-	p := d.cfg.VIPs[i].Address
-	return (d.vs.state[i].Announced || d.fo.engaged(p)) && !d.drained.Has(p)
+	return d.vs.ready && d.vs.placed[i].Tier.Present()
 }
 
 // apply sets the interface to the desired state, and reports whether that
@@ -532,6 +549,7 @@ func (d *Daemon) desiredAt(i int) bool {
 // error, counted, returned, and retried on the next tick by the same
 // declarative call.
 func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
+	d.placeAll()
 	defer d.dropOwned()
 	st, err := d.setOwned(ctx)
 	d.noteWrite(err)
@@ -603,8 +621,16 @@ func (d *Daemon) logChange(c decide.Change) {
 		e = e.WithField("tier", string(decide.TierDegraded))
 	}
 	switch {
-	case c.From.Announced && !c.To.Announced && d.fo.engaged(c.VIP) && !d.drained.Has(c.VIP):
-		e.WithField("action", "keep").Warn("vip unavailable, but the fail-open guard keeps it announced")
+	case c.From.Announced && !c.To.Announced && d.placementOf(c.VIP).Tier != decide.TierWithdrawn:
+		// Placement keeps it (last resort, or where it is while that tier
+		// is missing) and logged why.
+		pl := d.placementOf(c.VIP)
+		e = e.WithFields(logrus.Fields{"action": "keep", "tier": string(pl.Tier), "placement": string(pl.Reason)})
+		if pl.Tier == decide.TierLastResort {
+			e.Warn("vip unavailable, but the fail-open guard keeps it announced in last resort")
+			return
+		}
+		e.Error("vip unavailable, but the fail-open guard keeps it announced where it is: the last-resort interface is missing")
 	case c.From.Announced != c.To.Announced && c.To.Announced:
 		e.WithField("action", "announce").Info("vip available: announcing")
 	case c.From.Announced != c.To.Announced:
@@ -627,30 +653,42 @@ func (d *Daemon) logChange(c decide.Change) {
 }
 
 // shutdown applies on_shutdown: keep leaves the VIPs in place so a restart
-// does not flap routes; withdraw removes every owned VIP.
+// does not flap routes (a drain in its grace is finished first:
+// finishDrains); withdraw steps every announced VIP down to last
+// resort for its drain_grace (stepDownAll), then removes every owned VIP.
 func (d *Daemon) shutdown() error {
 	if d.cfg.OnShutdown != config.ShutdownWithdraw {
+		d.finishDrains()
 		d.log.WithField("on_shutdown", "keep").Info("stopping; VIPs left as they are")
 		return nil
 	}
+	d.stepDownAll()
+	// Placement's stopping phase, the graces over, places every VIP
+	// withdrawn; the VIPs leave the interfaces as it says, and /status
+	// says why.
+	d.stopping, d.gr.until = true, nil
+	d.placeAll()
 	d.owned = make(map[netip.Prefix]bool, len(d.vs.state)+len(d.orphans))
 	d.steady.valid = false
 	for i := range d.vs.state {
-		d.owned[d.vs.vips[i].Address] = false
+		d.owned[d.vs.vips[i].Address] = d.desiredAt(i)
 	}
 	for p := range d.orphans {
 		d.owned[p] = false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	defer cancel()
-	// Both interfaces, the degraded one first; a failure there is an
-	// error, but does not keep the main one from being withdrawn.
-	degErr := d.withdrawDegraded(ctx)
+	// Every interface, the lower ones first; a failure there is an error,
+	// but does not keep the main one from being withdrawn.
+	degErr := d.withdrawLower(ctx)
 	if degErr != nil {
-		d.log.WithError(degErr).Error("stopping; withdrawing VIPs from the degraded interface failed")
+		d.log.WithError(degErr).Error("stopping; withdrawing VIPs from the lower interfaces failed")
 	}
 	st, err := d.ann.Set(ctx, d.owned)
-	d.iface = st
+	if known := known(st, err, d.iface); known.Exists || err == nil {
+		d.iface = known
+	}
+	d.publish()
 	err = errors.Join(err, degErr)
 	if errors.Is(err, vip.ErrNoInterface) && degErr == nil {
 		// No interface, no addresses: BIRD announces nothing from it.
@@ -725,21 +763,26 @@ func (d *Daemon) confirmJob() confirmJob {
 		VIPs:            make([]verify.VIP, 0, len(d.cfg.VIPs)+len(d.orphans)),
 		Protocols:       d.cfg.Bird.Protocols,
 		ExchangeTimeout: d.cfg.Bird.Timeout,
+		SiteID:          uint32(d.cfg.SiteID), // 0: not checked
 	}
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		want := d.desiredAt(i)
+		tier := decide.TierWithdrawn
+		if d.vs.ready {
+			tier = d.vs.placed[i].Tier
+		}
+		want := tier.Present()
 		if d.dryRun {
-			want = d.onEither(p) // a dry run changes nothing: BIRD is held to the interface as it is
+			want = d.onAny(p) // a dry run changes nothing: BIRD is held to the interface as it is
 		}
 		exp := verify.Absent
 		if want {
 			exp = verify.Present
 		}
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.onEither(p), Tier: d.tierExpected(i, want)})
+		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.onAny(p), Tier: d.tierExpected(i, tier)})
 	}
 	for p := range d.orphans {
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.onEither(p)})
+		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.onAny(p)})
 	}
 	at := make([]time.Time, len(in.VIPs)) // orphans: zero, as they have none
 	copy(at, d.vs.since)
@@ -754,7 +797,7 @@ func (d *Daemon) renew(ctx context.Context, m map[netip.Prefix]bool) {
 		return // BIRD drops a down link's routes: nothing was missed
 	}
 	for p, present := range m {
-		if d.desired(p) != present || d.onEither(p) != present {
+		if d.desired(p) != present || d.onAny(p) != present {
 			continue // changed since: the next confirmation judges afresh
 		}
 		rctx, cancel := context.WithTimeout(ctx, applyTimeout)

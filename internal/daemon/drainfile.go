@@ -66,17 +66,25 @@ func (d *Daemon) noteDrain(u drain.Update) bool {
 	}
 	set := u.Set
 	changed := false
+	now := d.now()
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		was, now := d.drained.Has(p), set.Has(p)
-		if was == now {
+		was, on := d.drained.Has(p), set.Has(p)
+		if was == on {
 			continue
 		}
 		changed = true
 		e := d.log.WithFields(logrus.Fields{"vip": p.String(), "drain_file": path})
-		if now {
-			e.WithField("action", "drain").Info("vip drained by the operator: withdrawing it whatever its health")
+		if on {
+			d.startGrace(i, now)
+			e = e.WithFields(logrus.Fields{"action": "drain", "drain_grace": d.cfg.VIPs[i].DrainGrace})
+			if d.cfg.VIPs[i].DrainGrace > 0 {
+				e.Info("vip drained by the operator: withdrawing it whatever its health, after its drain_grace in last resort if it is announced")
+			} else {
+				e.Info("vip drained by the operator: withdrawing it whatever its health")
+			}
 		} else {
+			d.endGrace(p)
 			e.WithField("action", "undrain").Info("vip undrained: its health decides again")
 		}
 	}

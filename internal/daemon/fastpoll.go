@@ -297,14 +297,17 @@ func (d *Daemon) stepFast(ctx context.Context, vips []int, merged health.Snapsho
 		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
 			d.vs.touch(i, polled, true)
 		}
+		if c.From.Announced != c.To.Announced {
+			d.fellAt(c.VIP, c.To.Announced, polled)
+		}
 	}
-	d.stepGuards(polled)
+	d.expireView(polled)
 	moved, err := d.apply(ctx)
 	d.writes.ticked(err)
 	for _, c := range changes {
 		d.logChange(c)
 	}
-	if len(changes) > 0 || moved {
+	if len(changes) > 0 || moved || !d.confirmed {
 		d.requestConfirm()
 	}
 	d.last.snap = merged

@@ -2,66 +2,85 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
-	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/guard"
-	"github.com/rhi-daemon/rhi/internal/guardbird"
+	"github.com/rhi-daemon/rhi/internal/place"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
-// GuardAsker asks BIRD's guard tables which other sites announce each VIP
-// (the fail-open guard, config fail_open); guardbird.Socket satisfies it.
-// Ask returns within ctx and reports an unreachable BIRD in Answer.Err.
-type GuardAsker interface {
-	Ask(ctx context.Context, vips []netip.Prefix) guardbird.Answer
+// GuardViewer asks BIRD, in one round, which other sites serve each VIP
+// (the fail-open guard, config fail_open). View returns within ctx; a
+// round that cannot tell sets View.Err, a VIP it cannot tell is in
+// View.Unknown or absent. It is called from one goroutine at a time.
+type GuardViewer interface {
+	View(ctx context.Context, vips []netip.Prefix) guard.View
 }
 
-// The fail-open guard's questions to BIRD: a round every guardEvery, each
-// bounded by guardBudget; an answer older than guardStale counts as none
-// (the asker is stuck), so the guard neither engages on it nor counts it
-// towards a release.
+// The guard's questions to BIRD: a round every guardEvery, each bounded by
+// guardBudget. When no answer has come for guardStale (the viewer is
+// stuck), the loop takes that as an answer that cannot tell: it breaks
+// every run, so a VIP whose health fails goes back to last resort.
 const (
 	guardEvery  = time.Second
 	guardBudget = 5 * time.Second
 	guardStale  = guardBudget + 3*guardEvery
 )
 
+// errStale is the error of the answer the loop takes when none came for
+// guardStale.
+var errStale = errors.New("no fresh answer from BIRD")
+
 // failOpen is the daemon's side of the guard: the goroutine that asks
-// BIRD off the loop, and, owned by the loop, each VIP's guard state and
-// the last answer.
+// BIRD off the loop, and, owned by the loop, each VIP's run and the last
+// answer.
 type failOpen struct {
-	ask     GuardAsker            // nil: BIRD cannot be asked, the guard never engages
-	vips    chan []netip.Prefix   // loop → asker: the VIPs to ask about (latest wins)
-	answers chan guardbird.Answer // asker → loop (latest wins)
-	states  map[netip.Prefix]guard.State
-	last    guardbird.Answer
-	noBird  string // the reason the guard could not ask BIRD, as last logged
+	ask      GuardViewer         // nil: BIRD cannot be asked, the view is unknown
+	vips     chan []netip.Prefix // loop → asker: the VIPs to ask about (latest wins)
+	answers  chan guard.View     // asker → loop (latest wins)
+	asked    []netip.Prefix      // the VIPs handed to the asker; nil while the guard is off
+	runs     guard.Runs
+	min      int        // the min_other_sites the runs were counted under
+	last     guard.View // the last answer taken; At zero: none since start-up
+	answered bool       // an answer came since start-up: the phase is running
+	// fell is when each VIP's health last failed (decide withdrew it);
+	// none: before start-up. The guard needs answers after it.
+	fell    map[netip.Prefix]time.Time
+	unknown string // why the view is unknown, as last logged
 }
 
-func newFailOpen(ask GuardAsker) failOpen {
+func newFailOpen(ask GuardViewer) failOpen {
 	return failOpen{
-		ask: ask, states: map[netip.Prefix]guard.State{},
-		vips: make(chan []netip.Prefix, 1), answers: make(chan guardbird.Answer, 1),
+		ask: ask, fell: map[netip.Prefix]time.Time{},
+		vips: make(chan []netip.Prefix, 1), answers: make(chan guard.View, 1),
 	}
 }
 
-// engaged reports whether the guard announces p.
-func (f *failOpen) engaged(p netip.Prefix) bool { return f.states[p].Engaged }
-
 // guarded hands the asker the VIPs of the config, none when the guard is
-// off.
+// off, and starts the runs afresh when min_other_sites changed: a run
+// counted under another rule proves nothing.
 func (d *Daemon) guarded() {
 	var vips []netip.Prefix
-	if d.cfg.FailOpen.Enabled() {
+	fo := d.cfg.FailOpen
+	if fo.Enabled() {
 		vips = make([]netip.Prefix, 0, len(d.cfg.VIPs))
 		for i := range d.cfg.VIPs {
 			vips = append(vips, d.cfg.VIPs[i].Address)
 		}
 	}
+	if fo.MinOtherSites != d.fo.min {
+		d.fo.runs.Reset()
+		d.fo.min = fo.MinOtherSites
+	}
+	d.fo.runs.Keep(d.owns)
+	for p := range d.fo.fell {
+		if !d.owns(p) {
+			delete(d.fo.fell, p)
+		}
+	}
+	d.fo.asked = vips
 	offerLatest(d.fo.vips, vips)
 }
 
@@ -98,21 +117,21 @@ func (d *Daemon) askLoop(ctx context.Context, tick <-chan time.Time) {
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, guardBudget)
-		a := d.fo.ask.Ask(actx, vips)
+		v := d.fo.ask.View(actx, vips)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		a.At = d.now()
-		offerLatest(d.fo.answers, a)
+		v.At = d.now()
+		offerLatest(d.fo.answers, v)
 	}
 }
 
-// takeGuard takes an answer from BIRD in: the guard may engage or release
-// between polls.
-func (d *Daemon) takeGuard(ctx context.Context, a guardbird.Answer) {
-	d.fo.last = a
-	if !d.started || !d.stepGuards(d.now()) {
+// takeGuard takes an answer from BIRD in, and sets the interfaces at once
+// if that moves a VIP.
+func (d *Daemon) takeGuard(ctx context.Context, v guard.View) {
+	d.noteView(v)
+	if !d.started || !d.placeAll() {
 		return
 	}
 	d.apply(ctx)
@@ -120,132 +139,109 @@ func (d *Daemon) takeGuard(ctx context.Context, a guardbird.Answer) {
 	d.publish()
 }
 
-// observe is what the last answer says about p.
-func (d *Daemon) observe(p netip.Prefix, now time.Time) guard.Observation {
-	a := &d.fo.last
-	if d.fo.ask == nil || a.Err != nil || a.At.IsZero() || now.Sub(a.At) > guardStale {
-		return guard.Observation{}
+// noteView advances every VIP's run by v and logs a change of whether the
+// view is known.
+func (d *Daemon) noteView(v guard.View) {
+	d.fo.last, d.fo.answered = v, true
+	if d.cfg.FailOpen.Enabled() {
+		d.fo.runs.Take(d.cfg.FailOpen.MinOtherSites, &v, d.fo.asked)
 	}
-	others, ok := a.Origins[p]
-	if !ok {
-		return guard.Observation{}
-	}
-	return guard.Observation{Known: true, Others: others, Self: a.Self}
+	d.noteUnknown()
 }
 
-// stepGuards runs the guard for every VIP after decide, and reports
-// whether that changed what should be on the interface.
-func (d *Daemon) stepGuards(now time.Time) bool {
-	cfg := d.cfg.FailOpen
-	if !d.vs.ready || (!cfg.Enabled() && len(d.fo.states) == 0) {
-		return false
+// expireView takes, at a tick, the absence of an answer for guardStale as
+// an answer that cannot tell.
+func (d *Daemon) expireView(now time.Time) {
+	if d.fo.ask != nil && d.fo.answered && d.cfg.FailOpen.Enabled() && now.Sub(d.fo.last.At) > guardStale {
+		d.noteView(guard.View{At: now, Err: errStale})
 	}
-	changed, noBird := false, false
-	for i := range d.cfg.VIPs {
-		p := d.cfg.VIPs[i].Address
-		health := d.vs.state[i].Announced
-		in := guard.Input{Health: health, Drained: d.drained.Has(p), Obs: d.observe(p, now), Now: now}
-		next, ev, why := guard.Step(cfg, d.fo.states[p], in)
-		d.fo.states[p] = next
-		noBird = noBird || why == guard.WhyNoBird
-		if ev == guard.None {
-			continue
-		}
-		d.logGuard(p, ev, why, next)
-		if !health && !in.Drained {
-			changed = true
-			d.vs.touch(i, now, true)
-		}
-	}
-	if !cfg.Enabled() {
-		clear(d.fo.states)
-	}
-	for p := range d.fo.states {
-		if !d.owns(p) {
-			delete(d.fo.states, p) // dropped by a reload
-		}
-	}
-	d.noteNoBird(noBird)
-	return changed
 }
 
-// logGuard logs an engagement or a release, as an error: either means
-// that health and the announcement disagree, or did.
-func (d *Daemon) logGuard(p netip.Prefix, ev guard.Event, why guard.Why, s guard.State) {
-	e := d.log.WithFields(logrus.Fields{"vip": p.String(), "min_other_sites": d.cfg.FailOpen.MinOtherSites, "other_sites": s.Sites})
-	if ev == guard.Engage {
-		e.WithFields(logrus.Fields{"action": "announce", "reason": string(guard.Reason), "hold": d.cfg.FailOpen.Hold}).
-			Error("fail-open guard engaged: too few other sites announce the vip; announcing it although health would withdraw it")
+// fellAt notes when health withdrew the i-th VIP, for the guard.
+func (d *Daemon) fellAt(p netip.Prefix, announced bool, at time.Time) {
+	if announced {
+		delete(d.fo.fell, p)
 		return
 	}
-	e.WithField("why", string(why)).Error("fail-open guard released: the vip follows its health again")
+	d.fo.fell[p] = at
 }
 
-// noteNoBird logs, when it changes, that the guard would have to ask BIRD
-// for a VIP health withdraws and cannot.
-func (d *Daemon) noteNoBird(now bool) {
-	msg := ""
-	if now {
-		switch {
-		case d.fo.ask == nil:
-			msg = "no BIRD socket to ask"
-		case d.fo.last.Err != nil:
-			msg = d.fo.last.Err.Error()
-		case d.fo.last.VIPErr != nil:
-			msg = d.fo.last.VIPErr.Error()
-		case d.fo.last.At.IsZero():
-			// Waiting for the first answer, which comes within a
-			// second of start-up: not worth a warning.
-		default:
-			msg = "no fresh answer from BIRD"
-		}
+// phase is the daemon's phase for placement: stopping once a withdrawing
+// shutdown began; starting until the guard's first answer (when it has a
+// BIRD to ask); running otherwise.
+func (d *Daemon) phase() place.Phase {
+	switch {
+	case d.stopping:
+		return place.Stopping
+	case d.fo.ask != nil && !d.fo.answered && d.cfg.FailOpen.Enabled():
+		return place.Starting
 	}
-	if msg == d.fo.noBird {
-		return
-	}
-	if msg == "" {
-		d.log.Info("fail-open guard can ask BIRD again")
-	} else {
-		d.log.WithField("error", msg).Warn("fail-open guard cannot ask BIRD which other sites announce a withdrawn vip: it will not engage")
-	}
-	d.fo.noBird = msg
+	return place.Running
 }
 
-// guardErr is why the guard cannot ask BIRD, for /status; "" when it can
-// or the guard is off.
-func (d *Daemon) guardErr() string {
+// verdict is the guard's verdict on p.
+func (d *Daemon) verdict(p netip.Prefix) guard.Verdict {
+	return d.fo.runs.Of(p).Verdict(d.cfg.FailOpen.Hold, d.fo.fell[p])
+}
+
+// viewUnknown is why the guard's view as a whole is unknown; "" when it is
+// known or the guard is off.
+func (d *Daemon) viewUnknown() string {
 	switch {
 	case !d.cfg.FailOpen.Enabled():
 		return ""
 	case d.fo.ask == nil:
 		return "no BIRD socket to ask"
+	case !d.fo.answered:
+		return "no answer from BIRD yet"
 	case d.fo.last.Err != nil:
 		return d.fo.last.Err.Error()
-	case d.fo.last.At.IsZero():
-		return "no answer from BIRD yet"
-	case d.now().Sub(d.fo.last.At) > guardStale:
-		return "no fresh answer from BIRD"
 	}
 	return ""
 }
 
-// renderFailOpen adds the guard's view to a VIP's status.
-func renderFailOpen(vs *status.VIPStatus, v *view, rec vipRec) {
+// noteUnknown logs, when it changes, that the guard's view is unknown: no
+// VIP whose health fails is withdrawn meanwhile, every one stays in last
+// resort.
+func (d *Daemon) noteUnknown() {
+	msg := d.viewUnknown()
+	if msg == d.fo.unknown {
+		return
+	}
+	d.fo.unknown = msg
+	if msg == "" {
+		d.log.Info("fail-open guard: BIRD's view of the other sites is known again")
+		return
+	}
+	d.log.WithField("error", msg).Error("fail-open guard: BIRD's view of the other sites is unknown; every vip whose health fails stays in last resort")
+}
+
+// guardStatus is the guard's part of /status; nil while it is off.
+func guardStatus(v *view) *status.FailOpenStatus {
+	if !v.cfg.FailOpen.Enabled() {
+		return nil
+	}
+	return &status.FailOpenStatus{
+		Known: v.viewErr == "", Error: v.viewErr, LastAnswer: v.viewAt,
+		MinOtherSites: v.cfg.FailOpen.MinOtherSites, HoldSeconds: v.cfg.FailOpen.Hold.Seconds(),
+		LastResortInterface: v.cfg.LastResort.Interface, LastResortExists: v.lastResort.Exists,
+	}
+}
+
+// renderFailOpen adds the guard's view of one VIP to its status.
+func renderFailOpen(vs *status.VIPStatus, v *view, r guard.Run) {
 	if !v.cfg.FailOpen.Enabled() {
 		return
 	}
-	g := rec.guard
-	fo := &status.VIPFailOpen{Engaged: g.Engaged, Since: g.Since, OtherSites: g.Sites}
-	if g.Sites < 0 {
-		fo.Error = v.guardErr
+	fo := &status.VIPFailOpen{OtherSites: r.Sites, Since: r.Since}
+	if r.Last.IsZero() {
+		fo.OtherSites = -1
+		fo.Error = v.viewErr
 		if fo.Error == "" {
-			fo.Error = "BIRD did not answer for this VIP"
+			fo.Error = "no answer from BIRD for this VIP yet"
 		}
+	} else if r.Err != nil {
+		fo.Error = r.Err.Error()
 	}
 	vs.FailOpen = fo
-	if g.Engaged && !vs.Drained {
-		// Health's tier is "withdrawn"; the guard puts the VIP on the
-		// main interface, at full weight.
-		vs.Reason, vs.Desired, vs.Tier = guard.Reason, true, decide.TierAnnounced
-	}
 }

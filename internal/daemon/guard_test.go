@@ -3,44 +3,64 @@ package daemon
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/guard"
-	"github.com/rhi-daemon/rhi/internal/guardbird"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/owned"
+	"github.com/rhi-daemon/rhi/internal/place"
+	"github.com/rhi-daemon/rhi/internal/status"
+	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
-var v100 = netip.MustParsePrefix("10.0.0.100/32")
+var (
+	v100 = netip.MustParsePrefix("10.0.0.100/32")
+	v101 = netip.MustParsePrefix("10.0.0.101/32")
+	v102 = netip.MustParsePrefix("10.0.0.102/32")
+)
 
-// fakeAsker answers as the test says: the origins of the other sites per
-// VIP (none unless set), or an error. It records the VIPs it was asked about.
-type fakeAsker struct {
+// fo1 is the guard as the lab runs it: one other site, hold 2 s.
+var fo1 = config.FailOpen{MinOtherSites: 1, Hold: 2 * time.Second}
+
+// fakeViewer answers as the test says: per VIP the site ids of the other
+// sites serving it (nobody unless set), VIPs it cannot tell, or an error
+// for the whole round. It records the VIPs it was asked about.
+type fakeViewer struct {
 	mu      sync.Mutex
-	origins map[netip.Prefix][]uint32
+	serving map[netip.Prefix][]uint32
+	unknown map[netip.Prefix]error
 	err     error
 	asked   chan []netip.Prefix // receives every question, if not nil
 }
 
-func (f *fakeAsker) set(p netip.Prefix, others ...uint32) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.origins[p] = others
+func newFakeViewer() *fakeViewer {
+	return &fakeViewer{serving: map[netip.Prefix][]uint32{}, unknown: map[netip.Prefix]error{}}
 }
 
-func (f *fakeAsker) Ask(_ context.Context, vips []netip.Prefix) guardbird.Answer {
+func (f *fakeViewer) set(p netip.Prefix, sites ...uint32) {
 	f.mu.Lock()
-	a := guardbird.Answer{Err: f.err, Self: 65001, Origins: map[netip.Prefix][]uint32{}}
+	defer f.mu.Unlock()
+	f.serving[p] = sites
+}
+
+func (f *fakeViewer) View(_ context.Context, vips []netip.Prefix) guard.View {
+	f.mu.Lock()
+	v := guard.View{Err: f.err, Serving: map[netip.Prefix][]uint32{}, Unknown: maps.Clone(f.unknown)}
 	for _, p := range vips {
-		if f.err == nil {
-			a.Origins[p] = f.origins[p] // none unless set
+		if _, bad := f.unknown[p]; !bad {
+			v.Serving[p] = f.serving[p]
 		}
 	}
 	ch := f.asked
@@ -48,259 +68,507 @@ func (f *fakeAsker) Ask(_ context.Context, vips []netip.Prefix) guardbird.Answer
 	if ch != nil {
 		ch <- vips
 	}
-	return a
+	return v
 }
 
-func guardRig(t *testing.T, fo config.FailOpen) (*rig, *fakeAsker) {
+// watchedLink is a fakeLink that reports every Set to the rig, which
+// checks after each write that v100 is still on some interface.
+type watchedLink struct {
+	*fakeLink
+	after func()
+}
+
+func (w watchedLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error) {
+	st, err := w.fakeLink.Set(ctx, owned)
+	w.after()
+	return st, err
+}
+
+// ladderRig runs the seed's three VIPs over rhi0, rhi1 and rhi2 with the
+// guard on, a fake clock and a fake view of BIRD.
+type ladderRig struct {
+	d            *Daemon
+	health       *fakeHealth
+	main, deg    *fakeLink
+	lr           *fakeLink
+	view         *fakeViewer
+	clock        *clock
+	logs         *logtest.Hook
+	watch        bool // count writes that leave v100 on no interface
+	gaps         int
+	onMainFailed int // writes that added v100 to rhi0 while its health failed
+	failing      bool
+	wasOnMain    bool
+}
+
+func newLadderRig(t *testing.T, cfg *config.Config, main, deg, lr *fakeLink) *ladderRig {
 	t.Helper()
-	cfg := seed(config.Withdraw)
-	cfg.FailOpen = fo
-	r := newRig(t, cfg, newFakeLink())
-	a := &fakeAsker{origins: map[netip.Prefix][]uint32{}}
-	r.d.fo.ask = a
+	if cfg.DrainFile == "" {
+		cfg.DrainFile = filepath.Join(t.TempDir(), "drain")
+	}
+	cfg.Degraded.Interface, cfg.LastResort.Interface = "rhi1", "rhi2"
+	log, hook := logtest.NewNullLogger()
+	log.Level = logrus.DebugLevel
+	r := &ladderRig{health: newFakeHealth(), main: main, deg: deg, lr: lr, view: newFakeViewer(), clock: &clock{t: time.Unix(1_700_000_000, 0)}, logs: hook}
+	after := func() {
+		m, d, l := r.main.has(v100), r.deg.has(v100), r.lr.has(v100)
+		if r.watch && !m && !d && !l {
+			r.gaps++
+		}
+		if r.failing && m && !r.wasOnMain {
+			r.onMainFailed++
+		}
+		r.wasOnMain = m
+	}
+	r.d = New(cfg, Deps{
+		Health: r.health, Log: log, Now: r.clock.now, Guard: r.view,
+		Announcer: watchedLink{main, after}, Degraded: watchedLink{deg, after}, LastResort: watchedLink{lr, after},
+	})
 	r.health.set(health.Up, api, auth, admin, primary, reserve)
-	return r, a
+	return r
 }
 
-// answer has the asker answer now and the loop take the answer, as the
-// asking goroutine and the loop do every guardEvery.
-func (r *rig) answer(t *testing.T, a *fakeAsker) {
+func ladderSeed() *config.Config {
+	cfg := seed(config.Withdraw)
+	cfg.FailOpen = fo1
+	return cfg
+}
+
+func (l *fakeLink) has(p netip.Prefix) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.addrs[p]
+}
+
+// tick is a poll, 3 s after the last event.
+func (r *ladderRig) tick(t *testing.T) {
 	t.Helper()
-	ans := a.Ask(context.Background(), []netip.Prefix{v100, netip.MustParsePrefix("10.0.0.101/32"), netip.MustParsePrefix("10.0.0.102/32")})
-	ans.At = r.clock.now()
-	r.d.takeGuard(context.Background(), ans)
+	r.clock.advance(3 * time.Second)
+	r.d.tick(context.Background())
 }
 
-func (r *rig) vipStatus(t *testing.T, p netip.Prefix) (reason string, desired bool, fo *struct {
-	engaged bool
-	sites   int
-	err     string
-}) {
+// answer is a round of the guard, 1 s after the last event: the viewer
+// answers and the loop takes the answer.
+func (r *ladderRig) answer() {
+	r.clock.advance(time.Second)
+	v := r.view.View(context.Background(), []netip.Prefix{v100, v101, v102})
+	v.At = r.clock.now()
+	r.d.takeGuard(context.Background(), v)
+}
+
+// where prints which interfaces hold v100.
+func (r *ladderRig) where() string {
+	out := ""
+	for _, x := range []struct {
+		l    *fakeLink
+		name string
+	}{{r.main, "rhi0"}, {r.deg, "rhi1"}, {r.lr, "rhi2"}} {
+		if x.l.has(v100) {
+			out += x.name + " "
+		}
+	}
+	if out == "" {
+		return "none"
+	}
+	return out[:len(out)-1]
+}
+
+func (r *ladderRig) expect(t *testing.T, where string, tier decide.Tier, reason decide.Reason) {
+	t.Helper()
+	if got := r.where(); got != where {
+		t.Errorf("10.0.0.100 is on %s, want %s", got, where)
+	}
+	vs := r.status(t, v100)
+	if vs.Tier != tier || vs.Reason != reason {
+		t.Errorf("status: tier %q reason %q, want %q %q", vs.Tier, vs.Reason, tier, reason)
+	}
+}
+
+func (r *ladderRig) status(t *testing.T, p netip.Prefix) status.VIPStatus {
 	t.Helper()
 	for _, v := range r.d.Status().VIPs {
 		if v.Address == p.String() {
-			if v.FailOpen == nil {
-				return string(v.Reason), v.Desired, nil
-			}
-			return string(v.Reason), v.Desired, &struct {
-				engaged bool
-				sites   int
-				err     string
-			}{v.FailOpen.Engaged, v.FailOpen.OtherSites, v.FailOpen.Error}
+			return v
 		}
 	}
 	t.Fatalf("no status for %s", p)
-	return
+	return status.VIPStatus{}
 }
 
-var fo1 = config.FailOpen{MinOtherSites: 1, Hold: 2 * time.Second, Release: 30 * time.Second}
-
-// TestGuardEngagesAfterHoldAndReleasesOnHealth: health withdraws the VIP
-// while another site announces it; that site goes; after hold the guard
-// announces the VIP again, says so in /status and the log, and lets go
-// when health returns, without a withdrawal in between.
-func TestGuardEngagesAfterHoldAndReleasesOnHealth(t *testing.T) {
-	r, a := guardRig(t, fo1)
-	a.set(v100, 65002)
-	r.answer(t, a)
-	r.tick(t)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
-
+// fail makes 10.0.0.100's health fail from the next poll on, and starts
+// watching for gaps and for the dead VIP on rhi0.
+func (r *ladderRig) fail() {
 	r.health.set(health.Down, api)
+	r.watch, r.failing = true, true
+}
+
+// TestGuardEverySiteFailsInOnePoll: this site and the other one fail in
+// the same poll. The last answer before the failure still showed the
+// other site serving, and so does the first one after it (its move to
+// last resort has not reached this router yet): the VIP goes to last
+// resort in that poll, add before delete, and stays there: never
+// withdrawn, never on a gap, never at full weight.
+func TestGuardEverySiteFailsInOnePoll(t *testing.T) {
+	r := newLadderRig(t, ladderSeed(), newFakeLink(), newFakeLink(), newFakeLink())
+	r.view.set(v100, 7)
 	r.tick(t)
-	r.expect(t, "10.0.0.101 10.0.0.102")
-
-	a.set(v100) // the other site withdraws too
-	r.answer(t, a)
-	r.clock.advance(time.Second)
-	r.answer(t, a)
-	r.expect(t, "10.0.0.101 10.0.0.102")
-	r.clock.advance(time.Second)
-	r.answer(t, a)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
-	if n := r.count(logrus.ErrorLevel, "fail-open guard engaged"); n != 1 {
-		t.Errorf("%d engage lines, want 1", n)
-	}
-	reason, desired, fo := r.vipStatus(t, v100)
-	if reason != string(guard.Reason) || !desired || fo == nil || !fo.engaged || fo.sites != 0 {
-		t.Errorf("status: reason %q desired %v fail_open %+v", reason, desired, fo)
-	}
-
-	// Polls that keep health down keep it announced; so does the other
-	// site coming back for less than release.
-	a.set(v100, 65002)
 	for range 5 {
-		r.tick(t)
-		r.answer(t, a)
+		r.answer()
 	}
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	r.expect(t, "rhi0", decide.TierAnnounced, decide.ReasonHealthy)
 
-	before := r.link.writeCount()
+	r.fail()
+	r.tick(t)
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	r.answer() // still shows site 7 serving
+	r.view.set(v100)
+	for range 10 {
+		r.answer()
+		r.answer()
+		r.tick(t)
+	}
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	if r.gaps > 0 || r.onMainFailed > 0 {
+		t.Errorf("%d writes left the VIP on no interface, %d added it to rhi0 while it failed", r.gaps, r.onMainFailed)
+	}
+	if n := countLogs(r.logs, "announcing it in last resort"); n != 1 {
+		t.Errorf("%d lines about last resort, want 1", n)
+	}
+	if n := countLogs(r.logs, "withdrawing"); n != 0 {
+		t.Errorf("%d lines about withdrawing, want none", n)
+	}
+
+	// Health comes back: full weight at once, add before delete.
 	r.health.set(health.Up, api)
+	r.failing = false
 	r.tick(t)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
-	if w := r.link.writeCount() - before; w != 0 {
-		t.Errorf("health back under an engaged guard cost %d writes, want 0 (no flap)", w)
-	}
-	if n := r.count(logrus.ErrorLevel, "fail-open guard released"); n != 1 {
-		t.Errorf("%d release lines, want 1", n)
-	}
-	if reason, _, fo := r.vipStatus(t, v100); reason != "healthy" || fo.engaged {
-		t.Errorf("after health came back: reason %q, fail_open %+v", reason, fo)
+	r.expect(t, "rhi0", decide.TierAnnounced, decide.ReasonHealthy)
+	if r.gaps > 0 {
+		t.Errorf("%d writes left the VIP on no interface on the way back", r.gaps)
 	}
 }
 
-// TestGuardReleasesWhenOthersAnnounce: an engaged guard lets go once
-// another site has announced the VIP for release (twice that, here: this
-// site, AS 65001, is above 65000 and so kept).
-func TestGuardReleasesWhenOthersAnnounce(t *testing.T) {
-	r, a := guardRig(t, fo1)
+// TestGuardOthersServingWithdrawsPromptly: another site has served the
+// VIP in every answer for longer than hold when this site's health fails:
+// the VIP goes to last resort, and is withdrawn at the second answer after
+// the failure, without waiting hold again. A run that starts after the
+// failure needs hold.
+func TestGuardOthersServingWithdrawsPromptly(t *testing.T) {
+	r := newLadderRig(t, ladderSeed(), newFakeLink(), newFakeLink(), newFakeLink())
+	r.view.set(v100, 7)
 	r.tick(t)
-	r.health.set(health.Down, api)
-	r.answer(t, a)
-	r.tick(t) // 3 s later: past hold
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
-
-	a.set(v100, 65000)
-	r.answer(t, a)
-	for range 19 { // 57 s
-		r.tick(t)
-		r.answer(t, a)
+	for range 3 {
+		r.answer()
 	}
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	r.fail()
 	r.tick(t)
-	r.answer(t, a) // 60 s
-	r.expect(t, "10.0.0.101 10.0.0.102")
-	if n := r.count(logrus.ErrorLevel, "fail-open guard released"); n != 1 {
-		t.Errorf("%d release lines, want 1", n)
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	r.answer()
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	r.answer()
+	r.expect(t, "none", decide.TierWithdrawn, place.ReasonOthersServing)
+	if r.onMainFailed > 0 {
+		t.Errorf("%d writes added the dead VIP to rhi0", r.onMainFailed)
+	}
+
+	// The other site goes: back to last resort at the next answer.
+	r.view.set(v100)
+	r.answer()
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	// It comes back: a new run, which needs hold (2 s: three answers).
+	r.view.set(v100, 7)
+	r.answer()
+	r.answer()
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	r.answer()
+	r.expect(t, "none", decide.TierWithdrawn, place.ReasonOthersServing)
+}
+
+// TestGuardRestart: rhi restarts while 10.0.0.100, whose health fails, is
+// announced (on rhi0, or already in last resort on rhi2), and the guard has
+// no answer yet: its first tick puts the VIP in last resort, never
+// withdraws it. A VIP that was withdrawn stays so until the guard looks.
+func TestGuardRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		main, lr  []string
+		where     string
+		tier      decide.Tier
+		wantNoGap bool
+	}{
+		{"on rhi0", []string{tierVIP}, nil, "rhi2", decide.TierLastResort, true},
+		{"on rhi2", nil, []string{tierVIP}, "rhi2", decide.TierLastResort, true},
+		{"withdrawn", nil, nil, "none", decide.TierWithdrawn, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ladderSeed()
+			cfg.StateFile = filepath.Join(t.TempDir(), "owned")
+			rec := owned.File(cfg.StateFile)
+			if err := rec.Write(owned.Record{Iface: "rhi0", VIPs: []netip.Prefix{v100, v101, v102}}); err != nil {
+				t.Fatal(err)
+			}
+			main := newFakeLink(append(tc.main, "10.0.0.101/32", "10.0.0.102/32")...)
+			r := newLadderRig(t, cfg, main, newFakeLink(), newFakeLink(tc.lr...))
+			r.d = New(cfg, Deps{Health: r.health, Log: r.d.log, Now: r.clock.now, Guard: r.view, Record: rec,
+				Announcer: watchedLink{main, func() { r.gaps += b2i(!main.has(v100) && !r.lr.has(v100) && tc.wantNoGap) }},
+				Degraded:  r.deg, LastResort: watchedLink{r.lr, func() { r.gaps += b2i(!main.has(v100) && !r.lr.has(v100) && tc.wantNoGap) }},
+			})
+			r.health.set(health.Down, api)
+			r.tick(t) // no answer from BIRD yet
+			reason := place.ReasonStarting
+			if tc.tier == decide.TierWithdrawn {
+				reason = decide.ReasonUnhealthy
+			}
+			r.expect(t, tc.where, tc.tier, reason)
+			if r.gaps > 0 {
+				t.Errorf("%d writes left the VIP on no interface", r.gaps)
+			}
+			// The first answer: nobody else serves it. The phase is
+			// running: a VIP whose health fails goes to last resort.
+			r.answer()
+			r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+		})
 	}
 }
 
-// TestGuardBirdUnreachable: without an answer from BIRD the guard never
-// engages, and /status and one warning say why; an engaged guard holds
-// while BIRD is away.
-func TestGuardBirdUnreachable(t *testing.T) {
-	r, a := guardRig(t, fo1)
-	a.err = errors.New("bird: dial \"/run/bird/bird.ctl\": connection refused")
-	r.tick(t)
-	r.health.set(health.Down, api)
-	for range 5 {
-		r.answer(t, a)
-		r.tick(t)
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	r.expect(t, "10.0.0.101 10.0.0.102")
-	if n := r.count(logrus.WarnLevel, "fail-open guard cannot ask BIRD"); n != 1 {
-		t.Errorf("%d warnings, want 1", n)
-	}
-	if _, _, fo := r.vipStatus(t, v100); fo == nil || fo.sites != -1 || fo.err == "" {
-		t.Errorf("status: fail_open %+v, want other_sites -1 and the error", fo)
-	}
-
-	a.err = nil
-	r.answer(t, a)
-	r.tick(t)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
-	if n := r.count(logrus.InfoLevel, "fail-open guard can ask BIRD again"); n != 1 {
-		t.Errorf("%d lines saying BIRD is back, want 1", n)
-	}
-	a.err = errors.New("timeout")
-	for range 5 {
-		r.answer(t, a)
-		r.tick(t)
-	}
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
-
-	// An answer that stops coming (a stuck asker) is as good as none.
-	a.err = nil
-	r.d.fo.last = guardbird.Answer{}
-	r.health.set(health.Up, api)
-	r.tick(t)
-	r.health.set(health.Down, api)
-	r.answer(t, a)
-	r.clock.advance(guardStale)
-	r.tick(t)
-	r.tick(t)
-	r.expect(t, "10.0.0.101 10.0.0.102")
+	return 0
 }
 
-// TestGuardDrainWins: a drained VIP is withdrawn whatever the guard says,
-// and the guard lets go of it.
+// TestGuardUnknownView: while BIRD's view is unknown (BIRD down, or a
+// router that does not send ADD-PATH: View.Err) no VIP whose health fails
+// is withdrawn: one in last resort stays, one withdrawn comes back to last
+// resort; /status, the metric's field and one error line say so. A VIP
+// the view cannot tell alone is kept the same way while another is
+// withdrawn on the view's word.
+func TestGuardUnknownView(t *testing.T) {
+	for _, why := range []string{"bird: dial \"/run/bird/bird.ctl\": connection refused", "rhi_peer: ADD-PATH receive not negotiated for ipv4"} {
+		t.Run(why, func(t *testing.T) {
+			r := newLadderRig(t, ladderSeed(), newFakeLink(), newFakeLink(), newFakeLink())
+			r.view.set(v100, 7)
+			r.view.set(v101, 7)
+			r.tick(t)
+			r.answer()
+			r.answer()
+			r.answer()
+			r.fail()
+			r.health.set(health.Down, auth)
+			r.tick(t)
+			r.answer()
+			r.answer()
+			r.expect(t, "none", decide.TierWithdrawn, place.ReasonOthersServing)
+
+			r.view.err = errors.New(why)
+			r.answer()
+			r.expect(t, "rhi2", decide.TierLastResort, place.ReasonGuardUnknown)
+			r.gaps = 0 // it was withdrawn, rightly, until now
+			for range 5 {
+				r.answer()
+				r.tick(t)
+			}
+			r.expect(t, "rhi2", decide.TierLastResort, place.ReasonGuardUnknown)
+			s := r.d.Status()
+			if s.FailOpen == nil || s.FailOpen.Known || s.FailOpen.Error != why {
+				t.Errorf("status fail_open %+v, want unknown with %q", s.FailOpen, why)
+			}
+			if n := countLogs(r.logs, "view of the other sites is unknown"); n != 1 {
+				t.Errorf("%d lines about the unknown view, want 1", n)
+			}
+
+			// Known again, but 10.0.0.100 alone cannot be told: it stays,
+			// 10.0.0.101 is withdrawn once its run spans hold.
+			r.view.err = nil
+			r.view.unknown[v100] = errors.New("a path without a site id")
+			for range 3 {
+				r.answer()
+			}
+			r.expect(t, "rhi2", decide.TierLastResort, place.ReasonGuardUnknown)
+			if vs := r.status(t, v101); vs.Tier != decide.TierWithdrawn {
+				t.Errorf("10.0.0.101: %s, want withdrawn", vs.Tier)
+			}
+			if vs := r.status(t, v100); vs.FailOpen == nil || vs.FailOpen.OtherSites != -1 || vs.FailOpen.Error == "" {
+				t.Errorf("10.0.0.100's fail_open %+v", vs.FailOpen)
+			}
+			if s := r.d.Status(); !s.FailOpen.Known {
+				t.Errorf("status fail_open %+v, want known", s.FailOpen)
+			}
+			if r.gaps > 0 {
+				t.Errorf("%d writes left 10.0.0.100 on no interface while it was kept", r.gaps)
+			}
+		})
+	}
+}
+
+// TestGuardOneAnswerProvesNothing: a single answer showing another site,
+// followed by silence, never withdraws a VIP however late the loop
+// re-reads it; after guardStale without an answer the view is unknown.
+func TestGuardOneAnswerProvesNothing(t *testing.T) {
+	r := newLadderRig(t, ladderSeed(), newFakeLink(), newFakeLink(), newFakeLink())
+	r.tick(t)
+	r.fail()
+	r.tick(t)
+	r.view.set(v100, 7)
+	r.answer() // one answer, then BIRD is slow
+	for range 3 {
+		r.tick(t)
+	}
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonGuardUnknown)
+	if s := r.d.Status(); s.FailOpen.Known || s.FailOpen.Error != errStale.Error() {
+		t.Errorf("status fail_open %+v, want unknown: stale", s.FailOpen)
+	}
+}
+
+// TestGuardKeepsADegradedVIPLow: a degraded VIP whose health then fails
+// goes down the ladder to last resort, never up to full weight.
+func TestGuardKeepsADegradedVIPLow(t *testing.T) {
+	cfg := ladderSeed()
+	cfg.VIPs[0].Degraded = config.Degraded{Below: 50}
+	cfg.Degraded.Below = 50
+	r := newLadderRig(t, cfg, newFakeLink(), newFakeLink(), newFakeLink())
+	nh := &nodeHealth{snap: health.Snapshot{}}
+	for _, k := range []string{auth, admin, primary, reserve} {
+		nh.set(k, 4, 4)
+	}
+	r.d.health = nh
+	nh.set(api, 1, 4)
+	r.tick(t)
+	r.answer()
+	r.expect(t, "rhi1", decide.TierDegraded, decide.ReasonDegraded)
+	r.failing, r.watch = true, true
+	nh.set(api, 0, 4)
+	r.tick(t)
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	if r.onMainFailed > 0 || r.gaps > 0 {
+		t.Errorf("%d writes put the failed VIP on rhi0, %d left it on none", r.onMainFailed, r.gaps)
+	}
+}
+
+// TestGuardNoLastResortInterface: while rhi2 is missing, a VIP whose
+// health fails stays where it is, and an error says so once.
+func TestGuardNoLastResortInterface(t *testing.T) {
+	lr := newFakeLink()
+	lr.exists = false
+	r := newLadderRig(t, ladderSeed(), newFakeLink(), newFakeLink(), lr)
+	r.tick(t)
+	r.answer()
+	r.fail()
+	r.failing = false
+	r.tick(t)
+	r.answer()
+	r.tick(t)
+	r.expect(t, "rhi0", decide.TierAnnounced, place.ReasonNoLastResort)
+	if n := countLogs(r.logs, "keeps it announced in last resort"); n != 0 {
+		t.Errorf("%d lines say the VIP is in last resort while rhi2 is missing", n)
+	}
+	if n := countLogs(r.logs, "the last-resort interface is missing: the tier is unavailable"); n != 1 {
+		t.Errorf("%d lines about the missing interface, want 1", n)
+	}
+	if fo := r.d.Status().FailOpen; fo == nil || fo.LastResortExists || fo.LastResortInterface != "rhi2" {
+		t.Errorf("status fail_open %+v, want rhi2 missing", fo)
+	}
+	// It appears: the next tick moves the VIP there.
+	lr.do(func(l *fakeLink) { l.exists = true })
+	r.tick(t)
+	r.answer()
+	r.tick(t)
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	if fo := r.d.Status().FailOpen; fo == nil || !fo.LastResortExists {
+		t.Errorf("status fail_open %+v, want rhi2 there", fo)
+	}
+}
+
+// TestGuardDrainWins: a drained VIP is withdrawn from last resort.
 func TestGuardDrainWins(t *testing.T) {
-	r, a := guardRig(t, fo1)
+	r := newLadderRig(t, ladderSeed(), newFakeLink(), newFakeLink(), newFakeLink())
 	r.tick(t)
-	r.health.set(health.Down, api)
-	r.answer(t, a)
+	r.fail()
 	r.tick(t)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
-
-	r.d.takeDrain(context.Background(), drain.Update{Set: drain.Set{VIPs: map[netip.Prefix]bool{v100: true}}})
-	r.expect(t, "10.0.0.101 10.0.0.102")
-	r.answer(t, a)
-	r.tick(t)
-	r.expect(t, "10.0.0.101 10.0.0.102")
-	if n := r.count(logrus.ErrorLevel, "fail-open guard released"); n != 1 {
-		t.Errorf("%d release lines, want 1", n)
-	}
-	if reason, desired, fo := r.vipStatus(t, v100); reason == string(guard.Reason) || desired || fo.engaged {
-		t.Errorf("drained: reason %q desired %v fail_open %+v", reason, desired, fo)
-	}
+	r.answer()
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	r.d.takeDrain(context.Background(), drain.Update{Path: r.d.cfg.DrainFile, Set: drain.Set{VIPs: map[netip.Prefix]bool{v100: true}}})
+	r.expect(t, "none", decide.TierWithdrawn, place.ReasonDrained)
 }
 
-// TestGuardOffByReload: a reload that turns the guard off releases it and
-// drops fail_open from /status; one that turns it on starts asking.
+// TestGuardOffByReload: a reload that turns the guard off withdraws what it
+// kept and drops fail_open from /status; the asker is told to ask nothing.
 func TestGuardOffByReload(t *testing.T) {
-	r, a := guardRig(t, fo1)
+	r := newLadderRig(t, ladderSeed(), newFakeLink(), newFakeLink(), newFakeLink())
 	r.tick(t)
-	r.health.set(health.Down, api)
-	r.answer(t, a)
+	r.answer()
+	r.fail()
 	r.tick(t)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
 
 	off := *r.d.cfg
 	off.FailOpen.MinOtherSites = 0
 	r.d.applyReload(&off)
 	r.tick(t)
-	r.expect(t, "10.0.0.101 10.0.0.102")
-	if _, _, fo := r.vipStatus(t, v100); fo != nil {
-		t.Errorf("guard off, status still has fail_open %+v", fo)
+	r.expect(t, "none", decide.TierWithdrawn, decide.ReasonUnhealthy)
+	if vs := r.status(t, v100); vs.FailOpen != nil || r.d.Status().FailOpen != nil {
+		t.Errorf("guard off, status still has fail_open %+v", vs.FailOpen)
 	}
 	if vips := <-r.d.fo.vips; len(vips) != 0 {
 		t.Errorf("guard off, the asker still asks about %v", vips)
 	}
 }
 
-// TestGuardOff: with fail_open off (the default) the daemon neither asks
-// nor engages.
+// TestGuardOff: with fail_open off (the default) a VIP whose health fails
+// is withdrawn, as the seed says, and nothing goes to rhi2.
 func TestGuardOff(t *testing.T) {
-	r, a := guardRig(t, config.FailOpen{Hold: time.Second, Release: time.Second})
+	cfg := ladderSeed()
+	cfg.FailOpen = config.FailOpen{Hold: time.Second}
+	r := newLadderRig(t, cfg, newFakeLink(), newFakeLink(), newFakeLink())
 	r.tick(t)
 	r.health.set(health.Down, api)
 	for range 3 {
-		r.answer(t, a)
+		r.answer()
 		r.tick(t)
 	}
-	r.expect(t, "10.0.0.101 10.0.0.102")
-	if _, _, fo := r.vipStatus(t, v100); fo != nil {
-		t.Errorf("fail_open in status while off: %+v", fo)
+	r.expect(t, "none", decide.TierWithdrawn, decide.ReasonUnhealthy)
+	if vs := r.status(t, v100); vs.FailOpen != nil || r.lr.text() != "" {
+		t.Errorf("fail_open in status while off: %+v; rhi2 %q", vs.FailOpen, r.lr.text())
+	}
+}
+
+// TestGuardConfirmsTheTier: BIRD's confirmation expects a VIP in last
+// resort present, exported with the last-resort attributes.
+func TestGuardConfirmsTheTier(t *testing.T) {
+	r := newLadderRig(t, ladderSeed(), newFakeLink(), newFakeLink(), newFakeLink())
+	r.tick(t)
+	r.fail()
+	r.tick(t)
+	job := r.d.confirmJob()
+	for _, v := range job.In.VIPs {
+		if v.Prefix == v100 && (v.Expected != verify.Present || v.Tier != verify.TierLastResort || !v.OnInterface) {
+			t.Errorf("confirmation expects %+v", v)
+		}
+		if v.Prefix == v101 && v.Tier != verify.TierFull {
+			t.Errorf("confirmation expects %+v", v)
+		}
+	}
+	if vs := r.status(t, v100); !vs.Desired || !vs.OnLastResort || !vs.OnInterface {
+		t.Errorf("status %+v", vs)
 	}
 }
 
 // TestRunAsksBird runs the whole loop with the asking goroutine: the
-// guard's ticker fires, the asker is asked about every VIP, and the answer
-// engages the guard.
+// guard's ticker fires, the viewer is asked about every VIP, and its
+// answers move a failed VIP to last resort and then withdraw it.
 func TestRunAsksBird(t *testing.T) {
 	cfg := seed(config.Withdraw)
-	cfg.FailOpen = config.FailOpen{MinOtherSites: 1, Hold: time.Nanosecond, Release: time.Minute}
-	link := newFakeLink()
+	cfg.FailOpen = config.FailOpen{MinOtherSites: 1, Hold: time.Nanosecond}
+	link, lr := newFakeLink(), newFakeLink()
 	link.sets = make(chan struct{}, 64)
 	h := newFakeHealth()
 	h.set(health.Up, auth, admin, primary, reserve)
 	h.set(health.Down, api)
-	a := &fakeAsker{origins: map[netip.Prefix][]uint32{}, asked: make(chan []netip.Prefix, 1)}
-	for i := range cfg.VIPs {
-		a.origins[cfg.VIPs[i].Address] = nil
-	}
-	d := New(cfg, Deps{Health: h, Announcer: link, Guard: a})
+	a := newFakeViewer()
+	a.asked = make(chan []netip.Prefix, 1)
+	a.set(v100, 7)
+	d := New(cfg, Deps{Health: h, Announcer: link, LastResort: lr, Guard: a})
 	// The drain watcher may tick at the same interval: every ticker of
 	// guardEvery fires together.
 	var mu sync.Mutex
@@ -317,11 +585,11 @@ func TestRunAsksBird(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- d.Run(ctx) }()
-	<-link.sets // the first tick: 10.0.0.100 withdrawn
+	<-link.sets // the first tick
 	// The loop takes each answer when it gets to it: keep the asker busy
-	// until the guard shows, bounded by time, not by a count of rounds
-	// (under -race on a loaded machine 100 rounds can pass before the
-	// loop runs once).
+	// until the VIP is withdrawn, bounded by time, not by a count of
+	// rounds (under -race on a loaded machine 100 rounds can pass before
+	// the loop runs once).
 	deadline := time.Now().Add(10 * time.Second) // a failure bound, not a wait
 	for {
 		mu.Lock()
@@ -335,12 +603,12 @@ func TestRunAsksBird(t *testing.T) {
 				t.Fatalf("asked about %v, want the 3 VIPs", vips)
 			}
 		case <-time.After(10 * time.Second): // a failure bound, not a wait
-			t.Fatal("the asker was never asked")
+			t.Fatal("the viewer was never asked")
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the guard never engaged")
+			t.Fatalf("10.0.0.100 never withdrawn: rhi0 %q rhi2 %q", link.text(), lr.text())
 		}
-		if link.text() == "10.0.0.100 10.0.0.101 10.0.0.102" {
+		if link.text() == "10.0.0.101 10.0.0.102" && lr.text() == "" {
 			break
 		}
 		select {
@@ -354,44 +622,59 @@ func TestRunAsksBird(t *testing.T) {
 	}
 }
 
-// TestGuardLastSiteNeverWithdraws: a site that has been the only one
-// announcing the VIP for hold when its health fails keeps it announced:
-// no withdrawal at all, and the log says why.
-func TestGuardLastSiteNeverWithdraws(t *testing.T) {
-	r, a := guardRig(t, fo1)
+// TestGuardShutdownWithdrawsEveryTier: on_shutdown withdraw is placement's
+// stopping phase: a VIP the guard keeps in last resort and a healthy one
+// leave every interface, and /status gives the reason.
+func TestGuardShutdownWithdrawsEveryTier(t *testing.T) {
+	cfg := ladderSeed()
+	cfg.OnShutdown = config.ShutdownWithdraw
+	r := newLadderRig(t, cfg, newFakeLink(), newFakeLink(), newFakeLink())
 	r.tick(t)
-	r.answer(t, a) // nobody else, from now on
+	r.answer()
+	r.fail()
 	r.tick(t)
-	r.answer(t, a)
-	before := r.link.writeCount()
-	r.health.set(health.Down, api)
-	r.tick(t)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
-	if w := r.link.writeCount() - before; w != 0 {
-		t.Errorf("%d interface writes, want none", w)
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonFailOpen)
+	if err := r.d.shutdown(); err != nil {
+		t.Fatal(err)
 	}
-	if n := r.count(logrus.WarnLevel, "fail-open guard keeps it announced"); n != 1 {
-		t.Errorf("%d lines saying the guard keeps it, want 1", n)
+	r.expect(t, "none", decide.TierWithdrawn, place.ReasonStopping)
+	if m, l := r.main.text(), r.lr.text(); m != "" || l != "" {
+		t.Errorf("after shutdown: rhi0 %q rhi2 %q", m, l)
 	}
-	if n := r.count(logrus.InfoLevel, "vip unavailable: withdrawing"); n != 0 {
-		t.Errorf("%d lines saying it is withdrawn, want 0", n)
+	if vs := r.status(t, v101); vs.Tier != decide.TierWithdrawn || vs.Reason != place.ReasonStopping {
+		t.Errorf("10.0.0.101 after shutdown: %s %s", vs.Tier, vs.Reason)
 	}
 }
 
-// TestGuardStatusTier: a VIP the guard announces is on the main interface
-// at full weight, and /status says so: tier "announced", not "withdrawn"
-// (rhi verify reads the tier there, and would skip checking how BIRD
-// exports the VIP).
-func TestGuardStatusTier(t *testing.T) {
-	r, a := guardRig(t, fo1)
+// TestGuardRestartUnsettled: rhi restarts while its VIPs are announced and
+// the control API cannot be read, and BIRD has not answered the guard
+// yet: the VIPs are kept as they are while unsettled, and when the failure
+// policy withdraws them they go to last resort, never off every
+// interface.
+func TestGuardRestartUnsettled(t *testing.T) {
+	cfg := ladderSeed()
+	cfg.StateFile = filepath.Join(t.TempDir(), "owned")
+	rec := owned.File(cfg.StateFile)
+	if err := rec.Write(owned.Record{Iface: "rhi0", VIPs: []netip.Prefix{v100, v101, v102}}); err != nil {
+		t.Fatal(err)
+	}
+	main := newFakeLink("10.0.0.100/32", "10.0.0.101/32", "10.0.0.102/32")
+	r := newLadderRig(t, cfg, main, newFakeLink(), newFakeLink())
+	gaps := 0
+	after := func() { gaps += b2i(!main.has(v100) && !r.lr.has(v100)) }
+	r.d = New(cfg, Deps{Health: r.health, Log: r.d.log, Now: r.clock.now, Guard: r.view, Record: rec,
+		Announcer: watchedLink{main, after}, Degraded: r.deg, LastResort: watchedLink{r.lr, after}})
+	r.health.down() // every upstream unreadable
 	r.tick(t)
-	r.health.set(health.Down, api)
-	r.answer(t, a)
-	r.tick(t)
-	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
-	for _, v := range r.d.Status().VIPs {
-		if v.Address == v100.String() && (!v.Desired || v.Tier != decide.TierAnnounced || v.OnDegraded) {
-			t.Errorf("engaged guard: desired %v tier %q on_degraded %v, want true %q false", v.Desired, v.Tier, v.OnDegraded, decide.TierAnnounced)
-		}
+	r.expect(t, "rhi0", decide.TierAnnounced, decide.ReasonUnknown)
+	for range cfg.FailurePolicy.MaxFailedPolls {
+		r.tick(t)
+	}
+	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonStarting)
+	if gaps > 0 {
+		t.Errorf("%d writes left 10.0.0.100 on no interface", gaps)
+	}
+	if r.d.vs.state[0].Reason != decide.ReasonPolicyWithdraw {
+		t.Errorf("health's reason %s, want the failure policy's withdrawal", r.d.vs.state[0].Reason)
 	}
 }

@@ -160,7 +160,7 @@ func (d *Daemon) holdUnrecorded() {
 	held := 0
 	if d.own.dirty && d.own.file != nil {
 		for p, want := range d.owned {
-			if want && !d.own.recorded[p] && !d.onEither(p) { // on rhi1 too
+			if want && !d.own.recorded[p] && !d.onAny(p) { // on rhi1 too
 				d.owned[p] = false
 				held++
 			}

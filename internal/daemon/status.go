@@ -11,6 +11,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/guard"
+	"github.com/rhi-daemon/rhi/internal/place"
 	"github.com/rhi-daemon/rhi/internal/probe"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/vip"
@@ -18,37 +19,40 @@ import (
 
 // view is what one tick leaves for Status; it is never mutated after publish.
 type view struct {
-	cfg       *config.Config
-	run       pollRun
-	vips      vipRecs // one per cfg.VIPs, in its order
-	iface     vip.State
-	writes    ifaceWrites
-	stats     pollStats
-	orphans   []netip.Prefix // sorted; nil when there are none
-	drained   drain.Set      // replaced, never mutated, by the loop
-	drainErr  string
-	tickEnd   time.Time
-	unmanaged []netip.Prefix // sorted; shared with the loop, which replaces it
-	recordErr string
-	probes    []probe.Result // per VIP, as vips; zero for a VIP without a probe
-	degraded  vip.State      // the degraded interface (issue 14); zero without one
-	guardErr  string         // why the fail-open guard cannot ask BIRD; "" if it can
+	cfg        *config.Config
+	run        pollRun
+	vips       vipRecs // one per cfg.VIPs, in its order
+	iface      vip.State
+	writes     ifaceWrites
+	stats      pollStats
+	orphans    []netip.Prefix // sorted; nil when there are none
+	drained    drain.Set      // replaced, never mutated, by the loop
+	drainErr   string
+	tickEnd    time.Time
+	unmanaged  []netip.Prefix // sorted; shared with the loop, which replaces it
+	recordErr  string
+	probes     []probe.Result             // per VIP, as vips; zero for a VIP without a probe
+	degraded   vip.State                  // the degraded interface (issue 14); zero without one
+	lastResort vip.State                  // the last-resort interface; zero without one
+	viewErr    string                     // why the fail-open guard's view is unknown; "" if known or off
+	viewAt     time.Time                  // when BIRD last answered the guard
+	graces     map[netip.Prefix]time.Time // drain_grace deadlines still running; nil if none
 }
 
 // vipRecs is the loop's per-VIP state in a view, in config order: a copy
 // of the loop's states and its since and flips, shared with the loop
 // (vipStates.touch copies them before it changes them), all empty before
-// the loop is seeded, and the fail-open
-// guard's states only while the guard is enabled. Slices rather than a
-// record per VIP, and the decide.State packed, so that a view at 10,000
-// VIPs keeps 64 bytes a VIP, not the 184 of a record that held a
-// guard.State each (issue 15).
+// the loop is seeded, each VIP's placement, and the fail-open guard's
+// runs only while the guard is enabled. Slices rather than a record per
+// VIP, and the decide.State packed, so that a view at 10,000 VIPs keeps
+// about 100 bytes a VIP without the guard (issue 15).
 type vipRecs struct {
 	state  []packedState
 	other  map[int]decide.State // the states that do not pack, by position
 	since  []time.Time
 	flips  []uint64
-	guards []guard.State // nil unless cfg.FailOpen is enabled
+	placed []place.Placement
+	runs   []guard.Run // nil unless cfg.FailOpen is enabled
 }
 
 // packedState is a decide.State in 16 bytes instead of 64: its reason as
@@ -94,10 +98,11 @@ func (p packedState) unpack() decide.State {
 
 // vipRec is one VIP in a view: what the loop's state says of it.
 type vipRec struct {
-	state decide.State
-	since time.Time
-	flips uint64
-	guard guard.State // the fail-open guard's state
+	state  decide.State
+	since  time.Time
+	flips  uint64
+	placed place.Placement
+	run    guard.Run // the fail-open guard's run
 }
 
 // at is the i-th VIP's record; zero before the loop is seeded.
@@ -109,8 +114,11 @@ func (r *vipRecs) at(i int) vipRec {
 			rec.state = s
 		}
 	}
-	if i < len(r.guards) {
-		rec.guard = r.guards[i]
+	if i < len(r.placed) {
+		rec.placed = r.placed[i]
+	}
+	if i < len(r.runs) {
+		rec.run = r.runs[i]
 	}
 	return rec
 }
@@ -118,7 +126,7 @@ func (r *vipRecs) at(i int) vipRec {
 // fill copies the loop's state into r, reusing r's slices, and shares its
 // since and flips.
 func (r *vipRecs) fill(d *Daemon) {
-	r.state, r.since, r.flips, r.guards = r.state[:0], nil, nil, r.guards[:0]
+	r.state, r.since, r.flips, r.placed, r.runs = r.state[:0], nil, nil, r.placed[:0], r.runs[:0]
 	clear(r.other)
 	if !d.vs.ready {
 		return
@@ -136,12 +144,13 @@ func (r *vipRecs) fill(d *Daemon) {
 	}
 	r.since, r.flips = d.vs.since, d.vs.flips
 	d.vs.shared = true
+	r.placed = append(r.placed, d.vs.placed...)
 	if !d.cfg.FailOpen.Enabled() {
-		r.guards = nil // renderFailOpen reads none
+		r.runs = nil // renderFailOpen reads none
 		return
 	}
 	for i := range d.cfg.VIPs {
-		r.guards = append(r.guards, d.fo.states[d.cfg.VIPs[i].Address])
+		r.runs = append(r.runs, d.fo.runs.Of(d.cfg.VIPs[i].Address))
 	}
 }
 
@@ -200,8 +209,9 @@ func (d *Daemon) publish() {
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
 	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
 	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
-	v.degraded = d.tier.iface
-	v.guardErr = d.guardErr()
+	v.degraded, v.lastResort = d.tier.low[degIdx].iface, d.tier.low[lrIdx].iface
+	v.viewErr, v.viewAt = d.viewUnknown(), d.fo.last.At
+	v.graces = d.graceDeadlines()
 	d.views.publish(v)
 }
 
@@ -254,6 +264,7 @@ func (d *Daemon) renderSummary(s *status.Status, v *view) confirm.Records {
 		Polling: v.stats.polling,
 	}
 	s.Drain = status.DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
+	s.FailOpen = guardStatus(v)
 	var rs confirm.Records
 	if d.conf != nil {
 		s.Bird, rs = d.conf.results()
@@ -291,16 +302,20 @@ func (d *Daemon) render(s *status.Status, v *view) {
 func renderVIP(v *view, i int) status.VIPStatus {
 	c := &v.cfg.VIPs[i]
 	rec := v.vips.at(i)
-	st := rec.state
+	st, pl := rec.state, rec.placed
+	if pl.Tier == "" { // not placed yet
+		pl = place.Placement{Tier: decide.TierWithdrawn, Reason: st.Reason}
+	}
 	vs := status.VIPStatus{
 		Address: c.Address.String(), Description: c.Description, Condition: string(c.Condition),
-		Verdict: st.Verdict, Reason: st.Reason, Desired: st.Announced && !v.drained.Has(c.Address),
+		Verdict: st.Verdict, Reason: pl.Reason, Desired: pl.Tier.Present(), Tier: pl.Tier,
 		Drained:     v.drained.Has(c.Address),
 		OnInterface: v.iface.Has(c.Address), Since: rec.since,
 		FailedPolls: st.FailedPolls, Streak: st.Streak, Transitions: rec.flips,
 	}
-	renderTier(&vs, v, c.Address, st)
-	renderFailOpen(&vs, v, rec)
+	renderTier(&vs, v, c.Address)
+	renderDrain(&vs, v, c.Address, pl)
+	renderFailOpen(&vs, v, rec.run)
 	for _, u := range c.Upstreams {
 		r := v.run.snap[u.Key]
 		us := status.UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/place"
 )
 
 // vipStates is the loop's state of each configured VIP, in config order:
@@ -19,9 +20,13 @@ type vipStates struct {
 	vips  []config.VIP   // cfg.VIPs, for the addresses
 	order []int32        // positions in vips, sorted by address
 	state []decide.State // per position; empty before seed
-	since []time.Time    // last change of Announced or presence
-	flips []uint64       // changes of Announced
-	ready bool           // seeded: the state is known
+	// placed is each VIP's placement (place.Place), computed after every
+	// change of its inputs (placeAll); the zero Placement before the
+	// first.
+	placed []place.Placement
+	since  []time.Time // last change of Announced or presence
+	flips  []uint64    // changes of Announced
+	ready  bool        // seeded: the state is known
 	// shared says that a status view holds since and flips (vipRecs.fill):
 	// they change seldom, so views share them instead of copying 320 KB
 	// a tick at 10,000 VIPs (issue 15), and touch copies them before the
@@ -81,6 +86,7 @@ func (s *vipStates) get(p netip.Prefix) decide.State {
 func (s *vipStates) seed(present func(netip.Prefix) bool, now time.Time) {
 	n := len(s.vips)
 	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint64, n)
+	s.placed = make([]place.Placement, n)
 	s.shared = false
 	for i := range s.vips {
 		s.state[i] = decide.Initial(present(s.vips[i].Address))
@@ -101,6 +107,7 @@ func (s *vipStates) reload(vips []config.VIP, initial func(netip.Prefix) decide.
 	old := *s
 	n := len(vips)
 	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint64, n)
+	s.placed = make([]place.Placement, n)
 	s.shared = false
 	s.order = nil // old still uses its order
 	s.index(vips)
@@ -108,7 +115,7 @@ func (s *vipStates) reload(vips []config.VIP, initial func(netip.Prefix) decide.
 	for i := range vips {
 		p := vips[i].Address
 		if j, ok := old.at(p); ok {
-			s.state[i], s.since[i], s.flips[i] = old.state[j], old.since[j], old.flips[j]
+			s.state[i], s.since[i], s.flips[i], s.placed[i] = old.state[j], old.since[j], old.flips[j], old.placed[j]
 			kept[j] = true
 			continue
 		}

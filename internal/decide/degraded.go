@@ -14,16 +14,23 @@ import (
 // degraded.below, so the VIP is announced degraded.
 const ReasonDegraded Reason = "degraded"
 
-// Tier names the three states of a VIP as decided by health (before drain).
+// Tier names the rungs of a VIP's ladder, high to low. Health decides
+// three of them (State.Tier); the fourth, last resort, only placement
+// (package place) gives, when the fail-open guard keeps a VIP whose health
+// fails.
 type Tier string
 
 const (
-	TierAnnounced Tier = "announced" // on the main interface
-	TierDegraded  Tier = "degraded"  // on the degraded interface
-	TierWithdrawn Tier = "withdrawn" // on neither
+	TierAnnounced  Tier = "announced"   // on the main interface: full weight
+	TierDegraded   Tier = "degraded"    // on the degraded interface
+	TierLastResort Tier = "last_resort" // on the last-resort interface
+	TierWithdrawn  Tier = "withdrawn"   // on none
 )
 
-// Tier is s's state of the three.
+// Present reports whether a VIP at t is on an interface.
+func (t Tier) Present() bool { return t != TierWithdrawn && t != "" }
+
+// Tier is s's state of the three that health decides.
 func (s State) Tier() Tier {
 	switch {
 	case !s.Announced:

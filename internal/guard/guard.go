@@ -1,186 +1,166 @@
-// Package guard is the fail-open guard's pure logic (issue 14): from what
-// health decided for a VIP, whether it is drained, and which other sites
-// BIRD sees announcing it, it says whether rhi announces the VIP anyway. It
-// does no I/O and reads no clock; the daemon asks BIRD and passes the time.
+// Package guard is the fail-open guard's memory: from BIRD's answers about
+// which other sites serve each VIP, it keeps, per VIP, the current run of
+// answers that showed at least min_other_sites of them, and says whether
+// that run has lasted long enough to let this site withdraw a VIP whose
+// health fails (docs/semantics.md, "Fail-open guard"). It does no I/O and
+// reads no clock: the daemon asks BIRD, stamps each answer with its time,
+// and placement (package place) decides the tier from the verdict.
 //
-// The rules (docs/semantics.md, "Fail-open guard"):
-//   - The guard engages when health would withdraw the VIP, it is not
-//     drained, and BIRD has answered, without a break, for at least Hold,
-//     that fewer than MinOtherSites other sites announce it. The run may
-//     have started before health withdrew the VIP: a site that is the last
-//     one announcing then never withdraws it at all.
-//   - Once engaged it holds until the VIP's health recovers, the VIP is
-//     drained, the guard is turned off, or at least MinOtherSites other
-//     sites have announced the VIP without a break for the release time.
-//   - The release time is Release, or twice Release for a site that is
-//     "kept": one of the MinOtherSites highest origin ASes among itself and
-//     the sites it sees. When every site failed at once, every site
-//     engages, and each then sees the others: without this, all would
-//     release together and the VIP would vanish again, then come back
-//     after Hold, for ever. With it, the sites that are not kept release
-//     first, the kept ones see fewer than MinOtherSites, their run breaks,
-//     and they hold: the fleet settles with MinOtherSites sites announcing.
-//   - When BIRD cannot be asked, the guard does not engage (and the run
-//     towards engaging starts again when BIRD answers); an engaged guard
-//     stays engaged, its run towards release broken. Letting go without
-//     knowing would withdraw what may be the last announcement of the VIP,
-//     the outage the guard exists to prevent; the VIP's own health, a drain
-//     or a reload still release it.
+// The run is measured between answers, never against "now": an answer
+// taken again (the same time, or an older one) proves nothing and breaks
+// nothing, so one answer followed by silence can never complete a run.
+// An answer that cannot tell, for the whole view or one VIP, breaks it.
+//
+// The run may start before this site's health failed, so that with healthy
+// sites elsewhere the withdrawal is prompt; but two of its answers at least
+// must have been taken after the failure. The first answer after it may
+// still show a site that failed in the same moment, before that site's
+// move to last resort reached this host's router; the second, a round of
+// the guard later, shows it unless BGP takes longer than that round to
+// carry it. Without this, every site of a fleet that fails at once would
+// see the others still serving and withdraw: the gap the guard prevents.
 package guard
 
 import (
-	"math"
+	"errors"
+	"net/netip"
 	"time"
-
-	"github.com/rhi-daemon/rhi/internal/config"
-	"github.com/rhi-daemon/rhi/internal/decide"
 )
 
-// Observation is what BIRD's guard table said about one VIP.
-type Observation struct {
-	// Known is false when BIRD could not be asked (or its answer is too
-	// old): the other fields then mean nothing.
-	Known bool
-	// Others are the distinct origin ASes of the other sites' paths
-	// (bird.Announcers.Origins).
-	Others []uint32
-	// Self is this site's AS, 0 if unknown: a site that does not know it
-	// is never "kept" and releases after Release.
-	Self uint32
+// View is one round of BIRD's answers: for each VIP asked, the distinct
+// site ids of the other sites with a serving path (not last resort) in
+// this host's guard table. A VIP in neither map, or any VIP while Err is
+// set, is unknown: never "nobody".
+type View struct {
+	At      time.Time                 // when the round ended, by the daemon's clock
+	Err     error                     // the whole round is unknown
+	Serving map[netip.Prefix][]uint32 // per VIP asked: the serving other sites; empty: none
+	Unknown map[netip.Prefix]error    // VIPs whose routes could not be read or attributed
 }
 
-// Sites is the number of other sites announcing the VIP.
-func (o Observation) Sites() int { return len(o.Others) }
+// ErrNotAnswered is the error of a VIP that a view neither answers nor
+// says it could not read: not asked, or the round was cut short.
+var ErrNotAnswered = errors.New("BIRD's answer does not cover this VIP")
 
-// Input is one step's facts about a VIP.
-type Input struct {
-	Health  bool // health (decide) announces the VIP
-	Drained bool
-	Obs     Observation
-	Now     time.Time
+// Of is what v says of p: how many other sites serve it, or why v cannot
+// tell.
+func (v *View) Of(p netip.Prefix) (sites int, err error) {
+	if v.Err != nil {
+		return 0, v.Err
+	}
+	if err := v.Unknown[p]; err != nil {
+		return 0, err
+	}
+	s, ok := v.Serving[p]
+	if !ok {
+		return 0, ErrNotAnswered
+	}
+	return len(s), nil
 }
 
-// State is what the guard remembers of one VIP. The zero value is a guard
-// that is not engaged and has seen nothing.
-type State struct {
-	Engaged bool
-	Since   time.Time // when it engaged; zero when not engaged
-	// LowSince starts the current run of answers with fewer than
-	// MinOtherSites other sites; zero when there is none.
-	LowSince time.Time
-	// EnoughSince starts the current run of answers with at least
-	// MinOtherSites other sites while engaged; zero when there is none.
-	EnoughSince time.Time
-	// Sites is the last answer's count of other sites; -1 when BIRD
-	// could not be asked.
+// Verdict is what the guard says of one VIP.
+type Verdict int
+
+const (
+	// Unknown: the last answer could not tell, or there is none yet.
+	Unknown Verdict = iota
+	// Short: known, but the answers have not shown enough serving other
+	// sites in every answer for hold.
+	Short
+	// Enough: every answer for at least hold, measured between two
+	// distinct answers, showed at least min_other_sites serving other
+	// sites, and two of them at least were taken after the failure.
+	Enough
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Short:
+		return "short"
+	case Enough:
+		return "enough"
+	}
+	return "unknown"
+}
+
+// Run is what the guard remembers of one VIP. The zero Run has seen
+// nothing: its verdict is Unknown.
+type Run struct {
+	// Since is the time of the first answer of the current run of answers
+	// with at least min_other_sites serving other sites; zero: no run.
+	Since time.Time
+	// Last is the time of the last answer taken; zero: none yet. Prev is
+	// the one before it, if it is in the run (zero otherwise).
+	Last, Prev time.Time
+	// Sites is the last answer's count of serving other sites; -1 when
+	// it could not tell (Err says why).
 	Sites int
+	Err   error
 }
 
-// Event is what a step did.
-type Event int
-
-const (
-	None    Event = iota
-	Engage        // the guard engaged: the VIP is announced anyway
-	Release       // the guard let go
-)
-
-// Why says why the guard released (or, for None, why it could not act).
-type Why string
-
-const (
-	WhyHealthy  Why = "healthy"   // the VIP's health recovered
-	WhyDrained  Why = "drained"   // an operator drained it
-	WhyOthers   Why = "others"    // enough other sites announced it for the release time
-	WhyDisabled Why = "disabled"  // the guard was turned off (reload)
-	WhyHold     Why = "hold"      // engaged: fewer than min_other_sites for hold
-	WhyNoBird   Why = "bird_down" // BIRD could not be asked
-)
-
-// Step advances one VIP's guard by one observation.
-func Step(cfg config.FailOpen, prev State, in Input) (State, Event, Why) {
-	if !cfg.Enabled() {
-		if prev.Engaged {
-			return State{Sites: -1}, Release, WhyDisabled
-		}
-		return State{Sites: -1}, None, ""
+// Take advances r by one answer at time at: sites serving other sites, or
+// err when the answer cannot tell. An answer no newer than the last one
+// taken changes nothing.
+func (r Run) Take(minSites int, at time.Time, sites int, err error) Run {
+	if !at.After(r.Last) {
+		return r
 	}
-	next := observe(cfg, prev, in)
+	r.Prev, r.Last = r.Last, at
+	if err != nil {
+		r.Since, r.Prev, r.Sites, r.Err = time.Time{}, time.Time{}, -1, err
+		return r
+	}
+	r.Sites, r.Err = sites, nil
 	switch {
-	case prev.Engaged && in.Health:
-		return disengaged(next), Release, WhyHealthy
-	case prev.Engaged && in.Drained:
-		return disengaged(next), Release, WhyDrained
-	case prev.Engaged && !next.EnoughSince.IsZero() && in.Now.Sub(next.EnoughSince) >= releaseAfter(cfg, in.Obs):
-		return disengaged(next), Release, WhyOthers
-	case prev.Engaged:
-		return next, None, ""
-	case in.Health || in.Drained:
-		return next, None, ""
-	case !in.Obs.Known:
-		return next, None, WhyNoBird
-	case !next.LowSince.IsZero() && in.Now.Sub(next.LowSince) >= cfg.Hold:
-		next.Engaged, next.Since, next.EnoughSince = true, in.Now, time.Time{}
-		return next, Engage, WhyHold
+	case sites < minSites:
+		r.Since, r.Prev = time.Time{}, time.Time{}
+	case r.Since.IsZero():
+		r.Since, r.Prev = at, time.Time{}
 	}
-	return next, None, ""
+	return r
 }
 
-// observe updates the runs from one observation. An unknown answer breaks
-// both runs: neither "fewer" nor "enough" was seen without a break.
-func observe(cfg config.FailOpen, prev State, in Input) State {
-	next := prev
-	if !in.Obs.Known {
-		next.LowSince, next.EnoughSince, next.Sites = time.Time{}, time.Time{}, -1
-		return next
+// Verdict is r's verdict for hold, for a VIP whose health failed at fell
+// (the zero time: long ago).
+func (r Run) Verdict(hold time.Duration, fell time.Time) Verdict {
+	switch {
+	case r.Last.IsZero() || r.Err != nil:
+		return Unknown
+	case !r.Since.IsZero() && r.Last.After(r.Since) && r.Last.Sub(r.Since) >= hold && r.Prev.After(fell):
+		return Enough
 	}
-	next.Sites = in.Obs.Sites()
-	if next.Sites < cfg.MinOtherSites {
-		next.EnoughSince = time.Time{}
-		if next.LowSince.IsZero() {
-			next.LowSince = in.Now
-		}
-		return next
-	}
-	next.LowSince = time.Time{}
-	if prev.Engaged && next.EnoughSince.IsZero() {
-		next.EnoughSince = in.Now
-	}
-	return next
+	return Short
 }
 
-func disengaged(s State) State {
-	s.Engaged, s.Since, s.EnoughSince = false, time.Time{}, time.Time{}
-	return s
+// Runs is the guard's memory of every VIP. The zero value is empty.
+type Runs struct {
+	m map[netip.Prefix]Run
 }
 
-// releaseAfter is how long enough other sites must announce the VIP before
-// this site lets go: twice Release for a kept site (see the package doc).
-func releaseAfter(cfg config.FailOpen, o Observation) time.Duration {
-	if Kept(cfg.MinOtherSites, o) {
-		if cfg.Release > math.MaxInt64/2 {
-			return math.MaxInt64 // twice it would wrap negative
-		}
-		return 2 * cfg.Release
+// Take advances the run of every VIP of vips by v.
+func (g *Runs) Take(minSites int, v *View, vips []netip.Prefix) {
+	if g.m == nil {
+		g.m = make(map[netip.Prefix]Run, len(vips))
 	}
-	return cfg.Release
+	for _, p := range vips {
+		n, err := v.Of(p)
+		g.m[p] = g.m[p].Take(minSites, v.At, n, err)
+	}
 }
 
-// Kept reports whether this site is among the n highest origin ASes of
-// itself and the other sites it sees. A site that does not know its own
-// AS is not kept.
-func Kept(n int, o Observation) bool {
-	if o.Self == 0 {
-		return false
-	}
-	higher := 0
-	for _, as := range o.Others {
-		if as > o.Self {
-			higher++
+// Of is p's run; the zero Run if none was taken.
+func (g *Runs) Of(p netip.Prefix) Run { return g.m[p] }
+
+// Keep forgets the runs of the VIPs for which keep is false (dropped by a
+// reload).
+func (g *Runs) Keep(keep func(netip.Prefix) bool) {
+	for p := range g.m {
+		if !keep(p) {
+			delete(g.m, p)
 		}
 	}
-	return higher < n
 }
 
-// Reason is the /status reason of a VIP the guard announces.
-const Reason decide.Reason = "fail_open"
+// Reset forgets every run: min_other_sites changed, or the guard was
+// turned off, so no run counted under the old rule counts now.
+func (g *Runs) Reset() { clear(g.m) }

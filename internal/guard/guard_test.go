@@ -1,192 +1,136 @@
 package guard
 
 import (
+	"errors"
+	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/rhi-daemon/rhi/internal/config"
 )
 
-var cfg1 = config.FailOpen{MinOtherSites: 1, Hold: 2 * time.Second, Release: 30 * time.Second}
+var t0 = time.Unix(1_700_000_000, 0)
 
-var t0 = time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 
-func seen(others ...uint32) Observation { return Observation{Known: true, Others: others, Self: 65001} }
-
-var unknown = Observation{}
-
-// step is one observation at a time after t0, and what must follow.
-type step struct {
-	at      time.Duration
-	health  bool
-	drained bool
-	obs     Observation
-	engaged bool
-	ev      Event
-	why     Why
+type answer struct {
+	at    float64
+	sites int
+	err   error
 }
 
-func run(t *testing.T, cfg config.FailOpen, steps []step) {
-	t.Helper()
-	var s State
-	for i, st := range steps {
-		next, ev, why := Step(cfg, s, Input{Health: st.health, Drained: st.drained, Obs: st.obs, Now: t0.Add(st.at)})
-		if next.Engaged != st.engaged || ev != st.ev || why != st.why {
-			t.Fatalf("step %d (at %v): engaged %v, event %v, why %q; want %v, %v, %q (state %+v)", i, st.at, next.Engaged, ev, why, st.engaged, st.ev, st.why, next)
-		}
-		s = next
-	}
-}
-
-func TestSequences(t *testing.T) {
+// TestRun replays answers and checks the verdict after each, for
+// min_other_sites 1 and hold 2s.
+func TestRun(t *testing.T) {
+	down := errors.New("bird down")
 	for _, tc := range []struct {
-		name  string
-		cfg   config.FailOpen
-		steps []step
+		name    string
+		answers []answer
+		want    []Verdict
 	}{
-		{"healthy never engages", cfg1, []step{
-			{at: 0, health: true, obs: seen()},
-			{at: 10 * time.Second, health: true, obs: seen()},
-		}},
-		{"withdrawn, others announce: stays withdrawn", cfg1, []step{
-			{at: 0, obs: seen(65002)},
-			{at: time.Minute, obs: seen(65002)},
-		}},
-		{"seen after the withdrawal: engages after hold", cfg1, []step{
-			{at: 0, obs: seen(65002)},
-			{at: 1 * time.Second, obs: seen()},
-			{at: 2 * time.Second, obs: seen()},
-			{at: 3 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-			{at: 4 * time.Second, obs: seen(), engaged: true},
-		}},
-		{"seen before the withdrawal: engages at once", cfg1, []step{
-			{at: 0, health: true, obs: seen()},
-			{at: 5 * time.Second, health: true, obs: seen()},
-			{at: 6 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-		}},
-		{"a break in the run starts hold again", cfg1, []step{
-			{at: 0, obs: seen()},
-			{at: 1 * time.Second, obs: seen(65002)},
-			{at: 2 * time.Second, obs: seen()},
-			{at: 3 * time.Second, obs: seen()},
-			{at: 4 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-		}},
-		{"health back releases", cfg1, []step{
-			{at: 0, obs: seen()},
-			{at: 2 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-			{at: 3 * time.Second, health: true, obs: seen(), ev: Release, why: WhyHealthy},
-			{at: 4 * time.Second, health: true, obs: seen()},
-		}},
-		{"others for release: released (not kept)", cfg1, []step{
-			{at: 0, obs: seen()},
-			{at: 2 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-			{at: 3 * time.Second, obs: seen(65009), engaged: true},
-			{at: 32 * time.Second, obs: seen(65009), engaged: true},
-			{at: 33 * time.Second, obs: seen(65009), ev: Release, why: WhyOthers},
-			{at: 60 * time.Second, obs: seen(65009)},
-		}},
-		{"others for release: a kept site waits twice as long", cfg1, []step{
-			{at: 0, obs: seen()},
-			{at: 2 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-			{at: 3 * time.Second, obs: seen(65000), engaged: true},
-			{at: 33 * time.Second, obs: seen(65000), engaged: true},
-			{at: 63 * time.Second, obs: seen(65000), ev: Release, why: WhyOthers},
-		}},
-		{"others must announce without a break", cfg1, []step{
-			{at: 0, obs: seen()},
-			{at: 2 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-			{at: 3 * time.Second, obs: seen(65009), engaged: true},
-			{at: 20 * time.Second, obs: seen(), engaged: true},
-			{at: 21 * time.Second, obs: seen(65009), engaged: true},
-			{at: 50 * time.Second, obs: seen(65009), engaged: true},
-			{at: 51 * time.Second, obs: seen(65009), ev: Release, why: WhyOthers},
-		}},
-		{"BIRD unreachable: never engages, says so", cfg1, []step{
-			{at: 0, obs: unknown, why: WhyNoBird},
-			{at: 10 * time.Second, obs: unknown, why: WhyNoBird},
-			{at: 11 * time.Second, obs: seen()},
-			{at: 12 * time.Second, obs: unknown, why: WhyNoBird},
-			{at: 13 * time.Second, obs: seen()},
-			{at: 15 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-		}},
-		{"BIRD unreachable: an engaged guard holds, its release run broken", cfg1, []step{
-			{at: 0, obs: seen()},
-			{at: 2 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-			{at: 3 * time.Second, obs: seen(65009), engaged: true},
-			{at: 20 * time.Second, obs: unknown, engaged: true},
-			{at: 5 * time.Minute, obs: unknown, engaged: true},
-			{at: 5*time.Minute + time.Second, obs: seen(65009), engaged: true},
-			{at: 5*time.Minute + 31*time.Second, obs: seen(65009), ev: Release, why: WhyOthers},
-		}},
-		{"drain wins", cfg1, []step{
-			{at: 0, drained: true, obs: seen()},
-			{at: 10 * time.Second, drained: true, obs: seen()},
-			{at: 11 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-			{at: 12 * time.Second, drained: true, obs: seen(), ev: Release, why: WhyDrained},
-			{at: 20 * time.Second, drained: true, obs: seen()},
-		}},
-		{"turned off", config.FailOpen{}, []step{
-			{at: 0, obs: seen()},
-			{at: time.Minute, obs: seen()},
-		}},
-		{"min_other_sites 2: one other is too few", config.FailOpen{MinOtherSites: 2, Hold: time.Second, Release: 10 * time.Second}, []step{
-			{at: 0, obs: seen(65002)},
-			{at: time.Second, obs: seen(65002), engaged: true, ev: Engage, why: WhyHold},
-			{at: 2 * time.Second, obs: seen(65002, 65003), engaged: true},
-			{at: 12 * time.Second, obs: seen(65002, 65003), ev: Release, why: WhyOthers},
-		}},
+		{"nothing yet", nil, nil},
+		{"two answers over hold", []answer{{0, 1, nil}, {1, 1, nil}, {2, 1, nil}}, []Verdict{Short, Short, Enough}},
+		{"a single answer never completes hold", []answer{{0, 1, nil}}, []Verdict{Short}},
+		// An answer taken again (the loop re-reading the last one) proves
+		// nothing, however late it is read.
+		{"the same answer again", []answer{{0, 1, nil}, {0, 1, nil}, {0, 1, nil}}, []Verdict{Short, Short, Short}},
+		{"an older answer is ignored", []answer{{0, 1, nil}, {3, 1, nil}, {1, 0, nil}}, []Verdict{Short, Enough, Enough}},
+		{"too few breaks the run", []answer{{0, 1, nil}, {1, 0, nil}, {2, 1, nil}, {3, 1, nil}, {4, 1, nil}}, []Verdict{Short, Short, Short, Short, Enough}},
+		{"unknown breaks the run", []answer{{0, 2, nil}, {1, 0, down}, {2, 2, nil}, {4, 2, nil}}, []Verdict{Short, Unknown, Short, Enough}},
+		{"enough stays enough", []answer{{0, 1, nil}, {5, 3, nil}, {6, 1, nil}}, []Verdict{Short, Enough, Enough}},
+		{"enough lost at once", []answer{{0, 1, nil}, {5, 1, nil}, {6, 0, nil}}, []Verdict{Short, Enough, Short}},
+		{"unknown after enough", []answer{{0, 1, nil}, {5, 1, nil}, {6, 0, down}}, []Verdict{Short, Enough, Unknown}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { run(t, tc.cfg, tc.steps) })
+		t.Run(tc.name, func(t *testing.T) {
+			var r Run
+			if got := r.Verdict(2*time.Second, time.Time{}); got != Unknown {
+				t.Errorf("zero run: %v", got)
+			}
+			for i, a := range tc.answers {
+				r = r.Take(1, at(a.at), a.sites, a.err)
+				if got := r.Verdict(2*time.Second, time.Time{}); got != tc.want[i] {
+					t.Errorf("after answer %d (%+v): %v, want %v (run %+v)", i, a, got, tc.want[i], r)
+				}
+			}
+		})
 	}
 }
 
-func TestTurnedOffWhileEngaged(t *testing.T) {
-	s, ev, _ := Step(cfg1, State{}, Input{Obs: seen(), Now: t0})
-	if s.Engaged || ev != None {
-		t.Fatalf("engaged before hold: %+v %v", s, ev)
+// TestRunAfterTheFailure: the run may start before the VIP's health
+// failed, but two of its answers at least must come after the failure.
+func TestRunAfterTheFailure(t *testing.T) {
+	var r Run
+	for _, s := range []float64{0, 1, 2, 3, 4} {
+		r = r.Take(1, at(s), 1, nil)
 	}
-	s, ev, _ = Step(cfg1, s, Input{Obs: seen(), Now: t0.Add(3 * time.Second)})
-	if !s.Engaged || ev != Engage {
-		t.Fatalf("not engaged: %+v %v", s, ev)
-	}
-	s, ev, why := Step(config.FailOpen{}, s, Input{Obs: seen(), Now: t0.Add(4 * time.Second)})
-	if s.Engaged || ev != Release || why != WhyDisabled {
-		t.Errorf("got %+v %v %q, want released (disabled)", s, ev, why)
-	}
-}
-
-func TestKept(t *testing.T) {
+	hold := 2 * time.Second
 	for _, tc := range []struct {
-		n    int
-		self uint32
-		oth  []uint32
-		want bool
-	}{
-		{1, 65002, []uint32{65001}, true},
-		{1, 65001, []uint32{65002}, false},
-		{2, 65002, []uint32{65001, 65003}, true},
-		{2, 65001, []uint32{65002, 65003}, false},
-		{1, 0, []uint32{65001}, false},
-		{1, 65001, nil, true},
-	} {
-		if got := Kept(tc.n, Observation{Known: true, Self: tc.self, Others: tc.oth}); got != tc.want {
-			t.Errorf("Kept(%d, self %d, others %v) = %v", tc.n, tc.self, tc.oth, got)
+		fell float64
+		want Verdict
+	}{{2.5, Enough}, {3, Short}, {3.5, Short}, {4, Short}} {
+		if got := r.Verdict(hold, at(tc.fell)); got != tc.want {
+			t.Errorf("answers 0..4 s, health failed at %v s: %v, want %v", tc.fell, got, tc.want)
 		}
 	}
+	r = r.Take(1, at(5), 1, nil)
+	if got := r.Verdict(hold, at(3.5)); got != Enough {
+		t.Errorf("a second answer after the failure: %v", got)
+	}
+	// A run that starts after the failure needs hold, as any run.
+	var q Run
+	q = q.Take(1, at(10), 1, nil)
+	q = q.Take(1, at(11), 1, nil)
+	if got := q.Verdict(hold, at(9)); got != Short {
+		t.Errorf("a run of 1 s: %v", got)
+	}
+	q = q.Take(1, at(12), 1, nil)
+	if got := q.Verdict(hold, at(9)); got != Enough {
+		t.Errorf("a run of 2 s: %v", got)
+	}
 }
 
-// TestHugeReleaseKeptHolds: a release so long that twice it overflows a
-// time.Duration (fail_open.release accepts "1500000h") must not turn the
-// kept site's wait negative, making it let go at the first answer that
-// shows another site: the kept one must wait longest.
-func TestHugeReleaseKeptHolds(t *testing.T) {
-	cfg := config.FailOpen{MinOtherSites: 1, Hold: 2 * time.Second, Release: 1500000 * time.Hour}
-	kept := Observation{Known: true, Others: []uint32{65000}, Self: 65001} // the highest AS: kept
-	run(t, cfg, []step{
-		{at: 0, obs: seen()},
-		{at: 2 * time.Second, obs: seen(), engaged: true, ev: Engage, why: WhyHold},
-		{at: 3 * time.Second, obs: kept, engaged: true},
-		{at: 4 * time.Second, obs: kept, engaged: true},
-		{at: time.Hour, obs: kept, engaged: true},
-	})
+// TestViewOf: a VIP the view does not cover, one it could not read, and
+// every VIP of a view that failed as a whole are unknown, never "nobody".
+func TestViewOf(t *testing.T) {
+	a, b, c := netip.MustParsePrefix("10.0.0.1/32"), netip.MustParsePrefix("10.0.0.2/32"), netip.MustParsePrefix("10.0.0.3/32")
+	bad := errors.New("unparsable path")
+	v := View{At: t0, Serving: map[netip.Prefix][]uint32{a: {7, 9}, c: {}}, Unknown: map[netip.Prefix]error{b: bad}}
+	if n, err := v.Of(a); n != 2 || err != nil {
+		t.Errorf("a: %d %v", n, err)
+	}
+	if n, err := v.Of(c); n != 0 || err != nil {
+		t.Errorf("c (nobody): %d %v", n, err)
+	}
+	if _, err := v.Of(b); !errors.Is(err, bad) {
+		t.Errorf("b: %v", err)
+	}
+	if _, err := v.Of(netip.MustParsePrefix("10.0.0.4/32")); !errors.Is(err, ErrNotAnswered) {
+		t.Errorf("not asked: %v", err)
+	}
+	v.Err = errors.New("no ADD-PATH")
+	if _, err := v.Of(a); err != v.Err {
+		t.Errorf("whole view unknown: %v", err)
+	}
+}
+
+// TestRunsTake: one view advances every VIP asked; a second view later
+// completes hold for those still served.
+func TestRunsTake(t *testing.T) {
+	a, b := netip.MustParsePrefix("10.0.0.1/32"), netip.MustParsePrefix("10.0.0.2/32")
+	var g Runs
+	vips := []netip.Prefix{a, b}
+	g.Take(1, &View{At: at(0), Serving: map[netip.Prefix][]uint32{a: {7}, b: {7}}}, vips)
+	g.Take(1, &View{At: at(2), Serving: map[netip.Prefix][]uint32{a: {7}}, Unknown: map[netip.Prefix]error{b: errors.New("x")}}, vips)
+	if got := g.Of(a).Verdict(2*time.Second, time.Time{}); got != Enough {
+		t.Errorf("a: %v", got)
+	}
+	if got := g.Of(b).Verdict(2*time.Second, time.Time{}); got != Unknown {
+		t.Errorf("b: %v", got)
+	}
+	g.Keep(func(p netip.Prefix) bool { return p == a })
+	if g.Of(b).Last != (time.Time{}) {
+		t.Errorf("b kept: %+v", g.Of(b))
+	}
+	g.Reset()
+	if g.Of(a).Verdict(2*time.Second, time.Time{}) != Unknown {
+		t.Errorf("a after reset: %+v", g.Of(a))
+	}
 }

@@ -98,8 +98,10 @@ func (t timed) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
 }
 
 // AskOn asks e about every VIP, one "show route <VIP> table <guard> all"
-// each, and the sessions' local AS. It stops at the first error that
-// leaves the connection unusable (the rest are unknown) and when ctx ends.
+// each, and the sessions' local AS. A VIP whose reply BIRD refused or
+// rhi could not read (bird.ErrUnreadable) is unknown, and the round goes
+// on. It stops at the first error that leaves the connection unusable
+// (the rest are unknown) and when ctx ends.
 // A VIP of a family with no Established BGP session is unknown (not asked),
 // and with none at all Err says so: an empty guard table then means that
 // nothing fills it, not that no other site announces the VIP.
@@ -133,7 +135,10 @@ func AskOn(ctx context.Context, e Execer, vips []netip.Prefix) Answer {
 			if a.VIPErr == nil {
 				a.VIPErr = fmt.Errorf("%s: %w", bird.GuardCommand(p, table), err)
 			}
-			if !isBirdError(err) { // the connection is out of step, or ctx ended
+			// BIRD's own error and a reply it could not read leave the
+			// connection usable: only that VIP is unknown. Anything else
+			// means the connection is out of step, or ctx ended.
+			if !isBirdError(err) && !errors.Is(err, bird.ErrUnreadable) {
 				a.Failed += len(vips) - i - 1
 				break
 			}

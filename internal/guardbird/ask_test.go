@@ -2,9 +2,11 @@ package guardbird
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,4 +168,61 @@ func (r replies) Exec(_ context.Context, cmd string) (bird.Reply, error) {
 		return rep, nil
 	}
 	return bird.Reply{Code: bird.CodeNetworkNotFound}, &bird.Error{Code: bird.CodeNetworkNotFound, Text: "Network not found"}
+}
+
+// TestAskBird3: BIRD 3 names a route's source and path otherwise than
+// BIRD 2 ("source: BGP", "bgp_path"); the other site is counted all the
+// same, never read as "nobody else announces it".
+func TestAskBird3(t *testing.T) {
+	srv := birdtest.NewServer(t, map[string]string{
+		"show protocols all":                  fixture(t, "tiers/bird3.1.8-tiers-show-protocols-all.t3-unhealthy-other-site-announces.txt"),
+		bird.GuardCommand(vip4, "rhi_guard4"): fixture(t, "tiers/bird3.1.8-tiers-show-route-vip-table-rhi_guard4-all.t3-unhealthy-other-site-announces.txt"),
+	})
+	a := Socket{Path: srv.Path, Timeout: 10 * time.Second}.Ask(context.Background(), []netip.Prefix{vip4})
+	if a.Err != nil || a.Failed != 0 {
+		t.Fatalf("%+v", a)
+	}
+	if got := a.Origins[vip4]; !slices.Equal(got, []uint32{65002}) {
+		t.Errorf("%s: origins %v, want [65002]", vip4, got)
+	}
+	if a.Self != 65001 {
+		t.Errorf("self %d, want 65001", a.Self)
+	}
+}
+
+// TestAskUnreadable: a guard-table route in a form rhi does not know (here
+// the path under a name no BIRD prints, then a route with no source) makes
+// that VIP unknown, not "no other site", and the round goes on to the next
+// VIP.
+func TestAskUnreadable(t *testing.T) {
+	t3 := fixture(t, "tiers/bird3.1.8-tiers-show-route-vip-table-rhi_guard4-all.t3-unhealthy-other-site-announces.txt")
+	renamed := strings.ReplaceAll(t3, "bgp_path:", "bgp_as_path:")
+	noSource := strings.ReplaceAll(strings.ReplaceAll(t3, " \tsource: BGP\n", ""), vip4.String(), gone.String())
+	if renamed == t3 || noSource == t3 {
+		t.Fatal("the transcript no longer has the lines this test changes")
+	}
+	other := netip.MustParsePrefix("10.255.0.12/32")
+	srv := birdtest.NewServer(t, map[string]string{
+		"show protocols all":                   fixture(t, "tiers/bird3.1.8-tiers-show-protocols-all.t3-unhealthy-other-site-announces.txt"),
+		bird.GuardCommand(vip4, "rhi_guard4"):  renamed,
+		bird.GuardCommand(gone, "rhi_guard4"):  noSource,
+		bird.GuardCommand(other, "rhi_guard4"): t3,
+	})
+	a := Socket{Path: srv.Path, Timeout: 10 * time.Second}.Ask(context.Background(), []netip.Prefix{vip4, gone, other})
+	if a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	for _, p := range []netip.Prefix{vip4, gone} {
+		if got, ok := a.Origins[p]; ok {
+			t.Errorf("%s: origins %v, want unknown", p, got)
+		}
+	}
+	if a.Failed != 2 || !errors.Is(a.VIPErr, bird.ErrUnreadable) {
+		t.Errorf("failed %d, first error %v; want 2 and bird.ErrUnreadable", a.Failed, a.VIPErr)
+	}
+	// t3 is a reply for 10.255.0.10/32: for another VIP it holds nothing
+	// but it is read, so the round went on after the unreadable ones.
+	if got, ok := a.Origins[other]; !ok || len(got) != 0 {
+		t.Errorf("%s: origins %v (known %v), want none, known", other, got, ok)
+	}
 }

@@ -67,6 +67,10 @@ var (
 		"1 while the ownership record (state_file) cannot be written.", "gauge", nil}
 	famBirdUp = family{"rhi_bird_up",
 		"1 if the last confirmation could talk to BIRD.", "gauge", nil}
+	famViewUnknown = family{"rhi_fail_open_view_unknown",
+		"1 while the fail-open guard's view of the other sites is unknown (BIRD cannot be asked, no session with ADD-PATH): no VIP whose health fails is withdrawn; absent while the guard is off.", "gauge", nil}
+	famLastResortMissing = family{"rhi_fail_open_last_resort_missing",
+		"1 while the fail-open guard is on and last_resort.interface does not exist: the last-resort tier is unavailable, and a VIP whose health fails stays where it is; absent while the guard is off.", "gauge", nil}
 	famBGP = family{"rhi_bgp_established",
 		"1 if the selected BGP protocol is Established; absent while BIRD cannot be asked.", "gauge", []string{"protocol"}}
 )
@@ -122,6 +126,19 @@ var vipFamilies = []vipFamily{
 	{family{"rhi_vip_drained",
 		"1 if the operator drained the VIP (rhi drain).", "gauge", vipLabel},
 		func(v *VIPStatus) (float64, bool) { return b2f(v.Drained), true }},
+	{family{"rhi_vip_draining",
+		"1 while a drain or a withdrawing stop keeps the VIP in last resort for its drain_grace, before withdrawing it.", "gauge", vipLabel},
+		func(v *VIPStatus) (float64, bool) {
+			return b2f(v.DrainPhase == "draining" || v.DrainPhase == "stopping"), true
+		}},
+	{family{"rhi_vip_drain_deadline_seconds",
+		"When the VIP's drain_grace ends (Unix time); only while it is draining.", "gauge", vipLabel},
+		func(v *VIPStatus) (float64, bool) {
+			if v.DrainDeadline.IsZero() {
+				return 0, false
+			}
+			return float64(v.DrainDeadline.UnixNano()) / 1e9, true
+		}},
 	{family{"rhi_vip_degraded",
 		"1 if rhi wants the VIP announced degraded (from the degraded interface, with a longer AS path).", "gauge", vipLabel},
 		func(v *VIPStatus) (float64, bool) { return b2f(v.Tier == decide.TierDegraded), true }},
@@ -134,12 +151,12 @@ var vipFamilies = []vipFamily{
 		"Consecutive polls that could not settle the VIP.", "gauge", vipLabel},
 		func(v *VIPStatus) (float64, bool) { return float64(v.FailedPolls), true }},
 	{family{"rhi_vip_fail_open",
-		"1 while the fail-open guard announces the VIP although health would withdraw it; absent while the guard is off.", "gauge", vipLabel},
+		"1 while the fail-open guard keeps the VIP announced in last resort although its health fails; absent while the guard is off.", "gauge", vipLabel},
 		func(v *VIPStatus) (float64, bool) {
 			if v.FailOpen == nil {
 				return 0, false
 			}
-			return b2f(v.FailOpen.Engaged), true
+			return b2f(v.Tier == decide.TierLastResort), true
 		}},
 	{family{"rhi_vip_transitions_total",
 		"Changes of the VIP's desired state since start.", "counter", vipLabel},
@@ -175,7 +192,7 @@ func birdValue(v *VIPStatus, f func(*VIPConfirm) (float64, bool)) (float64, bool
 func statusFamilies() []family {
 	out := []family{famReady, famDryRun, famWriteErrors, famLastSettled, famPolls, famFailedPolls,
 		famConsecutive, famInterval, famEffective, famPollCost, famCostTotal, famFastPolls, famMoving, famChecks, famIfaceUp, famDrainError, famUnmanaged, famUnmanagedAddr, famRecordError,
-		famBirdUp, famBGP, famUpstream, famUpstreamHealthy, famUpstreamNodes}
+		famViewUnknown, famLastResortMissing, famBirdUp, famBGP, famUpstream, famUpstreamHealthy, famUpstreamNodes}
 	for _, f := range vipFamilies {
 		out = append(out, f.family)
 	}
@@ -227,6 +244,10 @@ func (c *collector) write(w *textWriter, s *Status) {
 		w.sample(1, a, s.Interface.Name)
 	}
 	w.begin(&famRecordError).sample(b2f(s.Interface.RecordError != ""))
+	if s.FailOpen != nil {
+		w.begin(&famViewUnknown).sample(b2f(!s.FailOpen.Known))
+		w.begin(&famLastResortMissing).sample(b2f(!s.FailOpen.LastResortExists))
+	}
 	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
 		w.begin(&famBirdUp).sample(b2f(s.Bird.Error == ""))
 		if s.Bird.Error == "" { // else Protocols is what BIRD said before it went away

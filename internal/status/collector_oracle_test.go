@@ -69,8 +69,16 @@ var (
 		"1 while the ownership record (state_file) cannot be written.", nil, nil)
 	descVIPDegraded = prometheus.NewDesc("rhi_vip_degraded",
 		"1 if rhi wants the VIP announced degraded (from the degraded interface, with a longer AS path).", []string{"vip"}, nil)
+	descViewUnknown = prometheus.NewDesc("rhi_fail_open_view_unknown",
+		"1 while the fail-open guard's view of the other sites is unknown (BIRD cannot be asked, no session with ADD-PATH): no VIP whose health fails is withdrawn; absent while the guard is off.", nil, nil)
+	descVIPDraining = prometheus.NewDesc("rhi_vip_draining",
+		"1 while a drain or a withdrawing stop keeps the VIP in last resort for its drain_grace, before withdrawing it.", []string{"vip"}, nil)
+	descVIPDrainDeadline = prometheus.NewDesc("rhi_vip_drain_deadline_seconds",
+		"When the VIP's drain_grace ends (Unix time); only while it is draining.", []string{"vip"}, nil)
+	descLastResortMissing = prometheus.NewDesc("rhi_fail_open_last_resort_missing",
+		"1 while the fail-open guard is on and last_resort.interface does not exist: the last-resort tier is unavailable, and a VIP whose health fails stays where it is; absent while the guard is off.", nil, nil)
 	descVIPFailOpen = prometheus.NewDesc("rhi_vip_fail_open",
-		"1 while the fail-open guard announces the VIP although health would withdraw it; absent while the guard is off.", []string{"vip"}, nil)
+		"1 while the fail-open guard keeps the VIP announced in last resort although its health fails; absent while the guard is off.", []string{"vip"}, nil)
 )
 
 // pollingDescs are the polling families, added with the poll budget.
@@ -94,8 +102,8 @@ func (c *constCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descVIPDesired, descVIPOnIface, descVIPPolicy, descVIPFailed,
 		descVIPTransitions, descUpstream, descPolls, descFailedPolls, descConsecutive, descIfaceUp, descReady,
 		descDryRun, descWriteErrors, descLastSettled,
-		descVIPDrained, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
-		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded, descVIPFailOpen,
+		descVIPDrained, descVIPDraining, descVIPDrainDeadline, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
+		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded, descVIPFailOpen, descViewUnknown, descLastResortMissing,
 		descUpstreamHealthy, descUpstreamNodes, descProbeSuccess, descProbeDuration} {
 		ch <- d
 	}
@@ -147,6 +155,10 @@ func (c *constCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descUnmanagedAddr, 1, s.Interface.Name, a)
 	}
 	gauge(descRecordError, b2f(s.Interface.RecordError != ""))
+	if s.FailOpen != nil {
+		gauge(descViewUnknown, b2f(!s.FailOpen.Known))
+		gauge(descLastResortMissing, b2f(!s.FailOpen.LastResortExists))
+	}
 	if s.Bird.Enabled && !s.Bird.LastCheck.IsZero() {
 		gauge(descBirdUp, b2f(s.Bird.Error == ""))
 		if s.Bird.Error == "" { // else Protocols is what BIRD said before it went away
@@ -169,11 +181,15 @@ func (c *constCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descVIPDesired, b2f(v.Desired), v.Address)
 		gauge(descVIPOnIface, b2f(v.OnInterface), v.Address)
 		gauge(descVIPDrained, b2f(v.Drained), v.Address)
+		gauge(descVIPDraining, b2f(v.DrainPhase == "draining" || v.DrainPhase == "stopping"), v.Address)
+		if !v.DrainDeadline.IsZero() {
+			gauge(descVIPDrainDeadline, float64(v.DrainDeadline.UnixNano())/1e9, v.Address)
+		}
 		gauge(descVIPDegraded, b2f(v.Tier == decide.TierDegraded), v.Address)
 		gauge(descVIPPolicy, b2f(v.Reason == decide.ReasonPolicyWithdraw || v.Reason == decide.ReasonPolicyAnnounce), v.Address)
 		gauge(descVIPFailed, float64(v.FailedPolls), v.Address)
 		if v.FailOpen != nil {
-			gauge(descVIPFailOpen, b2f(v.FailOpen.Engaged), v.Address)
+			gauge(descVIPFailOpen, b2f(v.Tier == decide.TierLastResort), v.Address)
 		}
 		ch <- prometheus.MustNewConstMetric(descVIPTransitions, prometheus.CounterValue, float64(v.Transitions), v.Address)
 		for _, u := range v.Upstreams {

@@ -170,14 +170,18 @@ func oddStatus() Status {
 	v.Address, v.Tier, v.Reason, v.FailedPolls, v.Transitions = odd, decide.TierDegraded, decide.ReasonPolicyAnnounce, 1234567, 1<<53+1
 	v.Bird = &VIPConfirm{Agrees: true, Latency: 1500 * time.Microsecond, Renewed: 7}
 	v.Probe = &ProbeStatus{Result: "up", LatencySeconds: 0.1234567890123}
-	v.FailOpen = &VIPFailOpen{Engaged: true}
+	v.FailOpen = &VIPFailOpen{OtherSites: 2}
+	s.FailOpen = &FailOpenStatus{Known: false, Error: "no ADD-PATH", LastResortInterface: "rhi2"}
 	v.Upstreams = []UpstreamStatus{{Key: odd, Verdict: "failed", Healthy: 3, Nodes: 1e7}, {Key: "/apisix/upstreams/api", Verdict: "down"}}
 	s.VIPs = append(s.VIPs, v)
 	for i, lat := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 1e-9, 0, 1, 2.5e21} {
 		w := s.VIPs[1]
 		w.Address = fmt.Sprintf("2001:db8::%x/128", i)
 		w.Probe = &ProbeStatus{Result: "down", LatencySeconds: lat}
-		w.FailOpen = &VIPFailOpen{Engaged: i%2 == 0}
+		w.FailOpen = &VIPFailOpen{OtherSites: i - 1}
+		if i%2 == 0 {
+			w.Tier = decide.TierLastResort
+		}
 		w.Bird = &VIPConfirm{Agrees: i%3 == 0, Stale: i%4 == 1, Latency: time.Duration(i) * time.Second, Renewed: i}
 		w.Upstreams = []UpstreamStatus{{Key: fmt.Sprintf("u%d", i%3), Verdict: verdicts[i%len(verdicts)], Healthy: i, Nodes: 2 * i}}
 		s.VIPs = append(s.VIPs, w)

@@ -29,6 +29,8 @@ type Status struct {
 	ControlAPI APIStatus       `json:"control_api"`
 	Bird       BirdStatus      `json:"bird"`
 	Drain      DrainStatus     `json:"drain"`
+	// FailOpen is the fail-open guard's view; nil while it is off.
+	FailOpen *FailOpenStatus `json:"fail_open,omitempty"`
 	// Reload is filled by whoever decides reloads (cmd/rhi's reloadState);
 	// Daemon.Status leaves it zero.
 	Reload ReloadStatus `json:"reload"`
@@ -158,22 +160,30 @@ type VIPStatus struct {
 	Condition   string              `json:"condition"`
 	Verdict     decide.Availability `json:"verdict"`
 	Reason      decide.Reason       `json:"reason"`
-	Desired     bool                `json:"desired"`        // should be on the interface
-	Drained     bool                `json:"drained"`        // withdrawn by the operator
-	OnInterface bool                `json:"on_interface"`   // is on the interface
-	Since       time.Time           `json:"since,omitzero"` // last change of either
-	FailedPolls int                 `json:"failed_polls"`
-	Streak      int                 `json:"streak,omitempty"` // polls towards rise/fall
-	Transitions uint64              `json:"transitions"`      // changes of Desired since start
-	Upstreams   []UpstreamStatus    `json:"upstreams"`
+	Desired     bool                `json:"desired"` // should be on the interface
+	Drained     bool                `json:"drained"` // withdrawn by the operator
+	// DrainPhase is where a drain, or a withdrawing stop, has got to:
+	// "draining" (or "stopping") while the VIP stays in last resort for its
+	// drain_grace, until DrainDeadline; "drained" once the drain
+	// withdraws it; empty when it is not drained.
+	DrainPhase    string           `json:"drain_phase,omitempty"`
+	DrainDeadline time.Time        `json:"drain_deadline,omitzero"`
+	OnInterface   bool             `json:"on_interface"`   // is on the interface
+	Since         time.Time        `json:"since,omitzero"` // last change of either
+	FailedPolls   int              `json:"failed_polls"`
+	Streak        int              `json:"streak,omitempty"` // polls towards rise/fall
+	Transitions   uint64           `json:"transitions"`      // changes of Desired since start
+	Upstreams     []UpstreamStatus `json:"upstreams"`
 	// Bird is BIRD's view of the VIP in the last confirmation; nil when
 	// confirmation is off or has not run yet.
 	Bird *VIPConfirm `json:"bird,omitempty"`
-	// The degraded tier (issue 14). Tier is the state rhi wants, drain
-	// included: announced, degraded or withdrawn. OnDegraded: the VIP is
-	// on the degraded interface (OnInterface: on either interface).
-	Tier       decide.Tier `json:"tier"`
-	OnDegraded bool        `json:"on_degraded_interface,omitempty"`
+	// Tier is the VIP's placement on the ladder, drain included:
+	// announced (full weight), degraded, last_resort or withdrawn; Reason
+	// is the placement's. OnDegraded, OnLastResort: the VIP is on that
+	// interface (OnInterface: on any of rhi's interfaces).
+	Tier         decide.Tier `json:"tier"`
+	OnDegraded   bool        `json:"on_degraded_interface,omitempty"`
+	OnLastResort bool        `json:"on_last_resort_interface,omitempty"`
 	// Probe is the VIP's data-path probe in the last poll; nil when the
 	// VIP has none (issue 13).
 	Probe *ProbeStatus `json:"probe,omitempty"`
@@ -182,16 +192,33 @@ type VIPStatus struct {
 	FailOpen *VIPFailOpen `json:"fail_open,omitempty"`
 }
 
-// VIPFailOpen is the fail-open guard's state for one VIP.
+// VIPFailOpen is the fail-open guard's view of one VIP. Whether the guard
+// keeps it in last resort is its Tier and Reason.
 type VIPFailOpen struct {
-	// Engaged: the guard announces the VIP although health would
-	// withdraw it (the VIP's reason is then "fail_open").
-	Engaged bool      `json:"engaged"`
-	Since   time.Time `json:"since,omitzero"` // when it engaged
-	// OtherSites is how many other sites BIRD last said announce the VIP;
-	// -1 when BIRD could not be asked (Error says why).
-	OtherSites int    `json:"other_sites"`
-	Error      string `json:"error,omitempty"`
+	// OtherSites is how many other sites BIRD last said serve the VIP;
+	// -1 when its answer could not tell (Error says why).
+	OtherSites int `json:"other_sites"`
+	// Since starts the current run of answers with at least
+	// min_other_sites serving other sites; zero (left out): no run.
+	Since time.Time `json:"since,omitzero"`
+	Error string    `json:"error,omitempty"`
+}
+
+// FailOpenStatus is the fail-open guard's view as a whole.
+type FailOpenStatus struct {
+	MinOtherSites int     `json:"min_other_sites"`
+	HoldSeconds   float64 `json:"hold_seconds"`
+	// Known is false while BIRD's view of the other sites is unknown
+	// (Error says why): no VIP whose health fails is withdrawn then,
+	// every one stays in last resort.
+	Known      bool      `json:"known"`
+	Error      string    `json:"error,omitempty"`
+	LastAnswer time.Time `json:"last_answer,omitzero"` // when BIRD last answered
+	// LastResortInterface is last_resort.interface; LastResortExists is
+	// false while it is missing: the tier is unavailable, and a VIP whose
+	// health fails stays where it is.
+	LastResortInterface string `json:"last_resort_interface"`
+	LastResortExists    bool   `json:"last_resort_exists"`
 }
 
 // ProbeStatus is what a VIP's data-path probe said in the last poll.

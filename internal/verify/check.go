@@ -38,7 +38,8 @@ type VIP struct {
 	Expected    Expectation
 	OnInterface bool
 	// Tier, for a present VIP, is how the sessions must export it:
-	// TierFull, TierDegraded, or "" (not checked). See tier.go.
+	// TierFull, TierDegraded, TierLastResort, or "" (not checked). See
+	// tier.go.
 	Tier string
 }
 
@@ -52,6 +53,15 @@ type Input struct {
 	// ExchangeTimeout bounds each exchange with BIRD (config
 	// bird.timeout); 0: only ctx bounds them.
 	ExchangeTimeout time.Duration
+	// SiteID is this site's identity (config site_id, else BIRD's router
+	// id: RouterSiteID). When set, each VIP whose tier is checked must be
+	// exported with the large community (AS, 2, SiteID), deploy/bird's
+	// RHI_SITE_ID; 0: not checked, unless SiteFromRouter.
+	SiteID uint32
+	// SiteFromRouter, with SiteID 0, asks BIRD for its router id ("show
+	// status") and checks the site identity against it when some VIP's
+	// tier is checked: config site_id's default.
+	SiteFromRouter bool
 }
 
 // ProtocolState is a selected protocol as BIRD reports it.
@@ -203,8 +213,15 @@ func Check(ctx context.Context, b Bird, in Input) Report {
 		}
 	}
 
+	if in.SiteID == 0 && in.SiteFromRouter && tiersChecked(in.VIPs) {
+		id, err := RouterSiteID(ctx, b)
+		if err != nil {
+			return Report{Protocols: rep.Protocols, Err: fmt.Errorf("site identity: %w", err)}
+		}
+		in.SiteID = id
+	}
 	for _, v := range in.VIPs {
-		vr, err := checkVIP(ctx, b, v, direct, selected, len(in.Protocols) > 0)
+		vr, err := checkVIP(ctx, b, v, direct, selected, len(in.Protocols) > 0, in.SiteID)
 		if err != nil {
 			return Report{Protocols: rep.Protocols, Err: fmt.Errorf("vip %q: %w", v.Prefix, err)}
 		}
@@ -349,7 +366,7 @@ func familiesOf(vips []VIP) []string {
 // checkVIP asks BIRD about one VIP and judges it. protocols are the
 // selected BGP protocols; named says they were named by the config rather
 // than taken all from BIRD.
-func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol, named bool) (VIPReport, error) {
+func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol, named bool, site uint32) (VIPReport, error) {
 	family := bird.Family(v.Prefix)
 	vr := VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, DirectUp: direct.up[family], Exported: map[string]bool{}}
 	if v.Expected == Present && v.Tier != "" {
@@ -404,7 +421,7 @@ func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bi
 				return vr, err
 			}
 			if vr.Tier != "" {
-				t, err := exportedTier(reply, v.Prefix)
+				t, err := exportedTier(reply, v.Prefix, site)
 				if err != nil {
 					return vr, fmt.Errorf("%q: %w", cmd, err)
 				}
@@ -506,4 +523,15 @@ func judge(vr VIPReport, noCarrier string) (bool, string) {
 		}
 	}
 	return len(problems) == 0, strings.Join(problems, "; ")
+}
+
+// tiersChecked reports whether some VIP's export tier is checked, and so
+// its site identity too.
+func tiersChecked(vips []VIP) bool {
+	for _, v := range vips {
+		if v.Expected == Present && v.Tier != "" {
+			return true
+		}
+	}
+	return false
 }

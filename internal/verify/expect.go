@@ -38,8 +38,8 @@ type Wanted struct {
 	Present bool
 	Judged  bool
 	Why     string // why it is not judged; or what withdrew it (a threshold, a probe), if anything did
-	// Tier is how BIRD must export a present VIP (TierFull, TierDegraded),
-	// "" when not checked.
+	// Tier is how BIRD must export a present VIP (TierFull, TierDegraded,
+	// TierLastResort), "" when not checked.
 	Tier string
 }
 
@@ -58,7 +58,7 @@ type RunningVIP struct {
 	// Why, for a VIP not desired, names a capacity threshold or a probe
 	// that withdrew it (issue 13); "" otherwise.
 	Why  string
-	Tier string // its /status tier: announced, degraded, withdrawn
+	Tier string // its /status tier: announced, degraded, last_resort, withdrawn
 }
 
 // ExpectFromDaemon takes the daemon's decisions. The daemon's VIPs are the
@@ -155,6 +155,13 @@ func ExpectFromPoll(ctx context.Context, cfg *config.Config, p Poller) (*Want, e
 			wv.Present = true
 		case decide.Unavailable:
 			wv.Why = thresholdWhy(v, snap, cfg.FailurePolicy.NoChecker) // "" unless a threshold decided it
+			if cfg.FailOpen.Enabled() {
+				// The fail-open guard keeps it in last resort or withdraws
+				// it, as BIRD's view of the other sites says: one poll
+				// cannot tell which.
+				wv.Judged = false
+				wv.Why = "unavailable; the fail-open guard decides between last resort and withdrawn"
+			}
 		default:
 			wv.Judged = false
 			wv.Why = "health unknown (" + unsettled(v, snap, cfg.FailurePolicy.NoChecker) + ")"

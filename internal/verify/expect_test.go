@@ -119,6 +119,19 @@ func TestExpectFromPoll(t *testing.T) {
 		t.Errorf("want (-want +got):\n%s", diff)
 	}
 
+	// With the fail-open guard on, an unavailable VIP may be in last
+	// resort or withdrawn: one poll cannot tell, so it is held to the
+	// interface.
+	cfg.FailOpen.MinOtherSites = 1
+	got, err = ExpectFromPoll(context.Background(), cfg, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got.VIPs[1]; v.Judged || !strings.Contains(v.Why, "fail-open guard") {
+		t.Errorf("guard on, unavailable VIP: %+v", v)
+	}
+	cfg.FailOpen.MinOtherSites = 0
+
 	// Nothing answered: no expectation at all.
 	_, err = ExpectFromPoll(context.Background(), cfg, &fakePoller{})
 	if err == nil || !strings.Contains(err.Error(), "control API at http://127.0.0.1:9090 did not answer: connection refused") {

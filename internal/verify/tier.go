@@ -1,22 +1,31 @@
 package verify
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/rhi-daemon/rhi/bird"
+	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/guardbird"
 )
 
-// The degraded tier (issue 14). A present VIP whose Tier is set is also
-// checked for how each session exports it: with the degraded attributes
-// (deploy/bird/tiers.conf: the own AS prepended, the large community
-// (AS, 1, 1)) when degraded, without them when announced at full weight.
+// The ladder of tiers. A present VIP whose Tier is set is also checked for
+// how each session exports it, with the marks of deploy/bird/tiers.conf:
+// none at full weight; the own AS prepended and the large community
+// (AS, 1, 1) when degraded; GRACEFUL_SHUTDOWN (65535, 0), 8 copies of the
+// own AS and (AS, 1, 2) in last resort. Over iBGP (templates rhi_ibgp4/6)
+// the path stays empty and LOCAL_PREF ranks the tiers instead; an export
+// with the tier's communities and an empty path is read as that. With
+// Input.SiteID set, every tier must also carry the site identity
+// (AS, 2, SiteID).
 const (
-	TierFull     = "announced" // exported without the degraded attributes
-	TierDegraded = "degraded"  // exported with them
+	TierFull       = "announced"   // exported without the tier marks
+	TierDegraded   = "degraded"    // exported with the degraded marks
+	TierLastResort = "last_resort" // exported with the last-resort marks
 )
 
 // exportCommand is the export question for v through protocol: with every
@@ -29,13 +38,19 @@ func exportCommand(protocol string, v VIP) string {
 }
 
 // exportedTier reads the tier of the route in an export reply (`show route
-// export … all`). BIRD shows the path as the export filter leaves it,
-// before the copy of the own AS that every eBGP export adds: a degraded
-// route carries a large community (A, 1, 1) and its path starts with at
-// least one copy of A (tiers.conf adds RHI_DEGRADED_PREPEND of them); a
-// full-weight route carries neither. Anything between (the community
-// without the prepend, or the reverse) is reported as such.
-func exportedTier(reply bird.Reply, prefix netip.Prefix) (string, error) {
+// export … all`): TierFull, TierDegraded, TierLastResort, or a description
+// of marks that fit no tier. BIRD shows the path as the export filter
+// leaves it, before the copy of the own AS that every eBGP export adds: a
+// degraded route carries a large community (A, 1, 1) and its path starts
+// with at least one copy of A (tiers.conf adds RHI_DEGRADED_PREPEND of
+// them); a last-resort route carries (A, 1, 2), GRACEFUL_SHUTDOWN and 8
+// copies of A; a full-weight route carries none of them. An iBGP export has
+// the communities and an empty path. With site set, a route without the
+// site identity (A, 2, site), or with another, is reported as such. BIRD
+// 2's and BIRD 3's names of the attributes are both read; a reply whose
+// attributes are not understood is an error (bird.ErrUnreadable), never a
+// full-weight export.
+func exportedTier(reply bird.Reply, prefix netip.Prefix, site uint32) (string, error) {
 	paths, err := bird.ParsePaths(reply)
 	if err != nil {
 		return "", err
@@ -49,24 +64,69 @@ func exportedTier(reply bird.Reply, prefix netip.Prefix) (string, error) {
 		return "", fmt.Errorf("no route in the reply")
 	}
 	p := paths[0]
-	var marks []uint32
+	if p.Source == "" {
+		// No source line (BIRD 2's "Type:", BIRD 3's "source:"): the
+		// reply's attributes are in a form not known, and a missing path
+		// or community would read as a full-weight export.
+		return "", fmt.Errorf("route of %s by %q: %w: no source attribute, so its other attributes are not known either", p.Prefix, p.Proto, bird.ErrUnreadable)
+	}
+	tier := tierOf(p)
+	if site != 0 {
+		var ids []uint32
+		for _, c := range p.LargeCommunities {
+			if c[1] == birdconf.SiteData1 {
+				ids = append(ids, c[2])
+			}
+		}
+		switch {
+		case len(ids) == 0:
+			tier += fmt.Sprintf(" without the site identity (AS, %d, %d)", birdconf.SiteData1, site)
+		case len(ids) > 1 || ids[0] != site:
+			tier += fmt.Sprintf(" with site identity %v, not site_id %d", ids, site)
+		}
+	}
+	return tier, nil
+}
+
+// tierOf reads a path's tier from its marks, or describes marks that fit
+// none.
+func tierOf(p bird.Path) string {
+	var degraded, last []uint32 // the A of each (A, 1, 1) and (A, 1, 2)
 	for _, c := range p.LargeCommunities {
-		if c[1] == 1 && c[2] == 1 {
-			marks = append(marks, c[0])
+		switch {
+		case c[1] == birdconf.TierData1 && c[2] == birdconf.DegradedData2:
+			degraded = append(degraded, c[0])
+		case c[1] == birdconf.TierData1 && c[2] == birdconf.LastResortData2:
+			last = append(last, c[0])
 		}
 	}
+	gshut := slices.Contains(p.Communities, bird.Community{birdconf.GracefulShutdownAS, birdconf.GracefulShutdownValue})
 	switch {
-	case len(marks) == 0 && len(p.ASPath) == 0:
-		return TierFull, nil
-	case len(marks) == 0:
-		return fmt.Sprintf("announced with AS path %s but no degraded community", asPath(p.ASPath)), nil
+	case len(degraded) > 0 && (len(last) > 0 || gshut):
+		return "degraded and last-resort marks together"
+	case len(last) > 0 && !gshut:
+		return fmt.Sprintf("last-resort community (%d, 1, 2) without GRACEFUL_SHUTDOWN", last[0])
+	case gshut && len(last) == 0:
+		return "GRACEFUL_SHUTDOWN without the last-resort community (AS, 1, 2)"
+	case gshut:
+		if len(p.ASPath) == 0 || p.LeadingCopies(last[0]) >= birdconf.LastResortPrepend {
+			return TierLastResort
+		}
+		return fmt.Sprintf("last-resort community (%d, 1, 2) with %d copies of the AS prepended, want %d (path %s)",
+			last[0], p.LeadingCopies(last[0]), birdconf.LastResortPrepend, asPath(p.ASPath))
+	case len(degraded) == 0 && len(p.ASPath) == 0:
+		return TierFull
+	case len(degraded) == 0:
+		return fmt.Sprintf("announced with AS path %s but no degraded community", asPath(p.ASPath))
+	case len(p.ASPath) == 0:
+		return TierDegraded // iBGP: LOCAL_PREF ranks it
 	}
-	for _, as := range marks {
+	for _, as := range degraded {
 		if p.LeadingCopies(as) >= 1 {
-			return TierDegraded, nil
+			return TierDegraded
 		}
 	}
-	return fmt.Sprintf("degraded community (%d, 1, 1) without the prepended AS (path %s)", marks[0], asPath(p.ASPath)), nil
+	return fmt.Sprintf("degraded community (%d, 1, 1) without the prepended AS (path %s)", degraded[0], asPath(p.ASPath))
 }
 
 func asPath(path []uint32) string {
@@ -97,20 +157,38 @@ func tierProblems(vr VIPReport) []string {
 }
 
 // runningTier is the tier `rhi verify` checks for a VIP of the running
-// daemon: the one its /status names, when the VIP is present and the
-// config file gives it a degraded tier; "" otherwise. (From a poll alone
-// no tier is checked: rise and fall need a history one poll lacks.)
+// daemon: the one its /status names (its placement), when the VIP is
+// present and the config uses the tiers (the VIP can be degraded, or the
+// fail-open guard is on; last resort always); "" otherwise. It is what the
+// daemon's own confirmation expects. (From a poll alone no tier is
+// checked: rise and fall need a history one poll lacks.)
 func runningTier(cfg *config.Config, p netip.Prefix, v RunningVIP) string {
-	if !v.Desired || (v.Tier != TierFull && v.Tier != TierDegraded) {
+	if !v.Desired {
+		return ""
+	}
+	if v.Tier == TierLastResort {
+		return TierLastResort
+	}
+	if v.Tier != TierFull && v.Tier != TierDegraded {
 		return ""
 	}
 	for i := range cfg.VIPs {
 		if cfg.VIPs[i].Address == p {
-			if cfg.VIPs[i].Degraded.On() {
+			if cfg.VIPs[i].Degraded.On() || cfg.FailOpen.Enabled() {
 				return v.Tier
 			}
 			return ""
 		}
 	}
 	return ""
+}
+
+// RouterSiteID asks BIRD for its router id ("show status") and returns it
+// as a site identity, for Input.SiteID when config site_id is not set.
+func RouterSiteID(ctx context.Context, b Bird) (uint32, error) {
+	r, err := b.Exec(ctx, "show status")
+	if err != nil {
+		return 0, fmt.Errorf("show status: %w", err)
+	}
+	return guardbird.RouterSiteID(r)
 }

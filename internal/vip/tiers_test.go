@@ -3,6 +3,8 @@ package vip
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
@@ -12,14 +14,14 @@ import (
 
 const degIface = "rhi1"
 
-func newPair(t *testing.T) (*fakeKernel, *Pair) {
+func newPair(t *testing.T) (*fakeKernel, *Ladder) {
 	t.Helper()
 	f := newFakeKernel()
 	f.addLink(iface)
 	f.addLink(degIface)
 	log, _ := test.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
-	return f, &Pair{Main: New(f, iface, log), Degraded: New(f, degIface, log)}
+	return f, &Ladder{Main: New(f, iface, log), Degraded: New(f, degIface, log)}
 }
 
 func places(kv ...any) map[netip.Prefix]Place {
@@ -57,7 +59,8 @@ func TestMoveSetAddsBeforeDeletes(t *testing.T) {
 	}
 	for i, s := range steps {
 		f.trace = nil
-		_, _, errM, errD := p.MoveSet(ctx, places(v, s.place))
+		mv := p.MoveSet(ctx, places(v, s.place))
+		errM, errD := mv.Err[0], mv.Err[1]
 		if errM != nil || errD != nil {
 			t.Fatalf("step %d: %v / %v", i, errM, errD)
 		}
@@ -100,7 +103,8 @@ func TestMoveSetKeepsOldCopyWhenAddFails(t *testing.T) {
 	const v = "10.0.0.1/32"
 	p.MoveSet(ctx, places(v, Main))
 	f.failAdd = map[netip.Prefix]error{netip.MustParsePrefix(v): errTest}
-	_, _, errM, errD := p.MoveSet(ctx, places(v, Degraded))
+	mv := p.MoveSet(ctx, places(v, Degraded))
+	errM, errD := mv.Err[0], mv.Err[1]
 	if errM != nil || errD == nil {
 		t.Fatalf("errors %v / %v, want only the degraded one", errM, errD)
 	}
@@ -120,7 +124,8 @@ func TestMoveSetKeepsOldCopyWhenAddFails(t *testing.T) {
 func TestMoveSetWithoutDegradedInterface(t *testing.T) {
 	f, p := newPair(t)
 	delete(f.links, degIface)
-	main, _, errM, errD := p.MoveSet(context.Background(), places("10.0.0.1/32", Degraded, "10.0.0.2/32", Main, "10.0.0.3/32", Off))
+	mv := p.MoveSet(context.Background(), places("10.0.0.1/32", Degraded, "10.0.0.2/32", Main, "10.0.0.3/32", Off))
+	main, errM, errD := mv.State[0], mv.Err[0], mv.Err[1]
 	if errM != nil || !errorsIsNoIface(errD) {
 		t.Fatalf("errors %v / %v", errM, errD)
 	}
@@ -140,9 +145,10 @@ func TestMoveSetDryRun(t *testing.T) {
 	f.addLink(iface, "10.0.0.1/32")
 	f.addLink(degIface)
 	log, hook := test.NewNullLogger()
-	p := &Pair{Main: NewDryRun(f, iface, log), Degraded: NewDryRun(f, degIface, log)}
-	p.LastMain = State{Exists: true, Up: true, Present: prefixes("10.0.0.1/32")}
-	if _, _, errM, errD := p.MoveSet(context.Background(), places("10.0.0.1/32", Degraded)); errM != nil || errD != nil {
+	p := &Ladder{Main: NewDryRun(f, iface, log), Degraded: NewDryRun(f, degIface, log)}
+	p.Last[0] = State{Exists: true, Up: true, Present: prefixes("10.0.0.1/32")}
+	if mv := p.MoveSet(context.Background(), places("10.0.0.1/32", Degraded)); mv.Err[0] != nil || mv.Err[1] != nil {
+		errM, errD := mv.Err[0], mv.Err[1]
 		t.Fatalf("%v / %v", errM, errD)
 	}
 	if f.writes != 0 {
@@ -198,5 +204,118 @@ func TestMoveSetUnreadDegradedKeepsCopy(t *testing.T) {
 	p.MoveSet(ctx, places(v, Main))
 	if !has(f, iface, v) || has(f, degIface, v) {
 		t.Errorf("after the retry: rhi0 %v rhi1 %v, want rhi0 only", has(f, iface, v), has(f, degIface, v))
+	}
+}
+
+const lrIface = "rhi2"
+
+func newLadder(t *testing.T) (*fakeKernel, *Ladder) {
+	t.Helper()
+	f, l := newPair(t)
+	f.addLink(lrIface)
+	log, _ := test.NewNullLogger()
+	l.LastResort = New(f, lrIface, log)
+	return f, l
+}
+
+// TestLadderEveryMove: every move between the four places, of one VIP,
+// adds before it deletes, never deletes the only copy, ends with the VIP
+// on exactly its interface, and a repeat writes nothing.
+func TestLadderEveryMove(t *testing.T) {
+	const v = "10.0.0.1/32"
+	all := []Place{Off, Main, Degraded, LastResort}
+	links := map[Place]string{Main: iface, Degraded: degIface, LastResort: lrIface}
+	for _, from := range all {
+		for _, to := range all {
+			t.Run(fmt.Sprintf("%d to %d", from, to), func(t *testing.T) {
+				f, l := newLadder(t)
+				ctx := context.Background()
+				l.MoveSet(ctx, places(v, from))
+				gap := false
+				f.beforeWrite = func(op string, _ netip.Prefix) {
+					n := 0
+					for _, name := range links {
+						if has(f, name, v) {
+							n++
+						}
+					}
+					if op == "del" && n < 2 && to != Off {
+						gap = true
+					}
+				}
+				f.trace = nil
+				mv := l.MoveSet(ctx, places(v, to))
+				for r, err := range mv.Err {
+					if err != nil {
+						t.Fatalf("rung %d: %v", r, err)
+					}
+				}
+				if gap {
+					t.Errorf("a delete removed the only copy; trace %v", f.trace)
+				}
+				for pl, name := range links {
+					if has(f, name, v) != (pl == to) {
+						t.Errorf("on %s: %v; trace %v", name, has(f, name, v), f.trace)
+					}
+				}
+				f.trace = nil
+				l.MoveSet(ctx, places(v, to))
+				if len(f.trace) != 0 {
+					t.Errorf("a repeat wrote %v", f.trace)
+				}
+			})
+		}
+	}
+}
+
+// TestLadderReplay replays a list of placements of several VIPs in order
+// and shuffled: after each, every VIP is exactly where it belongs.
+func TestLadderReplay(t *testing.T) {
+	vips := []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32"}
+	steps := [][]Place{
+		{Main, Main, Main}, {Degraded, Main, LastResort}, {LastResort, Degraded, Main},
+		{Off, LastResort, Degraded}, {Main, Off, LastResort}, {LastResort, LastResort, LastResort}, {Off, Off, Off},
+	}
+	links := map[Place]string{Main: iface, Degraded: degIface, LastResort: lrIface}
+	check := func(t *testing.T, order []int) {
+		f, l := newLadder(t)
+		for _, i := range order {
+			want := map[netip.Prefix]Place{}
+			for j, v := range vips {
+				want[netip.MustParsePrefix(v)] = steps[i][j]
+			}
+			l.MoveSet(context.Background(), want)
+			for j, v := range vips {
+				for pl, name := range links {
+					if has(f, name, v) != (pl == steps[i][j]) {
+						t.Fatalf("step %d: %s on %s: %v, want place %d", i, v, name, has(f, name, v), steps[i][j])
+					}
+				}
+			}
+		}
+	}
+	order := []int{0, 1, 2, 3, 4, 5, 6}
+	check(t, order)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		check(t, order)
+	}
+}
+
+// TestLadderWithoutLastResortInterface: a VIP that should go to last
+// resort while its interface is missing stays where it is.
+func TestLadderWithoutLastResortInterface(t *testing.T) {
+	f, l := newLadder(t)
+	const v = "10.0.0.1/32"
+	ctx := context.Background()
+	l.MoveSet(ctx, places(v, Degraded))
+	delete(f.links, lrIface)
+	mv := l.MoveSet(ctx, places(v, LastResort))
+	if !errorsIsNoIface(mv.Err[2]) || mv.Err[0] != nil || mv.Err[1] != nil {
+		t.Fatalf("errors %v", mv.Err)
+	}
+	if !has(f, degIface, v) || has(f, iface, v) {
+		t.Errorf("rhi0 %v rhi1 %v: want it kept on rhi1", has(f, iface, v), has(f, degIface, v))
 	}
 }

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# box.sh (make vagrant-box): builds the lab's Debian 12 box for vagrant-libvirt
-# from Debian packages alone, and adds it to Vagrant as RHI_LAB_BOX
-# (rhi-lab/debian12). No Vagrant Cloud, no APISIX repository: the only host
+# box.sh (make vagrant-box): builds the lab's Debian box for vagrant-libvirt
+# from Debian packages alone, and adds it to Vagrant as RHI_LAB_BOX. The suite
+# is RHI_LAB_SUITE (suite.sh): bookworm, Debian 12 with BIRD 2, the default,
+# boxed as rhi-lab/debian12; or trixie, Debian 13 with BIRD 3, boxed as
+# rhi-lab/debian13. No Vagrant Cloud, no APISIX repository: the only host
 # contacted is the Debian mirror, once per package list.
 #
-#   mmdebstrap --variant=minbase + packages   the root file system (root)
+#   mmdebstrap --variant=minbase + packages, packages.SUITE
+#                                             the root file system (root)
 #   customize.sh                              vagrant user, key, sudo, fstab, eth0
 #   mke2fs -t ext4 -d ROOTFS disk.raw 4G      the disk, no loop device
 #   qemu-img convert -c -O qcow2              box.img
 #   metadata.json, Vagrantfile, vmlinuz, initrd.img (direct kernel boot)
 #
-# Idempotent and cached: the box's hash covers the package list, the
-# customize hook, the box Vagrantfile and this script. A box of that hash in
+# Idempotent and cached: the box's hash covers the suite, the package lists,
+# the customize hook, the box Vagrantfile and these scripts. A box of that hash in
 # RHI_LAB_CACHE (~/.cache/rhi-lab) is reused; one already added to Vagrant
 # under that hash makes this a no-op. Needs root, mmdebstrap, e2fsprogs
 # (1.43+), qemu-utils and Debian's vagrant package (its insecure key).
@@ -19,7 +22,9 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 vagrant=${VAGRANT:-vagrant}
-name=${RHI_LAB_BOX:-rhi-lab/debian12}
+# shellcheck source=suite.sh
+source "$here/suite.sh"
+name=$LAB_BOX
 cache=${RHI_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rhi-lab}
 mirror=${RHI_LAB_MIRROR:-http://deb.debian.org/debian}
 security=${RHI_LAB_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
@@ -30,8 +35,11 @@ die() {
 	exit 1
 }
 
-hash=$(cat "$here/packages" "$here/customize.sh" "$here/Vagrantfile" "$0" | sha256sum | cut -c1-16)
-box=$cache/rhi-lab-debian12-$hash.box
+hash=$( (
+	echo "$LAB_SUITE"
+	cat "$here/packages" "$here/packages.$LAB_SUITE" "$here/customize.sh" "$here/Vagrantfile" "$here/suite.sh" "$0"
+) | sha256sum | cut -c1-16)
+box=$cache/rhi-lab-$LAB_DEBIAN-$hash.box
 
 # added: the hash of the box Vagrant has under $name, empty if none.
 added() {
@@ -57,8 +65,8 @@ if [[ ! -f $box ]]; then
 	mkdir -p "$cache"
 	work=$(mktemp -d "$cache/build.XXXXXX")
 	trap 'rm -rf "$work"' EXIT
-	mapfile -t pkgs < <(sed 's/#.*//' "$here/packages" | tr -s ' \t' '\n' | sed '/^$/d')
-	log "mmdebstrap bookworm (${#pkgs[@]} packages) from $mirror"
+	mapfile -t pkgs < <(sed 's/#.*//' "$here/packages" "$here/packages.$LAB_SUITE" | tr -s ' \t' '\n' | sed '/^$/d')
+	log "mmdebstrap $LAB_SUITE (${#pkgs[@]} packages) from $mirror"
 	RHI_LAB_VAGRANT_KEY=$key mmdebstrap --quiet --mode=root --variant=minbase --arch=amd64 \
 		--aptopt='Apt::Install-Recommends "false"' \
 		--include="$(
@@ -66,11 +74,22 @@ if [[ ! -f $box ]]; then
 			echo "${pkgs[*]}"
 		)" \
 		--customize-hook="$here/customize.sh \"\$1\"" \
-		bookworm "$work/rootfs" \
-		"deb $mirror bookworm main" "deb $mirror bookworm-updates main" "deb $security bookworm-security main"
+		"$LAB_SUITE" "$work/rootfs" \
+		"deb $mirror $LAB_SUITE main" "deb $mirror $LAB_SUITE-updates main" "deb $security $LAB_SUITE-security main"
 	install -d "$work/box"
-	cp -L "$work/rootfs/vmlinuz" "$work/box/vmlinuz"
-	cp -L "$work/rootfs/initrd.img" "$work/box/initrd.img"
+	# The kernel's symbolic links, in / (bookworm) or /boot; else the one
+	# kernel the root has.
+	for f in vmlinuz initrd.img; do
+		src=""
+		for c in "$work/rootfs/$f" "$work/rootfs/boot/$f" "$work/rootfs/boot/$f"-*; do
+			if [[ -e $c ]]; then
+				src=$c
+				break
+			fi
+		done
+		[[ -n $src ]] || die "no $f in the root file system (/$f, /boot/$f or /boot/$f-*)"
+		cp -L "$src" "$work/box/$f"
+	done
 	log "mke2fs -t ext4 -d rootfs ($size), qemu-img convert -c"
 	mke2fs -q -t ext4 -L rhi-lab -d "$work/rootfs" "$work/disk.raw" "$size"
 	qemu-img convert -c -O qcow2 "$work/disk.raw" "$work/box/box.img"
@@ -81,7 +100,7 @@ if [[ ! -f $box ]]; then
 	tar -C "$work/box" -cf "$work/box.tar" .
 	mv "$work/box.tar" "$box"
 	# Older boxes of other hashes are of no further use.
-	find "$cache" -maxdepth 1 -name 'rhi-lab-debian12-*.box' ! -name "${box##*/}" -delete
+	find "$cache" -maxdepth 1 -name "rhi-lab-$LAB_DEBIAN-*.box" ! -name "${box##*/}" -delete
 	log "built $box ($(du -h "$box" | cut -f1))"
 fi
 
