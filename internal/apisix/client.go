@@ -390,14 +390,6 @@ func (c *Client) fetchNoted(ctx context.Context, ref health.Ref, note *connNote)
 	return r
 }
 
-func (c *Client) get(ctx context.Context, path string) health.Result {
-	a, err := c.do(ctx, path, c.maxBody)
-	if err != nil {
-		return failed(err)
-	}
-	return classify(a.status, a.contentType, a.body)
-}
-
 // reply is a complete HTTP answer.
 type reply struct {
 	status      int
