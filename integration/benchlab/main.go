@@ -10,7 +10,10 @@
 //     from rhi's poll grid (status last_poll, poll_interval);
 //   - idle: rhi's RSS and CPU over a quiet window with 1,000 VIPs;
 //   - scale: polls of 1,000 and 10,000 distinct upstreams (wall, rhi's and
-//     the fake API's CPU, requests per poll).
+//     the fake API's CPU, requests per poll);
+//   - cost: for 100 to 10,000 upstreams in the fake with APISIX's cost
+//     model, rhi's share of the fake's serving loops and the data-path
+//     latency with and without rhi, at the defaults and at a 1 s interval.
 //
 // Every scenario runs in a fresh one-ADC lab. The figures are recorded by
 // hand in BENCHMARKS.md.
@@ -42,6 +45,7 @@ type options struct {
 	trials1000 int
 	idle       time.Duration
 	window     time.Duration
+	costWindow time.Duration
 	only       string
 	seed       uint64
 }
@@ -54,6 +58,7 @@ func run() int {
 	flag.IntVar(&o.trials1000, "trials1000", 10, "trials (withdraw + announce) with 1,000 VIPs")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "idle window for rhi's CPU and RSS")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "measuring window of the upstream-scale polls")
+	flag.DurationVar(&o.costWindow, "cost-window", 20*time.Second, "least data-path load window of the polling-cost scenarios")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run (default all): "+strings.Join(names(), ", "))
 	flag.Uint64Var(&o.seed, "seed", 0, "random seed of the change times (0: from the clock)")
 	flag.Parse()
@@ -119,6 +124,11 @@ func scenarios() []scenario {
 			return runScale(ctx, bins, n, mode, o.window, r)
 		}
 	}
+	cost := func(n int) func(context.Context, site.Binaries, options, *rand.Rand, *report) error {
+		return func(ctx context.Context, bins site.Binaries, o options, _ *rand.Rand, r *report) error {
+			return runCost(ctx, bins, n, o.costWindow, r)
+		}
+	}
 	return []scenario{
 		{"flip1-1s", flip(1, time.Second, false)},
 		{"flip1-200ms", flip(1, 200*time.Millisecond, false)},
@@ -129,6 +139,10 @@ func scenarios() []scenario {
 		{"poll10000-list", scale(10000, "list")},
 		{"poll1000-auto", scale(1000, "auto")},
 		{"poll10000-auto", scale(10000, "auto")},
+		{"cost100", cost(100)},
+		{"cost1000", cost(1000)},
+		{"cost3000", cost(3000)},
+		{"cost10000", cost(10000)},
 	}
 }
 

@@ -17,6 +17,7 @@ type report struct {
 	flips   []flipResult
 	idles   []idleResult
 	scales  []scaleResult
+	costs   []costResult
 }
 
 func (r *report) print(w io.Writer) {
@@ -54,6 +55,7 @@ func (r *report) print(w io.Writer) {
 		}
 		tw.Flush()
 	}
+	r.printCosts(w)
 	if len(r.scales) > 0 {
 		fmt.Fprintln(w, "\nPolls of distinct upstreams (one VIP each), means over the window. CPU per poll is rhi's")
 		fmt.Fprintln(w, "whole tick (poll, decide, read rhi0); the fake API's is its serving of the requests.")
@@ -65,6 +67,27 @@ func (r *report) print(w io.Writer) {
 		}
 		tw.Flush()
 	}
+}
+
+// printCosts is the table of the cost scenarios.
+func (r *report) printCosts(w io.Writer) {
+	if len(r.costs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nPolling cost: the fake with APISIX 3.18's cost model (2 workers), 500 data-path requests/s")
+	fmt.Fprintln(w, "through one route; rhi --dry-run with one VIP per upstream. \"rhi share\" is rhi's control-API")
+	fmt.Fprintln(w, "time over the window, in % of one worker; latencies in ms.")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "upstreams\trhi\teffective interval\twindow\trhi share\tdata p50\tdata p99\tdata max\terrors")
+	for _, c := range r.costs {
+		eff := "-"
+		if c.effective > 0 {
+			eff = c.effective.Round(10 * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.upstreams, c.setting, eff, c.window.Round(time.Second), pct(c.share),
+			ms(c.load.Quantile(0.5).Seconds()), ms(c.load.Quantile(0.99).Seconds()), ms(c.load.Quantile(1).Seconds()), c.load.Errors)
+	}
+	tw.Flush()
 }
 
 func pct(share float64) string { return strconv.FormatFloat(share*100, 'f', 2, 64) + " %" }

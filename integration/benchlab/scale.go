@@ -11,6 +11,10 @@ import (
 	"github.com/rhi-daemon/rhi/integration/site"
 )
 
+// noBudget turns apisix_poll_budget off, for the scenarios that measure
+// rhi at its configured interval.
+const noBudget = `apisix_poll_budget: "0%"`
+
 // idleResult is rhi at rest: VIPs announced, health unchanged.
 type idleResult struct {
 	vips, upstreams int
@@ -74,7 +78,9 @@ func runScale(ctx context.Context, bins site.Binaries, n int, mode string, windo
 	}
 	// SPEC's default timeout (5 s), so that a slow poll is measured rather
 	// than cut at the lab's 1 s.
-	cfg := site.Config{PollInterval: time.Second, Timeout: 5 * time.Second, VIPs: vips, PollMode: mode}
+	// No poll budget: these rows measure what a poll of n upstreams costs
+	// at 1 s, which a stretched interval would hide.
+	cfg := site.Config{PollInterval: time.Second, Timeout: 5 * time.Second, VIPs: vips, PollMode: mode, Extra: noBudget}
 	fmt.Fprintf(os.Stderr, "   starting rhi with %d VIPs over %d upstreams (%s)\n", n, n, mode)
 	s, err := startSite(ctx, l, bins, cfg)
 	if err != nil {

@@ -9,6 +9,25 @@
 //	DELETE /resources/{type}/{id}                                  the resource is gone (404 not found)
 //	POST   /fault?fault=stall[&ref={type}/{id}]                    inject a fault; "none" clears it
 //	GET    /requests                                               health requests served so far
+//
+// What makes the fake behave as APISIX over time (see apisixtest's package
+// comment; the command's flags turn it on):
+//
+//	PUT    /upstreams/{type}/{id}?count=2 | ?nodes=ip:port,…      configure a resource's nodes, as an APISIX config change
+//	PUT    /bulk?count=N[&nodes=2][&type=upstreams]                configure resources 1…N
+//	POST   /backends/{type}/{id}?state=dead[&node=i]              every node's server (or node i's, from 0): alive, dead, http500, hang
+//	POST   /backend?addr=ip:port&state=dead                       one server
+//	PUT    /routes/{id}?ref={type}/{id}[&host=h][&path=/p]        a data-path route (default: /{type}/{id}/… reaches the resource)
+//	DELETE /routes/{id}
+//	POST   /restart?down=3s[&cold=1]                              refuse connections for down, then come back (cold: checkers anew)
+//	GET    /checkers/{type}/{id}                                  {"workers":[1],"probing":1}: which workers have its checker, which probes
+//	GET    /transitions[?ref={type}/{id}]                          node status changes with their times (apisixtest.Transition, JSON)
+//	GET    /accounting                                            the serving loops' time per worker and kind (apisixtest.Accounting, JSON)
+//	POST   /accounting/reset                                      start a new record
+//
+// Nodes configured by count get addresses of their own
+// (apisixtest.Server.FreshNodes), so that killing one resource's servers
+// leaves the others alive.
 package fakeapi
 
 import (
@@ -29,6 +48,7 @@ import (
 // Control returns the handler of the control protocol for srv.
 func Control(srv *apisixtest.Server) http.Handler {
 	mux := http.NewServeMux()
+	addTimed(mux, srv)
 	mux.HandleFunc("PUT /nodes/{type}/{id}", func(w http.ResponseWriter, r *http.Request) {
 		ref := refOf(r)
 		count, err := strconv.Atoi(orDefault(r.FormValue("count"), "2"))
@@ -146,7 +166,7 @@ func (c *Client) call(method, path string) (string, error) {
 		return "", fmt.Errorf("fake api %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("fake api %s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
@@ -217,22 +237,52 @@ func (c *Client) Fault(ref health.Ref, f string) error {
 // Serve runs the fake API on api and its control handler on the unix socket
 // at control until ctx is done. It closes api.
 func Serve(ctx context.Context, api net.Listener, control string, srv *apisixtest.Server) error {
-	ctl, err := net.Listen("unix", control)
+	return ServeAll(ctx, Endpoints{API: api, Control: control}, srv)
+}
+
+// Endpoints are where a fake APISIX serves.
+type Endpoints struct {
+	// API is the control API's listener, Data the data path's (nil: none).
+	// Open them with srv.Listen so that a restart can take them down.
+	API, Data net.Listener
+	// Control is the unix socket of the control protocol.
+	Control string
+}
+
+// ServeAll runs the fake API, its data path and its control handler until
+// ctx is done, and calls srv.Tick every apisixtest.TickInterval meanwhile.
+// It closes the listeners.
+func ServeAll(ctx context.Context, e Endpoints, srv *apisixtest.Server) error {
+	ctl, err := net.Listen("unix", e.Control)
 	if err != nil {
-		api.Close()
+		e.API.Close()
+		if e.Data != nil {
+			e.Data.Close()
+		}
 		return err
 	}
 	servers := []*http.Server{
 		{Handler: srv, ReadHeaderTimeout: 5 * time.Second, ConnContext: srv.ConnContext},
 		{Handler: Control(srv), ReadHeaderTimeout: 5 * time.Second},
 	}
-	errc := make(chan error, 2)
-	go func() { errc <- servers[0].Serve(api) }()
-	go func() { errc <- servers[1].Serve(ctl) }()
+	listeners := []net.Listener{e.API, ctl}
+	if e.Data != nil {
+		servers = append(servers, &http.Server{Handler: srv.DataPath(), ReadHeaderTimeout: 5 * time.Second, ConnContext: srv.ConnContext})
+		listeners = append(listeners, e.Data)
+	}
+	errc := make(chan error, len(servers))
+	for i := range servers {
+		go func() { errc <- servers[i].Serve(listeners[i]) }()
+	}
+	tctx, stopTicks := context.WithCancel(ctx)
+	ticked := make(chan struct{})
+	go func() { srv.Run(tctx); close(ticked) }()
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
+	stopTicks()
+	<-ticked
 	srv.Close() // frees stalled requests so Shutdown does not wait for them
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/template"
@@ -92,6 +93,16 @@ type Config struct {
 	// DegradedBelow is degraded.below ("60%"); "" leaves the degraded
 	// tier out (off). Its interface is rhi1.
 	DegradedBelow string
+	// Extra is more top-level YAML of rhi.yaml (e.g.
+	// "fast_poll_interval: 100ms"), written before vips.
+	Extra string
+	// FakeArgs are more flags of the site's fake-apisix (e.g. "--checks",
+	// "--workers", "2").
+	FakeArgs []string
+	// FakeUpstreams, when set, makes the fake configure upstreams 1…N
+	// with real nodes (--upstreams) instead of the VIPs' upstreams with
+	// fixed healthy nodes.
+	FakeUpstreams int
 	VIPs          []VIP
 }
 
@@ -135,6 +146,9 @@ unmanaged_addresses: {{.C.Unmanaged}}
 degraded:
   below: "{{.C.DegradedBelow}}"
   interface: rhi1
+{{- end}}
+{{- if .C.Extra}}
+{{.C.Extra}}
 {{- end}}
 vips:
 {{- range .C.VIPs}}
@@ -219,7 +233,12 @@ func New(ctx context.Context, dc *lab.DC, bins Binaries, cfg Config) (*Site, err
 			healthy = append(healthy, ref.Type+"/"+ref.ID)
 		}
 	}
-	p, err := dc.Start(ctx, "fake-apisix", bins.FakeAPI, "--listen", apiAddr, "--control", sock, "--healthy", strings.Join(healthy, ","))
+	argv := []string{bins.FakeAPI, "--listen", apiAddr, "--control", sock, "--healthy", strings.Join(healthy, ",")}
+	if cfg.FakeUpstreams > 0 {
+		argv = []string{bins.FakeAPI, "--listen", apiAddr, "--control", sock, "--upstreams", strconv.Itoa(cfg.FakeUpstreams)}
+	}
+	argv = append(argv, cfg.FakeArgs...)
+	p, err := dc.Start(ctx, "fake-apisix", argv...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -20,7 +21,14 @@ import (
 const (
 	DefaultTimeout      = 5 * time.Second // SPEC §2 apisix_timeout
 	DefaultMaxBodyBytes = 4 << 20
-	DefaultMaxInFlight  = 64
+	// DefaultMaxInFlight is how many one-upstream requests a poll has
+	// open at once, each on its own kept-alive connection. The control API
+	// is served by the nginx workers that carry APISIX's traffic, and a
+	// request there waits behind whatever the worker is doing: two at a
+	// time keep rhi's requests from queueing behind each other in a
+	// worker, while a poll of 10,000 of them still fits apisix_timeout
+	// where APISIX answers each in under 1 ms.
+	DefaultMaxInFlight = 2
 	// DefaultMaxListBytes bounds the list body: it holds every checker
 	// APISIX has, ~340 bytes per two-node resource, so this is room for
 	// about 190,000 of them.
@@ -53,8 +61,8 @@ type Options struct {
 	MaxListBytes int64
 	// MaxListEntries bounds the list's entries in the same way.
 	MaxListEntries int
-	// MaxInFlight bounds the requests one Poll runs at the same time;
-	// pipelined (pipeline.go), the connections, at most 4.
+	// MaxInFlight bounds the requests one Poll runs at the same time,
+	// and so the connections it keeps: one request at a time on each.
 	MaxInFlight int
 	// HTTPClient replaces the client NewClient builds. It is used as given:
 	// its transport decides proxies, keep-alive and redirects.
@@ -77,14 +85,17 @@ type Client struct {
 	// request), a few µs of the ~20 each of 10,000 requests a poll costs
 	// in per_upstream mode.
 	rt http.RoundTripper
-	// pipe sends per-upstream requests pipelined (pipeline.go) when
-	// NewClient built hc for a plain-http URL; nil otherwise.
-	pipe *pipeliner
-	auto autoState // ModeAuto's memory of the list's last answers
+	// costs remembers what the control API's requests took (cost.go):
+	// ModeAuto chooses by it, and Cost reports it.
+	costs costMemory
+	auto  autoState // ModeAuto's memory of the list's last answers
 	// listTimeout bounds the list request with its share of the poll's
 	// deadline: context.WithTimeout, or a test's stand-in that also ends
 	// it when the fake server stalls (export_test.go).
 	listTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
+	// connSeq orders the requests of a poll on their connections
+	// (connNote).
+	connSeq atomic.Uint64
 }
 
 // acceptJSON is the header of every request: APISIX 3.3+ answers HTML to
@@ -124,7 +135,6 @@ func NewClient(baseURL string, opts Options) (*Client, error) {
 	if c.hc == nil {
 		c.hc = newHTTPClient(c.maxInFlight)
 		c.rt = c.hc.Transport
-		c.pipe = pipelineFor(u, c.maxBody, c.maxInFlight)
 	}
 	return c, nil
 }
@@ -140,6 +150,10 @@ func newHTTPClient(maxInFlight int) *http.Client {
 			// finds one, so a steady poll dials nothing.
 			MaxIdleConns:        maxInFlight,
 			MaxIdleConnsPerHost: maxInFlight,
+			// One request per connection and no more connections than
+			// requests at once: the control API sees at most
+			// maxInFlight of rhi's requests at a time, never a burst.
+			MaxConnsPerHost: maxInFlight,
 			// Below the 60 s keepalive_timeout of APISIX's nginx, so we
 			// drop an idle connection before the server does.
 			IdleConnTimeout:        50 * time.Second,
@@ -175,20 +189,46 @@ func (c *Client) Poll(ctx context.Context, ups []health.Upstream) health.Snapsho
 // again and again builds the plan once (health.NewPlan) instead of once a
 // poll.
 func (c *Client) PollPlan(ctx context.Context, plan *health.Plan) health.Snapshot {
+	snap, _ := c.PollPlanWith(ctx, plan, PollOptions{})
+	return snap
+}
+
+// PollOptions shape one poll.
+type PollOptions struct {
+	// Spread spreads the poll's one-upstream requests evenly over this
+	// long: request i starts no earlier than i×Spread/n after the first,
+	// so that the control API sees them one at a time with gaps between
+	// them instead of back to back. It is cut to half of the poll's
+	// deadline. Zero sends them as fast as MaxInFlight allows.
+	Spread time.Duration
+	// NoList reads every resource with its own request, whatever the
+	// mode: a poll of a few upstreams (the daemon's fast polls) must not
+	// pay for the list of every checker.
+	NoList bool
+}
+
+// PollPlanWith is PollPlan shaped by opts. It also returns what the poll
+// cost the control API as the client measured it.
+func (c *Client) PollPlanWith(ctx context.Context, plan *health.Plan, opts PollOptions) (health.Snapshot, Cost) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
+	var cost Cost
 	jobs := make([]job, plan.Resources()) // one per distinct resource
 	for j := range jobs {
 		jobs[j].ref = plan.Resource(j)
 	}
-	if c.listFirst(len(jobs)) {
-		usable := c.fromList(ctx, jobs, plan)
+	if !opts.NoList && c.listFirst(len(jobs)) {
+		usable := c.fromList(ctx, jobs, plan, &cost)
 		if c.mode == ModeAuto && !usable {
 			c.auto.pause()
 		}
+		if usable && c.mode == ModeAuto {
+			c.sampleOne(ctx, jobs, &cost)
+		}
 	}
-	c.fetchEach(ctx, jobs)
+	c.fetchEach(ctx, jobs, opts.Spread, &cost)
+	c.costs.add(cost, c.auto.polls.Load())
 
 	ups := plan.Upstreams()
 	snap := make(health.Snapshot, len(ups))
@@ -199,7 +239,7 @@ func (c *Client) PollPlan(ctx context.Context, plan *health.Plan) health.Snapsho
 			snap[u.Key] = health.Result{Verdict: health.Failed, Err: fmt.Errorf("key %q: %w", u.Key, u.Ref.Check())}
 		}
 	}
-	return snap
+	return snap, cost
 }
 
 // CloseIdleConnections closes the connections the client keeps alive
@@ -209,9 +249,6 @@ func (c *Client) PollPlan(ctx context.Context, plan *health.Plan) health.Snapsho
 // timeout, 50 s. A later Poll dials again.
 func (c *Client) CloseIdleConnections() {
 	c.hc.CloseIdleConnections()
-	if c.pipe != nil {
-		c.pipe.closeIdleConns()
-	}
 }
 
 // job is one distinct resource of a poll and what was learned about it.
@@ -222,27 +259,27 @@ type job struct {
 	listed int32 // entries of the list that named ref
 }
 
-// fetchEach reads every job the list has not answered, one request each.
-func (c *Client) fetchEach(ctx context.Context, jobs []job) {
-	n := 0
-	for i := range jobs {
-		if !jobs[i].done {
-			n++
-		}
-	}
-	if n == 0 {
-		return // the list answered every one
-	}
-	todo := make([]int, 0, n)
+// fetchEach reads every job the list has not answered, one request each,
+// at most maxInFlight at a time, spread over spread (PollOptions.Spread).
+func (c *Client) fetchEach(ctx context.Context, jobs []job, spread time.Duration, cost *Cost) {
+	todo := make([]int, 0, len(jobs))
 	for i := range jobs {
 		if !jobs[i].done {
 			todo = append(todo, i)
 		}
 	}
-	if c.pipe != nil {
-		c.pipe.fetchAll(ctx, jobs, todo)
-		return
+	if len(todo) == 0 {
+		return // the list answered every one
 	}
+	var gap time.Duration
+	if spread > 0 && len(todo) > 1 {
+		deadline, _ := ctx.Deadline() // Poll's context always has one
+		spread = min(spread, time.Until(deadline)/2)
+		gap = spread / time.Duration(len(todo))
+	}
+	start := time.Now()
+	took := make([]time.Duration, len(todo))
+	notes := make([]connNote, len(todo))
 	// A fixed set of workers pulling indices keeps at most maxInFlight
 	// requests (and so connections) open, however many keys there are.
 	var next atomic.Int64
@@ -254,30 +291,103 @@ func (c *Client) fetchEach(ctx context.Context, jobs []job) {
 				if i >= len(todo) {
 					return
 				}
+				if gap > 0 {
+					// Cut short by ctx, the request is still sent, and
+					// fails with the context's error like the others.
+					waitUntil(ctx, start.Add(time.Duration(i)*gap))
+				}
 				j := todo[i]
-				jobs[j].res = c.fetch(ctx, jobs[j].ref)
+				t0 := time.Now()
+				jobs[j].res = c.fetchNoted(ctx, jobs[j].ref, &notes[i])
+				took[i] = time.Since(t0)
 			}
 		})
 	}
 	wg.Wait()
+	for _, d := range took {
+		cost.one(d)
+	}
+	distrustAfterNoBody(jobs, todo, notes)
+}
+
+// connNote is which kept connection a one-upstream request went over, in
+// which order (seq), and whether its answer was a status that has no body
+// whatever its header says (204, 304).
+type connNote struct {
+	conn   net.Conn
+	seq    uint64
+	noBody bool
+}
+
+// distrustAfterNoBody fails every request sent over a connection after it
+// answered a 204 or 304. Such a status has no body, so bytes a broken
+// server sends after one (a body its Content-Length announced) are parsed
+// as the answer to the next request on that connection: an answer the
+// server wrote for another. net/http drops a connection when bytes arrive
+// while it is idle, but a request that took the connection first reads
+// them. The connection itself is closed when the 204/304 arrives
+// (fetchNoted), so later polls never meet it.
+func distrustAfterNoBody(jobs []job, todo []int, notes []connNote) {
+	for i := range notes {
+		if !notes[i].noBody || notes[i].conn == nil {
+			continue
+		}
+		for k := range notes {
+			if notes[k].conn == notes[i].conn && notes[k].seq > notes[i].seq {
+				j := todo[k]
+				jobs[j].res = failed(fmt.Errorf("GET %s: sent over a connection that had answered a request with a status without a body: the answer cannot be told from bytes sent after that status", jobs[j].ref.Path()))
+			}
+		}
+	}
+}
+
+// waitUntil waits until t, or until ctx ends, which it reports as false.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // fetch reads one resource's health checker.
 func (c *Client) fetch(ctx context.Context, ref health.Ref) health.Result {
+	return c.fetchNoted(ctx, ref, nil)
+}
+
+// fetchNoted is fetch that, when note is not nil, notes the connection the
+// request went over (connNote); a 204 or 304 answer closes it.
+func (c *Client) fetchNoted(ctx context.Context, ref health.Ref, note *connNote) health.Result {
 	path := ref.Path()
-	r := c.get(ctx, path)
+	if note != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+			note.conn, note.seq = i.Conn, c.connSeq.Add(1)
+		}})
+	}
+	a, err := c.do(ctx, path, c.maxBody)
+	var r health.Result
+	if err != nil {
+		r = failed(err)
+	} else {
+		r = classify(a.status, a.contentType, a.body)
+		if note != nil && (a.status == http.StatusNoContent || a.status == http.StatusNotModified) {
+			note.noBody = true
+			if note.conn != nil {
+				note.conn.Close()
+			}
+		}
+	}
 	if r.Err != nil {
 		r.Err = fmt.Errorf("GET %s: %w", path, r.Err)
 	}
 	return r
-}
-
-func (c *Client) get(ctx context.Context, path string) health.Result {
-	a, err := c.do(ctx, path, c.maxBody)
-	if err != nil {
-		return failed(err)
-	}
-	return classify(a.status, a.contentType, a.body)
 }
 
 // reply is a complete HTTP answer.

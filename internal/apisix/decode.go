@@ -180,6 +180,7 @@ func decodeHealth(body []byte) health.Result {
 // counters are skipped.
 type node struct {
 	healthy bool // status is "healthy" or "mostly_healthy"
+	moving  bool // status is "mostly_healthy" or "mostly_unhealthy"
 	purging bool // purge_time holds anything but null
 }
 
@@ -212,6 +213,7 @@ func readNode(w *walker, obj bool) (node, error) {
 				status = []byte(s)
 			}
 			n.healthy = string(status) == "healthy" || string(status) == "mostly_healthy"
+			n.moving = string(status) == "mostly_healthy" || string(status) == "mostly_unhealthy"
 			return nil
 		case 'n': // null: no status, as Unmarshal read it
 			return w.skip()
@@ -238,6 +240,9 @@ func decodeV3At(w *walker) health.Result {
 		r.Total++
 		if n.healthy {
 			r.Healthy++
+		}
+		if n.moving {
+			r.Moving++
 		}
 		return nil
 	})

@@ -105,7 +105,7 @@ func (c *Client) listFirst(n int) bool {
 	case ModeList:
 		return n > 0
 	case ModeAuto:
-		return n >= AutoMinKeys && c.auto.polls.Add(1) > c.auto.pausedUntil.Load()
+		return n >= AutoMinKeys && c.auto.polls.Add(1) > c.auto.pausedUntil.Load() && c.costs.listPays(n, c.auto.polls.Load())
 	}
 	return false
 }
@@ -114,10 +114,12 @@ func (c *Client) listFirst(n int) bool {
 // whether the list was usable: the 3.3+ format, and it answered at least
 // one job. jobs[j] is plan's resource j. Jobs it does not answer are left
 // for fetchEach.
-func (c *Client) fromList(ctx context.Context, jobs []job, plan *health.Plan) bool {
+func (c *Client) fromList(ctx context.Context, jobs []job, plan *health.Plan, cost *Cost) bool {
 	deadline, _ := ctx.Deadline() // Poll's context always has one
 	lctx, cancel := c.listTimeout(ctx, time.Until(deadline)/2)
-	err := c.getList(lctx, plan, jobs)
+	t0 := time.Now()
+	entries, size, err := c.getList(lctx, plan, jobs)
+	cost.list(time.Since(t0), entries, size, err == nil)
 	cancel()
 	if err != nil {
 		// Not logged, not returned: the per-upstream requests that follow
@@ -147,20 +149,20 @@ func (c *Client) fromList(ctx context.Context, jobs []job, plan *health.Plan) bo
 
 // getList fetches the list and decodes it as it arrives, keeping only the
 // resources of plan: what it says of plan's resource j is in jobs[j]
-// (decodeListJobs).
-func (c *Client) getList(ctx context.Context, plan *health.Plan, jobs []job) error {
+// (decodeListJobs). It returns the list's entries and bytes.
+func (c *Client) getList(ctx context.Context, plan *health.Plan, jobs []job) (entries int, size int64, err error) {
 	resp, err := c.send(ctx, listPath)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	switch ct := resp.Header.Get("Content-Type"); {
 	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+		return 0, 0, fmt.Errorf("HTTP %d", resp.StatusCode)
 	case isHTML(ct):
-		return fmt.Errorf("HTTP 200 with content type %q", ct)
+		return 0, 0, fmt.Errorf("HTTP 200 with content type %q", ct)
 	case resp.ContentLength > c.maxList:
-		return fmt.Errorf("body of %d bytes exceeds the %d-byte limit", resp.ContentLength, c.maxList)
+		return 0, 0, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", resp.ContentLength, c.maxList)
 	}
 	return decodeListJobs(ctx, resp.Body, plan, jobs, listLimits{
 		bytes:      c.maxList,

@@ -65,17 +65,20 @@ func decodeList(ctx context.Context, r io.Reader, want map[string]health.Ref, li
 // resource j is in jobs[j].res, with jobs[j].listed the number of entries
 // that named it. It takes no map of names and makes no map out: at 10,000
 // upstreams the two were a tenth of a poll's CPU (BENCHMARKS.md, issue 15).
-// On an error, what it wrote to jobs is meaningless.
-func decodeListJobs(ctx context.Context, r io.Reader, plan *health.Plan, jobs []job, lim listLimits) error {
+// On an error, what it wrote to jobs is meaningless. It also returns how
+// many entries the list held (the checkers APISIX has, which is what the
+// list costs APISIX to build) and the body's bytes, as far as it read them.
+func decodeListJobs(ctx context.Context, r io.Reader, plan *health.Plan, jobs []job, lim listLimits) (entries int, bytes int64, err error) {
 	e := listEntry{jobs: plan, found: jobs}
-	_, err := readList(ctx, r, &e, lim, listBufSize)
-	return err
+	_, err = readList(ctx, r, &e, lim, listBufSize)
+	return e.n, e.bytes, err
 }
 
 // readList reads a list into e, entry by entry. isList is false on an
 // error, and for an empty list sent as {} or null.
 func readList(ctx context.Context, r io.Reader, e *listEntry, lim listLimits, bufSize int) (isList bool, err error) {
 	m := &meter{r: r, limit: lim.bytes, entryLimit: lim.entryBytes}
+	defer func() { e.bytes = m.n }()
 	lr := &listReader{m: m, buf: make([]byte, max(bufSize, 1))}
 	c, err := lr.peek()
 	if err != nil {
@@ -103,6 +106,7 @@ func readList(ctx context.Context, r io.Reader, e *listEntry, lim listLimits, bu
 		if err := lr.entry(n, e); err != nil {
 			return false, fmt.Errorf("decode: entry %d: %w", n, err)
 		}
+		e.n = n + 1
 		if e.v2 {
 			return false, errV2List
 		}
@@ -197,6 +201,8 @@ type listEntry struct {
 	jobs  *health.Plan // replaces want and out when set
 	found []job        // by the plan's resource
 	v2    bool         // an entry had a key only 2.x–3.2 sends
+	n     int          // entries read
+	bytes int64        // of the body, read so far
 	w     walker       // reused: one allocated per entry was most of a poll's allocations
 }
 

@@ -43,7 +43,7 @@ func FuzzDecodeListJobs(f *testing.F) {
 		for j, ref := range refs {
 			jobs[j].ref = ref
 		}
-		err := decodeListJobs(context.Background(), bytes.NewReader(body), plan, jobs, jobsLimits)
+		_, _, err := decodeListJobs(context.Background(), bytes.NewReader(body), plan, jobs, jobsLimits)
 		if (err == nil) != (oldErr == nil) {
 			t.Fatalf("%q: jobs: %v; want map: %v", body, err, oldErr)
 		}
@@ -104,7 +104,7 @@ func TestDecodeListJobsReadsStatusInPlace(t *testing.T) {
 	{"name":"/a/upstreams/3","nodes":[{"status":"mostly_healthy"}]}]`
 	plan := planOf([]health.Ref{{Type: "upstreams", ID: "1"}, {Type: "upstreams", ID: "2"}, {Type: "upstreams", ID: "3"}})
 	jobs := make([]job, 3)
-	if err := decodeListJobs(context.Background(), strings.NewReader(body), plan, jobs, jobsLimits); err != nil {
+	if _, _, err := decodeListJobs(context.Background(), strings.NewReader(body), plan, jobs, jobsLimits); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{

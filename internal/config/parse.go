@@ -28,8 +28,12 @@ func Default() Config {
 		ControlURL:   "http://127.0.0.1:9090",
 		Timeout:      5 * time.Second,
 		PollMode:     PollAuto,
-		Interface:    "rhi0",
-		LogFormat:    LogText,
+		// Measured against the fake APISIX with its cost model
+		// (BENCHMARKS.md, "Polling cost and fast polls").
+		FastPollInterval: DefaultFastPollInterval,
+		PollBudget:       DefaultPollBudget,
+		Interface:        "rhi0",
+		LogFormat:        LogText,
 		FailurePolicy: FailurePolicy{
 			ControlAPIUnreachable: Withdraw,
 			MaxFailedPolls:        3,
@@ -402,7 +406,7 @@ func enum[T ~string](allowed ...T) func(string) (T, issue) {
 
 var (
 	topKeys = []string{
-		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "interface",
+		"apisix_poll_interval", "apisix_control_url", "apisix_timeout", "apisix_poll_mode", "fast_poll_interval", "apisix_poll_budget", "interface",
 		"main_log", "error_log", "log_format", "failure_policy", "bird", "rise", "fall",
 		"on_shutdown", "status_listen", "control_socket", "drain_file", "state_file", "unmanaged_addresses", "fail_open", "vips",
 		"degraded", "last_resort", "site_id", "drain_grace",
@@ -420,6 +424,8 @@ func (p *parser) config(root *yaml.Node, c *Config) {
 	set(p, m["apisix_control_url"], "apisix_control_url", &c.ControlURL, checkURL)
 	set(p, m["apisix_timeout"], "apisix_timeout", &c.Timeout, parseDuration)
 	set(p, m["apisix_poll_mode"], "apisix_poll_mode", &c.PollMode, enum(PollPerUpstream, PollList, PollAuto))
+	set(p, m["fast_poll_interval"], "fast_poll_interval", &c.FastPollInterval, parseFastPollInterval)
+	set(p, m["apisix_poll_budget"], "apisix_poll_budget", &c.PollBudget, parseBudget)
 	set(p, m["interface"], "interface", &c.Interface, checked(checkIfname))
 	set(p, m["main_log"], "main_log", &c.MainLog, checked(checkLogPath))
 	set(p, m["error_log"], "error_log", &c.ErrorLog, checked(checkLogPath))

@@ -72,10 +72,19 @@ const (
 
 // Config is a validated, typed rhi configuration with every default applied.
 type Config struct {
-	PollInterval  time.Duration  `yaml:"apisix_poll_interval"`
-	ControlURL    string         `yaml:"apisix_control_url"`
-	Timeout       time.Duration  `yaml:"apisix_timeout"`
-	PollMode      PollMode       `yaml:"apisix_poll_mode"`
+	PollInterval time.Duration `yaml:"apisix_poll_interval"`
+	ControlURL   string        `yaml:"apisix_control_url"`
+	Timeout      time.Duration `yaml:"apisix_timeout"`
+	PollMode     PollMode      `yaml:"apisix_poll_mode"`
+	// FastPollInterval is how often an upstream that is moving between
+	// states (a node mostly_healthy or mostly_unhealthy, a node newly
+	// unhealthy, a probe that just failed) is polled alone until it
+	// settles; 0 turns fast polls off.
+	FastPollInterval time.Duration `yaml:"fast_poll_interval"`
+	// PollBudget is the share of one APISIX worker's time rhi's requests
+	// to the control API may take, measured; the effective poll interval
+	// is stretched to stay under it. 0 turns the budget off.
+	PollBudget    Percent        `yaml:"apisix_poll_budget"`
 	Interface     string         `yaml:"interface"`
 	MainLog       string         `yaml:"main_log"`
 	ErrorLog      string         `yaml:"error_log"`

@@ -23,6 +23,11 @@ func Warnings(c *Config) []string {
 		out = append(out, w)
 	}
 	out = append(out, probeWarnings(c)...)
+	for _, w := range []string{restartWarning(c), budgetWarning(c)} {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
 	out = append(out, c.Deprecated...)
 	out = append(out, unitWarnings(c)...)
 	out = append(out, c.notes...)

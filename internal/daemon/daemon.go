@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
@@ -155,6 +156,9 @@ type Daemon struct {
 	// sleep waits through a withdrawing shutdown's grace; realSleep but
 	// in tests.
 	sleep func(time.Duration)
+
+	fast   fastPolls  // moving upstreams, polled alone (fastpoll.go)
+	budget pollBudget // the control API's time rhi takes (budget.go)
 }
 
 // New builds a daemon for a validated config.
@@ -279,11 +283,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.applyReload(r.cfg)
 			close(r.applied)
 			t.Reset(d.cfg.PollInterval)
+			d.budget.effective = d.cfg.PollInterval
 			d.tick(ctx)
+			d.regrid(t)
 			skipLate(t.C())
 		case <-t.C():
 			d.tick(ctx)
+			d.regrid(t)
 			skipLate(t.C())
+		case <-d.fast.C():
+			d.fastTick(ctx)
+			skipLate(d.fast.C())
 		case <-confirmC:
 			d.requestConfirm()
 		case m := <-d.renewals:
@@ -391,8 +401,9 @@ func (d *Daemon) tick(ctx context.Context) {
 	if ctx.Err() != nil {
 		return // shutting down: a poll cut short says nothing about health
 	}
+	d.noteMoving(snap)
 	polled := d.now()
-	unreadable := d.upstreams.note(d.log, d.keys, snap, d.cfg.FailurePolicy)
+	unreadable := d.upstreams.note(d.log, d.plan, snap, d.cfg.FailurePolicy)
 	d.stats.polled(unreadable)
 	if d.onPoll != nil {
 		d.onPoll(polled.Sub(start), unreadable)
@@ -419,7 +430,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	if len(changes) > 0 || moved || !d.confirmed {
 		d.requestConfirm()
 	}
-	d.last = pollRun{snap: snap, start: start, end: polled}
+	d.last = pollRun{snap: snap, start: start, end: polled, resources: d.plan.Resources()}
 	d.tickEnd = d.now()
 	d.publish()
 }
@@ -427,6 +438,11 @@ func (d *Daemon) tick(ctx context.Context) {
 // poll polls the keys of the config, by its plan when the health source
 // takes one.
 func (d *Daemon) poll(ctx context.Context) health.Snapshot {
+	if p, ok := d.health.(costPoller); ok {
+		snap, cost := p.PollPlanWith(ctx, d.plan, apisix.PollOptions{Spread: d.budget.spread()})
+		d.budget.regCost(cost)
+		return snap
+	}
 	if p, ok := d.health.(planPoller); ok {
 		return p.PollPlan(ctx, d.plan)
 	}
@@ -437,6 +453,7 @@ func (d *Daemon) poll(ctx context.Context) health.Snapshot {
 type pollRun struct {
 	snap       health.Snapshot
 	start, end time.Time
+	resources  int // distinct resources the keys name: the upstreams polled
 }
 
 // anySettled reports whether the last poll settled a VIP: not every VIP's

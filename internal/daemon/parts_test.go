@@ -38,8 +38,11 @@ func TestUpstreamLog(t *testing.T) {
 		ups := make([]health.Upstream, len(keys))
 		for i, k := range keys {
 			ups[i] = health.Upstream{Key: k}
+			if up, err := health.ParseUpstream(k); err == nil {
+				ups[i] = up
+			}
 		}
-		n := u.note(log, ups, snap, policy)
+		n := u.note(log, health.NewPlan(ups), snap, policy)
 		var got []line
 		for _, e := range hook.AllEntries() {
 			got = append(got, line{e.Level, e.Data["upstream"].(string), e.Data["verdict"].(string)})
@@ -69,6 +72,12 @@ func TestUpstreamLog(t *testing.T) {
 		{"and logged again when it comes back", keys,
 			health.Snapshot{"a": {Verdict: health.Down}, "b": {Verdict: health.NoChecker}, "c": {Verdict: health.NotFound}},
 			1, []line{{logrus.WarnLevel, "c", "not_found"}}},
+		{"two spellings of one resource are one upstream", []string{"/upstreams/1", "/apisix/upstreams/1"},
+			health.Snapshot{"/upstreams/1": {Verdict: health.Failed}, "/apisix/upstreams/1": {Verdict: health.Failed}},
+			1, []line{{logrus.WarnLevel, "/upstreams/1", "failed"}}},
+		{"and change once", []string{"/upstreams/1", "/apisix/upstreams/1"},
+			health.Snapshot{"/upstreams/1": {Verdict: health.Up}, "/apisix/upstreams/1": {Verdict: health.Up}},
+			0, []line{{logrus.InfoLevel, "/upstreams/1", "up"}}},
 	}
 	for _, s := range steps {
 		n, got := poll(s.keys, s.snap)

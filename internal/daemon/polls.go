@@ -1,6 +1,10 @@
 package daemon
 
-import "time"
+import (
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/status"
+)
 
 // pollStats counts the loop's polls of the control API for /status and
 // /healthz. The loop alone changes it; views take copies.
@@ -11,6 +15,7 @@ type pollStats struct {
 	unreadable int    // upstreams the last poll could not read
 	unsettled  int    // polls in a row that settled no VIP
 	settledAt  time.Time
+	polling    status.PollingStatus // the pace of the polls (fastpoll.go, budget.go)
 }
 
 // polled counts one poll in which unreadable upstreams could not be read.

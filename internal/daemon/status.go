@@ -291,9 +291,10 @@ func (d *Daemon) renderSummary(s *status.Status, v *view) confirm.Records {
 	s.ControlAPI = status.APIStatus{
 		URL: v.cfg.ControlURL, PollInterval: v.cfg.PollInterval, Timeout: v.cfg.Timeout,
 		LastPoll: v.run.start, PollDuration: v.run.end.Sub(v.run.start),
-		Upstreams: len(v.run.snap), ConsecutiveFailedPolls: v.stats.failed,
+		Upstreams: v.run.resources, ConsecutiveFailedPolls: v.stats.failed,
 		Polls: v.stats.polls, FailedPolls: v.stats.failedAll, Unreadable: v.stats.unreadable,
 		MaxFailedPolls: v.cfg.FailurePolicy.MaxFailedPolls, LastSettled: v.stats.settledAt, UnsettledPolls: v.stats.unsettled,
+		Polling: v.stats.polling,
 	}
 	s.Drain = status.DrainStatus{File: v.cfg.DrainFile, All: v.drained.All, Error: v.drainErr}
 	s.FailOpen = guardStatus(v)

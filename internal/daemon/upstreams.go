@@ -15,16 +15,27 @@ type upstreamLog struct {
 	keys   []string         // the keys of the last note, in its order
 	last   []health.Verdict // the last verdict logged, per keys[i]
 	logged []bool           // whether keys[i] has a verdict logged
+	seen   []bool           // scratch: per resource of the plan, met in this note
 }
 
-// note logs the verdicts of snap for keys that changed since the last
-// note, forgets keys snap no longer has (dropped by a reload), and returns
-// how many upstreams of keys could not be read (failed or not found).
-// policy says what an upstream without a health checker counts as, for
-// the warning.
-func (u *upstreamLog) note(log logrus.FieldLogger, keys []health.Upstream, snap health.Snapshot, policy config.FailurePolicy) (unreadable int) {
+// note logs the verdicts of snap for the plan's keys that changed since
+// the last note, forgets keys snap no longer has (dropped by a reload), and
+// returns how many of the plan's resources could not be read (failed or
+// not found). Keys that name one resource (`/upstreams/1` and
+// `/apisix/upstreams/1`) are one upstream: read once, logged and counted
+// once, under the first key that names it. policy says what an upstream
+// without a health checker counts as, for the warning.
+func (u *upstreamLog) note(log logrus.FieldLogger, plan *health.Plan, snap health.Snapshot, policy config.FailurePolicy) (unreadable int) {
+	keys := plan.Upstreams()
 	u.rekey(keys)
+	u.seen = resize(u.seen, plan.Resources())
 	for i, up := range keys {
+		if j, ok := plan.KeyResource(i); ok {
+			if u.seen[j] {
+				continue // another spelling of a resource already noted
+			}
+			u.seen[j] = true
+		}
 		k := up.Key
 		r, ok := snap[k]
 		if r.Verdict == health.Failed || r.Verdict == health.NotFound {

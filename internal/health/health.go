@@ -45,9 +45,14 @@ func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil 
 // Result is the outcome of reading one upstream key.
 type Result struct {
 	Verdict Verdict
-	Healthy int   // nodes counted healthy
-	Total   int   // nodes considered (purge_time nodes excluded)
-	Err     error // why the verdict is Failed, NotFound or NoChecker; nil otherwise
+	Healthy int // nodes counted healthy
+	Total   int // nodes considered (purge_time nodes excluded)
+	// Moving counts the nodes of Total that APISIX's checker is moving
+	// between states: mostly_healthy (failing, not yet unhealthy) or
+	// mostly_unhealthy (recovering, not yet healthy). Only the 3.3+
+	// format says; the 2.x one leaves it 0.
+	Moving int
+	Err    error // why the verdict is Failed, NotFound or NoChecker; nil otherwise
 }
 
 // Snapshot maps each upstream key of the config (e.g. "/apisix/upstreams/api")

@@ -41,6 +41,20 @@ var (
 		"Polls in which at least one upstream could not be read.", "counter", nil}
 	famConsecutive = family{"rhi_consecutive_failed_polls",
 		"Polls in a row in which at least one upstream could not be read.", "gauge", nil}
+	famInterval = family{"rhi_poll_interval_seconds",
+		"apisix_poll_interval: the configured interval of the regular polls.", "gauge", nil}
+	famEffective = family{"rhi_poll_interval_effective_seconds",
+		"The regular polls' interval now: apisix_poll_interval, or longer while apisix_poll_budget stretches it.", "gauge", nil}
+	famPollCost = family{"rhi_poll_cost_seconds",
+		"What the last regular poll took of APISIX's control-API time, measured request by request.", "gauge", nil}
+	famCostTotal = family{"rhi_control_api_cost_seconds_total",
+		"The control-API time of every request rhi sent (regular and fast polls), measured.", "counter", nil}
+	famFastPolls = family{"rhi_fast_polls_total",
+		"Fast polls: moving upstreams polled alone at fast_poll_interval.", "counter", nil}
+	famMoving = family{"rhi_moving_upstreams",
+		"Upstreams being fast-polled now (a node mostly_healthy or mostly_unhealthy, a node newly unhealthy, a probe that just failed).", "gauge", nil}
+	famChecks = family{"rhi_apisix_checkers",
+		"Entries of the last health-checker list read: the checkers APISIX holds, what a list costs it; 0 when the last poll read none.", "gauge", nil}
 	famIfaceUp = family{"rhi_interface_up",
 		"1 if the VIP interface exists and is administratively up.", "gauge", []string{"iface"}}
 	famDrainError = family{"rhi_drain_file_error",
@@ -177,7 +191,7 @@ func birdValue(v *VIPStatus, f func(*VIPConfirm) (float64, bool)) (float64, bool
 // docs test and the oracle test.
 func statusFamilies() []family {
 	out := []family{famReady, famDryRun, famWriteErrors, famLastSettled, famPolls, famFailedPolls,
-		famConsecutive, famIfaceUp, famDrainError, famUnmanaged, famUnmanagedAddr, famRecordError,
+		famConsecutive, famInterval, famEffective, famPollCost, famCostTotal, famFastPolls, famMoving, famChecks, famIfaceUp, famDrainError, famUnmanaged, famUnmanagedAddr, famRecordError,
 		famViewUnknown, famLastResortMissing, famBirdUp, famBGP, famUpstream, famUpstreamHealthy, famUpstreamNodes}
 	for _, f := range vipFamilies {
 		out = append(out, f.family)
@@ -225,6 +239,14 @@ func (c *collector) writeRest(w *textWriter, s *Status) {
 	w.begin(&famPolls).sample(float64(s.ControlAPI.Polls))
 	w.begin(&famFailedPolls).sample(float64(s.ControlAPI.FailedPolls))
 	w.begin(&famConsecutive).sample(float64(s.ControlAPI.ConsecutiveFailedPolls))
+	pol := &s.ControlAPI.Polling
+	w.begin(&famInterval).sample(s.ControlAPI.PollInterval.Seconds())
+	w.begin(&famEffective).sample(s.ControlAPI.interval().Seconds())
+	w.begin(&famPollCost).sample(pol.PollCost.Seconds())
+	w.begin(&famCostTotal).sample(pol.CostTotal.Seconds())
+	w.begin(&famFastPolls).sample(float64(pol.FastPolls))
+	w.begin(&famMoving).sample(float64(pol.Moving))
+	w.begin(&famChecks).sample(float64(pol.ListEntries))
 	w.begin(&famIfaceUp).sample(b2f(s.Interface.Exists && s.Interface.Up), s.Interface.Name)
 	w.begin(&famDrainError).sample(b2f(s.Drain.Error != ""))
 	w.begin(&famUnmanaged).sample(float64(len(s.Interface.Unmanaged)), s.Interface.Name)
@@ -262,7 +284,9 @@ func (c *collector) writeRest(w *textWriter, s *Status) {
 
 // writeUpstreams writes the upstream families: one series (or one per
 // verdict) for each upstream, the first VIP's record of it when several
-// share it.
+// share it. Keys that name one resource in different spellings
+// (`/upstreams/1`, `/apisix/upstreams/1`) are one upstream, read once:
+// one series, under the first key met.
 func writeUpstreams(w *textWriter, vips []VIPStatus) {
 	n := 0
 	for i := range vips {
@@ -276,10 +300,11 @@ func writeUpstreams(w *textWriter, vips []VIPStatus) {
 	for i := range vips {
 		for j := range vips[i].Upstreams {
 			u := &vips[i].Upstreams[j]
-			if _, ok := seen[u.Key]; ok {
+			r := resourceOf(u.Key)
+			if _, ok := seen[r]; ok {
 				continue // shared by several VIPs: one series
 			}
-			seen[u.Key] = struct{}{}
+			seen[r] = struct{}{}
 			ups = append(ups, u)
 		}
 	}
@@ -297,6 +322,19 @@ func writeUpstreams(w *textWriter, vips []VIPStatus) {
 	for _, u := range ups {
 		w.sample(float64(u.Nodes), u.Key)
 	}
+}
+
+// resourceOf is the resource an upstream key names, its last two path
+// segments ("upstreams/1"), as the poll matches keys to resources.
+func resourceOf(key string) string {
+	i := strings.LastIndexByte(key, '/')
+	if i <= 0 {
+		return key
+	}
+	if j := strings.LastIndexByte(key[:i], '/'); j >= 0 {
+		return key[j+1:]
+	}
+	return key
 }
 
 // textWriter writes families in the Prometheus text exposition format

@@ -81,6 +81,15 @@ var (
 		"1 while the fail-open guard keeps the VIP announced in last resort although its health fails; absent while the guard is off.", []string{"vip"}, nil)
 )
 
+// pollingDescs are the polling families, added with the poll budget.
+var pollingDescs = func() map[string]*prometheus.Desc {
+	m := map[string]*prometheus.Desc{}
+	for _, f := range []family{famInterval, famEffective, famPollCost, famCostTotal, famFastPolls, famMoving, famChecks} {
+		m[f.name] = prometheus.NewDesc(f.name, f.help, nil, nil)
+	}
+	return m
+}()
+
 // constCollector is the collector as it was before issue 15, kept as the
 // oracle of the text the collector writes: client_golang const metrics,
 // gathered and encoded by expfmt. Its code is unchanged but for its name.
@@ -96,6 +105,9 @@ func (c *constCollector) Describe(ch chan<- *prometheus.Desc) {
 		descVIPDrained, descVIPDraining, descVIPDrainDeadline, descDrainError, descBirdUp, descBirdAgrees, descBirdLatency, descBirdRenewed, descBGP,
 		descUnmanaged, descUnmanagedAddr, descRecordError, descVIPDegraded, descVIPFailOpen, descViewUnknown, descLastResortMissing,
 		descUpstreamHealthy, descUpstreamNodes, descProbeSuccess, descProbeDuration} {
+		ch <- d
+	}
+	for _, d := range pollingDescs {
 		ch <- d
 	}
 }
@@ -119,6 +131,23 @@ func (c *constCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descPolls, prometheus.CounterValue, float64(s.ControlAPI.Polls))
 	ch <- prometheus.MustNewConstMetric(descFailedPolls, prometheus.CounterValue, float64(s.ControlAPI.FailedPolls))
 	gauge(descConsecutive, float64(s.ControlAPI.ConsecutiveFailedPolls))
+	// The polling families, added with the poll budget.
+	pol := s.ControlAPI.Polling
+	for _, m := range []struct {
+		f   family
+		v   float64
+		typ prometheus.ValueType
+	}{
+		{famInterval, s.ControlAPI.PollInterval.Seconds(), prometheus.GaugeValue},
+		{famEffective, max(s.ControlAPI.PollInterval, pol.EffectiveInterval).Seconds(), prometheus.GaugeValue},
+		{famPollCost, pol.PollCost.Seconds(), prometheus.GaugeValue},
+		{famCostTotal, pol.CostTotal.Seconds(), prometheus.CounterValue},
+		{famFastPolls, float64(pol.FastPolls), prometheus.CounterValue},
+		{famMoving, float64(pol.Moving), prometheus.GaugeValue},
+		{famChecks, float64(pol.ListEntries), prometheus.GaugeValue},
+	} {
+		ch <- prometheus.MustNewConstMetric(pollingDescs[m.f.name], m.typ, m.v)
+	}
 	gauge(descIfaceUp, b2f(s.Interface.Exists && s.Interface.Up), s.Interface.Name)
 	gauge(descDrainError, b2f(s.Drain.Error != ""))
 	gauge(descUnmanaged, float64(len(s.Interface.Unmanaged)), s.Interface.Name)

@@ -473,3 +473,21 @@ func TestMetricsInvalidUTF8(t *testing.T) {
 		t.Errorf("rhi_bgp_established %q lacks %q", got.Series, want)
 	}
 }
+
+// Two VIPs naming one resource in both spellings read one upstream: one
+// series of each upstream family, under the first key.
+func TestMetricsUpstreamSpellings(t *testing.T) {
+	s := sample()
+	s.VIPs = []VIPStatus{
+		{Address: "10.0.0.1/32", Upstreams: []UpstreamStatus{{Key: "/upstreams/1", Verdict: "up", Healthy: 1, Nodes: 2}}},
+		{Address: "10.0.0.2/32", Upstreams: []UpstreamStatus{{Key: "/apisix/upstreams/1", Verdict: "up", Healthy: 1, Nodes: 2}}},
+	}
+	src := &fixed{s}
+	_, body := get(t, Handler(src, NewMetrics(src, "v1"), func() time.Time { return t0 }), "/metrics")
+	if !strings.Contains(body, `rhi_upstream_healthy_nodes{upstream="/upstreams/1"} 1`) {
+		t.Errorf("/metrics lacks the first key's series:\n%s", body)
+	}
+	if strings.Contains(body, `upstream="/apisix/upstreams/1"`) {
+		t.Errorf("/metrics has a second series for one resource")
+	}
+}

@@ -256,7 +256,7 @@ func Healthy(s Status, now time.Time) error {
 		return errors.New("not ready: no tick yet")
 	}
 	api := s.ControlAPI
-	limit := 2*api.PollInterval + api.Timeout + 10*time.Second
+	limit := 2*api.interval() + api.Timeout + 10*time.Second
 	if age := now.Sub(api.LastPoll); age > limit {
 		return fmt.Errorf("stalled: last poll %s ago (limit %s)", age.Round(time.Millisecond), limit)
 	}
@@ -289,7 +289,7 @@ func Judge(s Status, now time.Time) error {
 		return errors.New("not ready: no tick yet")
 	}
 	api := s.ControlAPI
-	limit := stallIntervals*api.PollInterval + api.Timeout
+	limit := stallIntervals*api.interval() + api.Timeout
 	if age := now.Sub(s.LastTick); age > limit {
 		return fmt.Errorf("stalled: no tick finished for %s (limit %s: %d poll intervals and the timeout)",
 			age.Round(time.Millisecond), limit, stallIntervals)

@@ -90,6 +90,67 @@ type APIStatus struct {
 	// polls since that settled none.
 	LastSettled    time.Time `json:"last_settled_poll,omitzero"`
 	UnsettledPolls int       `json:"consecutive_unsettled_polls"`
+	// Polling is how rhi paces its polls: fast polls of moving upstreams
+	// and the budget of APISIX's time.
+	Polling PollingStatus `json:"polling"`
+}
+
+// PollingStatus is how rhi paces its polls of the control API. Its
+// durations are float seconds in JSON.
+type PollingStatus struct {
+	// EffectiveInterval is the regular grid's interval now: the
+	// configured one, or longer when the budget stretches it.
+	EffectiveInterval time.Duration `json:"-"` // effective_interval_seconds
+	// StretchedSince is when the interval was last stretched; absent
+	// while it is not.
+	StretchedSince time.Time `json:"stretched_since,omitzero"`
+	// FastInterval is the fast polls' interval now; 0 when off.
+	FastInterval time.Duration `json:"-"` // fast_interval_seconds
+	// Moving counts the upstreams being fast-polled now.
+	Moving    int    `json:"moving_upstreams"`
+	FastPolls uint64 `json:"fast_polls_total"`
+	// BudgetPercent is apisix_poll_budget; 0: none.
+	BudgetPercent float64 `json:"budget_percent"`
+	// PollCost is what the last regular poll took of APISIX's time,
+	// measured request by request; CostTotal every request's, ever.
+	PollCost  time.Duration `json:"-"` // poll_cost_seconds
+	CostTotal time.Duration `json:"-"` // cost_seconds_total
+	// ListEntries is the length of the last list read: the checkers
+	// APISIX holds. 0 when the last poll read no list.
+	ListEntries int `json:"list_entries"`
+}
+
+// pollingJSON is PollingStatus without its methods.
+type pollingJSON PollingStatus
+
+type pollingWire struct {
+	pollingJSON
+	EffectiveInterval float64 `json:"effective_interval_seconds"`
+	FastInterval      float64 `json:"fast_interval_seconds"`
+	PollCost          float64 `json:"poll_cost_seconds"`
+	CostTotal         float64 `json:"cost_seconds_total"`
+}
+
+// MarshalJSON writes the durations as float seconds.
+func (p PollingStatus) MarshalJSON() ([]byte, error) {
+	return json.Marshal(pollingWire{pollingJSON(p), p.EffectiveInterval.Seconds(), p.FastInterval.Seconds(), p.PollCost.Seconds(), p.CostTotal.Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (p *PollingStatus) UnmarshalJSON(b []byte) error {
+	var w pollingWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*p = PollingStatus(w.pollingJSON)
+	p.EffectiveInterval, p.FastInterval = seconds(w.EffectiveInterval), seconds(w.FastInterval)
+	p.PollCost, p.CostTotal = seconds(w.PollCost), seconds(w.CostTotal)
+	return nil
+}
+
+// interval is the poll interval in force: the effective one when known.
+func (a APIStatus) interval() time.Duration {
+	return max(a.PollInterval, a.Polling.EffectiveInterval)
 }
 
 // VIPStatus is one VIP: what rhi decided, why, and what the interface holds.

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/health"
@@ -110,15 +112,52 @@ func ParseFault(s string) (Fault, error) {
 
 // resource is what the server knows about one APISIX resource.
 type resource struct {
-	nodes   []Node
+	// targets are the nodes the control API reports, as the health
+	// checker keeps them in shared memory; none: no checker has run.
+	targets []target
+	// config is the nodes the resource is configured with, which the
+	// data path proxies to and a new checker starts from; version counts
+	// its changes.
+	config  []Node
+	version int
 	format  Format
-	checker bool // false: the resource exists but has no health checker
+	checker bool // false: the resource exists but has no health checks
 }
 
-// Server is a fake APISIX control API. Create it with New.
+// Server is a fake APISIX control API. Create it with New or NewWith.
 type Server struct {
-	mu        sync.Mutex
-	res       map[health.Ref]*resource
+	mu                       sync.Mutex
+	res                      map[health.Ref]*resource
+	routes                   map[string]Route
+	backends                 map[string]Backend // "ip:port" → state; absent: Alive
+	clock                    Clock
+	checks                   Checks // with defaults filled in
+	timed                    bool   // Options.Checks was set: Tick probes
+	standalone               bool
+	workers                  []*worker // fixed at NewWith; their maps are under mu
+	probing                  int       // the worker holding the probe lock, from 1; 0: none yet
+	pending                  []pendingReport
+	fresh                    int // FreshNodes calls
+	transitions              []Transition
+	perType                  map[string]int // resources of each type
+	withChecks               int            // resources with checks
+	nextManager, nextCleanup time.Time
+	cold                     bool // a cold restart is under way
+	perRequest               bool
+	nextWorker               atomic.Uint64 // round-robin of connections (or requests)
+	cost                     Cost
+	costNow                  func() time.Time  // real time; tests replace it
+	wait                     func(t time.Time) // waits until t in real time; tests replace it
+
+	acctMu    sync.Mutex
+	acctSince time.Time
+
+	lnMu       sync.Mutex // guards what follows
+	listeners  []*restartable
+	restarting bool
+	upAt       time.Time
+	restartErr error
+
 	faults    map[health.Ref]Fault
 	global    Fault
 	listFault Fault // for GET /v1/healthcheck only
@@ -131,20 +170,40 @@ type Server struct {
 	holding   bool          // held is closed
 	done      chan struct{} // closed by Close
 	closed    bool
-	ts        *httptest.Server
+	ts        []*httptest.Server
 	chunked   bool // SetChunked
 	keepalive int  // SetKeepaliveRequests; 0: no limit
 }
 
-// connKey holds a connection's answer count in a request's context, when
+// connKey holds a connection's connState in a request's context, when
 // the server's ConnContext is ConnContext.
 type connKey struct{}
 
-// ConnContext counts the answers of each connection, which
-// SetKeepaliveRequests needs: set it as the http.Server's ConnContext.
-// Start does.
+// connState is what the server knows of one connection.
+type connState struct {
+	answers int // under Server.mu
+	worker  int // the worker serving it, from 0
+}
+
+// ConnContext gives each connection its worker and counts its answers,
+// which SetKeepaliveRequests needs: set it as the http.Server's
+// ConnContext (of the API's and the data path's servers). Start and
+// StartData do. Without it every request gets the next worker.
 func (s *Server) ConnContext(ctx context.Context, _ net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, new(int))
+	return context.WithValue(ctx, connKey{}, &connState{worker: s.pickWorker()})
+}
+
+// pickWorker is the next worker, round-robin.
+func (s *Server) pickWorker() int {
+	return int((s.nextWorker.Add(1) - 1) % uint64(len(s.workers)))
+}
+
+// workerOf is the worker serving r.
+func (s *Server) workerOf(r *http.Request) int {
+	if c, ok := r.Context().Value(connKey{}).(*connState); ok && !s.perRequest {
+		return c.worker
+	}
+	return s.pickWorker()
 }
 
 // SetChunked makes every answer but the faults' chunked, without a
@@ -169,34 +228,77 @@ func (s *Server) SetKeepaliveRequests(n int) {
 }
 
 // New returns a server that knows no resources: every resource is
-// "not found" until SetNodes or NoChecker creates it.
-func New() *Server {
-	return &Server{
-		res:     map[health.Ref]*resource{},
-		faults:  map[health.Ref]Fault{},
-		perRef:  map[health.Ref]int{},
-		arrived: make(chan struct{}),
-		release: make(chan struct{}),
-		held:    make(chan struct{}),
-		done:    make(chan struct{}),
+// "not found" until SetNodes, SetUpstream or NoChecker creates it. It has
+// one worker, statuses change only when a test sets them, and requests
+// cost nothing: NewWith(Options{}).
+func New() *Server { return NewWith(Options{}) }
+
+// NewWith returns a server with these options.
+func NewWith(o Options) *Server {
+	s := &Server{
+		res:        map[health.Ref]*resource{},
+		routes:     map[string]Route{},
+		perType:    map[string]int{},
+		backends:   map[string]Backend{},
+		clock:      o.Clock,
+		standalone: o.Standalone,
+		perRequest: o.PerRequest,
+		cost:       o.Cost,
+		costNow:    time.Now,
+		faults:     map[health.Ref]Fault{},
+		perRef:     map[health.Ref]int{},
+		arrived:    make(chan struct{}),
+		release:    make(chan struct{}),
+		held:       make(chan struct{}),
+		done:       make(chan struct{}),
 	}
+	s.wait = func(t time.Time) { waitUntil(t, s.cost.SpinBelow) }
+	if s.clock == nil {
+		s.clock = realClock{}
+	}
+	if o.Checks != nil {
+		s.checks, s.timed = o.Checks.withDefaults(), true
+	} else {
+		s.checks = DefaultChecks()
+	}
+	// APISIX's timers start with the workers.
+	now := s.clock.Now()
+	s.nextManager, s.nextCleanup = now.Add(s.checks.ManagerInterval), now.Add(s.checks.CleanupInterval)
+	s.probing = s.checks.ProbingWorker
+	for range max(o.Workers, 1) {
+		s.workers = append(s.workers, newWorker())
+	}
+	if s.probing > len(s.workers) {
+		s.probing = len(s.workers)
+	}
+	s.acctSince = s.costNow()
+	return s
 }
 
-// Start serves s on a new loopback httptest.Server. Stop it with s.Close,
-// which also frees stalled requests (httptest.Server.Close alone waits for
-// them).
-func (s *Server) Start() *httptest.Server {
-	ts := httptest.NewUnstartedServer(s)
+// Start serves s on a new loopback httptest.Server, on a listener that
+// Restart can take down. Stop it with s.Close, which also frees stalled
+// requests (httptest.Server.Close alone waits for them).
+func (s *Server) Start() *httptest.Server { return s.start(s) }
+
+func (s *Server) start(h http.Handler) *httptest.Server {
+	ts := httptest.NewUnstartedServer(h)
+	ln, err := s.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("apisixtest: listen: %v", err))
+	}
+	ts.Listener.Close()
+	ts.Listener = ln
 	ts.Config.ConnContext = s.ConnContext
 	ts.Start()
 	s.mu.Lock()
-	s.ts = ts
+	s.ts = append(s.ts, ts)
 	s.mu.Unlock()
 	return ts
 }
 
-// Close frees every stalled or trickling request, now and later, and closes
-// the httptest.Server that Start made, if any. It is idempotent.
+// Close frees every stalled or trickling request, now and later, and
+// closes the httptest.Servers that Start and StartData made, if any. It is
+// idempotent.
 func (s *Server) Close() {
 	s.mu.Lock()
 	ts := s.ts
@@ -206,25 +308,55 @@ func (s *Server) Close() {
 		close(s.done)
 	}
 	s.mu.Unlock()
-	if ts != nil {
-		ts.Close()
+	for _, t := range ts {
+		t.Close()
 	}
 }
 
-// SetNodes creates or replaces the resource's checker with these nodes, in
-// this order (SetStatus counts from 0). No nodes is a checker that has not
-// run yet: APISIX then sends "nodes": {}. The format is kept if the
-// resource existed, else V3.
+// SetNodes creates or replaces the resource's checker with these nodes and
+// statuses, in this order (SetStatus counts from 0), in every worker at
+// once. No nodes is a checker that has not run yet: APISIX then sends
+// "nodes": {}. A node's counters are those its status has when reached by
+// TCP checks (mostly_healthy: tcp_failure 1; unhealthy: tcp_failure 2;
+// mostly_unhealthy: success 1). The nodes are also the resource's
+// configuration (see SetUpstream). The format is kept if the resource
+// existed, else V3.
 func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.res[ref]
-	if r == nil {
-		r = &resource{}
-		s.res[ref] = r
+	r := s.resource(ref)
+	now := s.clock.Now()
+	old := r.targets
+	r.targets = make([]target, len(nodes))
+	r.config = make([]Node, len(nodes))
+	for i, n := range nodes {
+		r.targets[i] = target{Node: Node{IP: n.IP, Port: n.Port, Status: n.Status}, ctr: counterFor(n.Status)}
+		if n.Purging {
+			r.targets[i].purgeAt = now.Add(s.checks.PurgeDelay)
+		}
+		r.config[i] = Node{IP: n.IP, Port: n.Port}
+		from := ""
+		if j := slices.IndexFunc(old, func(t target) bool { return t.IP == n.IP && t.Port == n.Port }); j >= 0 {
+			from = old[j].Status
+		}
+		if from != n.Status {
+			s.record(now, ref, n.IP, n.Port, from, n.Status)
+		}
 	}
-	r.nodes = slices.Clone(nodes)
-	r.checker = true
+	for _, t := range old {
+		if !slices.ContainsFunc(nodes, func(n Node) bool { return t.IP == n.IP && t.Port == n.Port }) {
+			s.record(now, ref, t.IP, t.Port, t.Status, "")
+		}
+	}
+	s.setChecks(r, true)
+	r.version++
+	for _, w := range s.workers {
+		w.checkers[ref] = &workerChecker{version: r.version, lastHealthy: now, lastUnhealthy: now}
+		delete(w.waiting, ref)
+	}
+	if s.probing == 0 && len(nodes) > 0 {
+		s.probing = 1
+	}
 }
 
 // SetStatus sets the status of the resource's i-th node.
@@ -235,10 +367,10 @@ func (s *Server) SetStatus(ref health.Ref, i int, status string) error {
 	if err != nil {
 		return err
 	}
-	if i < 0 || i >= len(r.nodes) {
-		return fmt.Errorf("apisixtest: %q has %d nodes, no node %d", ref.String(), len(r.nodes), i)
+	if i < 0 || i >= len(r.targets) {
+		return fmt.Errorf("apisixtest: %q has %d nodes, no node %d", ref.String(), len(r.targets), i)
 	}
-	r.nodes[i].Status = status
+	s.force(ref, &r.targets[i], status)
 	return nil
 }
 
@@ -250,10 +382,27 @@ func (s *Server) SetAllStatus(ref health.Ref, status string) error {
 	if err != nil {
 		return err
 	}
-	for i := range r.nodes {
-		r.nodes[i].Status = status
+	for i := range r.targets {
+		s.force(ref, &r.targets[i], status)
 	}
 	return nil
+}
+
+// dropAll removes every node from ref's checker. It runs under s.mu.
+func (s *Server) dropAll(ref health.Ref, r *resource) {
+	now := s.clock.Now()
+	for _, t := range r.targets {
+		s.record(now, ref, t.IP, t.Port, t.Status, "")
+	}
+	r.targets = nil
+}
+
+// force sets a node's status as a test does. It runs under s.mu.
+func (s *Server) force(ref health.Ref, t *target, status string) {
+	if t.Status != status {
+		s.record(s.clock.Now(), ref, t.IP, t.Port, t.Status, status)
+	}
+	t.Status, t.ctr = status, counterFor(status)
 }
 
 // SetFormat sets the format the resource is served in.
@@ -273,21 +422,26 @@ func (s *Server) SetFormat(ref health.Ref, f Format) error {
 func (s *Server) Remove(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.res, ref)
+	if r := s.res[ref]; r != nil {
+		s.dropAll(ref, r)
+		s.setChecks(r, false)
+		s.perType[ref.Type]--
+		delete(s.res, ref)
+	}
 }
 
 // NoChecker makes the resource exist without a health checker (HTTP 404
-// "no checker for upstreams[api]"), creating it if needed. Its nodes are
-// dropped; SetNodes brings the checker back.
+// "no checker for upstreams[api]"), creating it if needed: its checks were
+// removed from its configuration. Its nodes are dropped; SetNodes or
+// SetUpstream brings the checker back.
 func (s *Server) NoChecker(ref health.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.res[ref]
-	if r == nil {
-		r = &resource{}
-		s.res[ref] = r
-	}
-	r.nodes, r.checker = nil, false
+	r := s.resource(ref)
+	s.dropAll(ref, r)
+	r.config = nil
+	s.setChecks(r, false)
+	r.version++
 }
 
 // SetFault sets the fault of requests for one resource (NoFault clears it).
@@ -386,6 +540,30 @@ func (s *Server) RequestsFor(ref health.Ref) int {
 	return s.perRef[ref]
 }
 
+// resource returns ref's resource, creating it if needed. It runs under
+// s.mu.
+func (s *Server) resource(ref health.Ref) *resource {
+	r := s.res[ref]
+	if r == nil {
+		r = &resource{}
+		s.res[ref] = r
+		s.perType[ref.Type]++
+	}
+	return r
+}
+
+// setChecks sets whether r has health checks, keeping count. It runs
+// under s.mu.
+func (s *Server) setChecks(r *resource, on bool) {
+	switch {
+	case on && !r.checker:
+		s.withChecks++
+	case !on && r.checker:
+		s.withChecks--
+	}
+	r.checker = on
+}
+
 func (s *Server) checker(ref health.Ref) (*resource, error) {
 	r := s.res[ref]
 	if r == nil || !r.checker {
@@ -424,11 +602,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// Built after a stall, so a released request reports the state of now.
-	s.mu.Lock()
-	a := s.answer(r)
-	s.mu.Unlock()
-
+	var a answer
+	switch fault {
+	case NoFault, Stall, Truncated, Slow:
+		// Built after a stall, so a released request reports the state
+		// of now, by the serving loop of the connection's worker (a
+		// stall stands for something in front of APISIX: the worker
+		// sees the request when it is released).
+		a = s.serve(r, s.costNow())
+	}
 	switch fault {
 	case NoFault, Stall:
 	case Refuse:
@@ -466,6 +648,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(a.body)
 }
 
+// serve builds the fault-free answer to r on its worker's serving loop: it
+// waits for the loop, is built, and leaves when its cost is spent.
+func (s *Server) serve(r *http.Request, arrival time.Time) answer {
+	wk := s.workerOf(r)
+	s.mu.Lock()
+	kind, cost := s.costOf(r)
+	s.mu.Unlock()
+	start, finish := s.workers[wk].loop.reserve(kind, arrival, cost)
+	s.wait(start)
+	s.mu.Lock()
+	a := s.answer(r, wk)
+	s.mu.Unlock()
+	s.wait(finish)
+	return a
+}
+
+// costOf tells what kind of request r is and what it costs its worker. It
+// runs under s.mu.
+func (s *Server) costOf(r *http.Request) (kind int, cost time.Duration) {
+	if r.Method != http.MethodGet {
+		return kindOther, 0
+	}
+	if r.URL.Path == "/v1/healthcheck" {
+		return kindList, s.cost.List(s.withChecks)
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/healthcheck/")
+	if !ok {
+		return kindOther, 0
+	}
+	typ, _, _ := strings.Cut(rest, "/")
+	return kindGet, s.cost.Get(s.perType[typ])
+}
+
 // arrive counts r and returns the fault it meets and what answering it
 // takes: the channels a stall waits on, whether to answer chunked, and
 // whether this is the last answer its connection may carry.
@@ -495,12 +710,12 @@ func (s *Server) arrive(r *http.Request) (fault Fault, release, done chan struct
 // lastOnConn counts an answer of r's connection and reports whether it is
 // the last SetKeepaliveRequests allows. It runs under s.mu.
 func (s *Server) lastOnConn(r *http.Request) bool {
-	n, ok := r.Context().Value(connKey{}).(*int)
+	c, ok := r.Context().Value(connKey{}).(*connState)
 	if !ok || s.keepalive <= 0 {
 		return false
 	}
-	*n++
-	return *n >= s.keepalive
+	c.answers++
+	return c.answers >= s.keepalive
 }
 
 // writeChunked sends a's body in two chunks: net/http's server uses the
@@ -527,16 +742,17 @@ func resourceOf(r *http.Request) (health.Ref, bool) {
 	return health.Ref{Type: typ, ID: id}, true
 }
 
-// answer builds the fault-free response. It runs under s.mu.
-func (s *Server) answer(r *http.Request) answer {
+// answer builds the fault-free response, as worker wk sees the state. It
+// runs under s.mu.
+func (s *Server) answer(r *http.Request, wk int) answer {
 	if r.Method != http.MethodGet {
 		return nginxPage(http.StatusNotFound)
 	}
 	if r.URL.Path == "/v1/healthcheck" {
 		if acceptsHTML(r) {
-			return htmlList()
+			return s.htmlPage(s.listed(wk))
 		}
-		return s.list()
+		return s.list(wk)
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/healthcheck/")
 	if !ok {
@@ -556,26 +772,58 @@ func (s *Server) answer(r *http.Request) answer {
 	switch {
 	case res == nil:
 		return errorAnswer(http.StatusNotFound, ref.Type+"["+ref.ID+"] not found")
-	case !res.checker:
+	case !res.checker, !s.sees(wk, ref, res):
 		return errorAnswer(http.StatusNotFound, "no checker for "+ref.Type+"["+ref.ID+"]")
 	case acceptsHTML(r):
-		return htmlList()
+		return s.htmlPage([]health.Ref{ref})
 	}
-	return jsonAnswer(res.format, entry(ref, res))
+	return jsonAnswer(res.format, s.entry(ref, res))
+}
+
+// sees tells whether worker wk reports ref's checker. APISIX 3.3+ reads
+// every checker from shared memory, so any worker reports any checker; up
+// to 3.2 (the V2 format) a worker reported only the checkers it had
+// itself, which only Checks.Lazy makes differ between workers.
+func (s *Server) sees(wk int, ref health.Ref, res *resource) bool {
+	return res.format != V2 || !s.checks.Lazy || s.workers[wk].checkers[ref] != nil
 }
 
 // list is GET /v1/healthcheck: every resource with a checker, routes first,
 // then stream routes, services and upstreams, as APISIX orders them. An
 // empty list is {}, as cjson encodes an empty Lua table.
-func (s *Server) list() answer {
-	refs := make([]health.Ref, 0, len(s.res))
-	for ref, res := range s.res {
-		if res.checker {
-			refs = append(refs, ref)
-		}
-	}
+func (s *Server) list(wk int) answer {
+	refs := s.listed(wk)
 	if len(refs) == 0 {
 		return answer{http.StatusOK, "application/json", []byte("{}\n")}
+	}
+	// Entries are joined by hand: marshalling them as []json.RawMessage
+	// would compact the whole body once more.
+	body := []byte{'['}
+	for i, ref := range refs {
+		res := s.res[ref]
+		b, err := json.Marshal(s.entry(ref, res))
+		if err != nil {
+			panic(err) // only strings, ints and floats: cannot fail
+		}
+		if res.format == V2 {
+			b = escapeSlashes(b)
+		}
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, b...)
+	}
+	return answer{http.StatusOK, "application/json", append(body, "]\n"...)}
+}
+
+// listed is the resources the list shows to worker wk, in its order. It
+// runs under s.mu.
+func (s *Server) listed(wk int) []health.Ref {
+	refs := make([]health.Ref, 0, len(s.res))
+	for ref, res := range s.res {
+		if res.checker && s.sees(wk, ref, res) {
+			refs = append(refs, ref)
+		}
 	}
 	order := map[string]int{"routes": 0, "stream_routes": 1, "services": 2, "upstreams": 3}
 	slices.SortFunc(refs, func(a, b health.Ref) int {
@@ -584,19 +832,7 @@ func (s *Server) list() answer {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	entries := make([]json.RawMessage, len(refs))
-	for i, ref := range refs {
-		res := s.res[ref]
-		b, err := json.Marshal(entry(ref, res))
-		if err != nil {
-			panic(err) // only strings, ints and floats: cannot fail
-		}
-		if res.format == V2 {
-			b = escapeSlashes(b)
-		}
-		entries[i] = b
-	}
-	return jsonAnswer(V3, entries)
+	return refs
 }
 
 // JSON shapes. Field sets follow testdata/README.md; encoding/json writes
@@ -639,12 +875,28 @@ type (
 	emptyTable struct{}
 )
 
-// entry is the resource's body as a value to marshal.
-func entry(ref health.Ref, res *resource) any {
-	name := "/apisix/" + ref.Type + "/" + ref.ID
+// name is the resource's name in a body: its configuration key.
+func (s *Server) name(ref health.Ref) string {
+	if s.standalone {
+		return "/" + ref.Type + "/" + ref.ID
+	}
+	return "/apisix/" + ref.Type + "/" + ref.ID
+}
+
+// checkType is the "type" of ref's checker: its active checks' type.
+func checkType(ref health.Ref) string {
+	if ref.Type == "stream_routes" {
+		return "tcp"
+	}
+	return "http"
+}
+
+// entry is the resource's body as a value to marshal. It runs under s.mu.
+func (s *Server) entry(ref health.Ref, res *resource) any {
+	name := s.name(ref)
 	if res.format == V2 {
 		var nodes, healthy []v2Node
-		for _, n := range res.nodes {
+		for _, n := range res.targets {
 			v := v2Node{Host: n.IP, Port: n.Port, Weight: 1}
 			nodes = append(nodes, v)
 			if n.Status == Healthy || n.Status == MostlyHealthy {
@@ -654,16 +906,13 @@ func entry(ref health.Ref, res *resource) any {
 		return v2Entry{HealthyNodes: listOrTable(healthy), Name: "upstream#" + name,
 			Nodes: listOrTable(nodes), SrcID: ref.ID, SrcType: ref.Type}
 	}
-	typ := "http"
-	if ref.Type == "stream_routes" {
-		typ = "tcp"
-	}
-	nodes := make([]v3Node, len(res.nodes))
-	for i, n := range res.nodes {
-		nodes[i] = v3Node{Counter: counterFor(n.Status), Hostname: n.IP, IP: n.IP, Port: n.Port, Status: n.Status}
-		if n.Purging {
+	typ := checkType(ref)
+	nodes := make([]v3Node, len(res.targets))
+	for i, n := range res.targets {
+		nodes[i] = v3Node{Counter: n.ctr, Hostname: n.IP, IP: n.IP, Port: n.Port, Status: n.Status}
+		if !n.purgeAt.IsZero() {
 			// Epoch seconds as a float, when the delayed clear will drop it.
-			t := float64(time.Now().Add(10*time.Second).UnixMilli()) / 1000
+			t := float64(n.purgeAt.UnixMilli()) / 1000
 			nodes[i].PurgeTime = &t
 		}
 	}
@@ -718,10 +967,49 @@ func acceptsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// htmlList stands for the HTML page APISIX 3.3+ renders for browsers.
-func htmlList() answer {
-	return answer{http.StatusOK, "text/html; charset=utf-8",
-		[]byte("<!DOCTYPE html>\n<html><head><title>APISIX upstream check list</title></head><body></body></html>\n")}
+// htmlPage is the page APISIX 3.3+ renders for a browser (Accept:
+// text/html), byte for byte: a table row per node of these resources,
+// red for a node that gets no traffic. It runs under s.mu.
+func (s *Server) htmlPage(refs []health.Ref) answer {
+	var b strings.Builder
+	b.WriteString(`<html xmlns="http://www.w3.org/1999/xhtml">
+<head>
+  <title>APISIX upstream check status</title>
+</head>
+<body>
+<h1>APISIX upstream check status</h1>
+<table style="background-color:white" cellspacing="0" cellpadding="3" border="1">
+  <tr bgcolor="#C0C0C0">
+    <th>Index</th>
+    <th>Upstream</th>
+    <th>Check type</th>
+    <th>Host</th>
+    <th>Status</th>
+    <th>Success counts</th>
+    <th>TCP Failures</th>
+    <th>HTTP Failures</th>
+    <th>TIMEOUT Failures</th>
+  </tr>
+`)
+	i := 0
+	for _, ref := range refs {
+		for _, t := range s.res[ref].targets {
+			i++
+			if t.Status == Healthy || t.Status == MostlyHealthy {
+				b.WriteString("  <tr>\n")
+			} else {
+				b.WriteString("  <tr bgcolor=\"#FF0000\">\n")
+			}
+			for _, cell := range []string{fmt.Sprint(i), html.EscapeString(s.name(ref)), checkType(ref),
+				html.EscapeString(addrKey(t.IP, t.Port)), html.EscapeString(t.Status), fmt.Sprint(t.ctr.Success),
+				fmt.Sprint(t.ctr.TCPFailure), fmt.Sprint(t.ctr.HTTPFailure), fmt.Sprint(t.ctr.TimeoutFailure)} {
+				b.WriteString("    <td>" + cell + "</td>\n")
+			}
+			b.WriteString("  </tr>\n")
+		}
+	}
+	b.WriteString("</table>\n</body>\n</html>\n")
+	return answer{http.StatusOK, "text/html", []byte(b.String())}
 }
 
 // nginxPage is nginx's built-in error page, as openresty sends it.

@@ -64,12 +64,11 @@ func checkAll(t *testing.T, snap health.Snapshot, want map[string]got) {
 	}
 }
 
-// Answers are matched to requests by their order on each connection: every
-// resource gets its own, in both body codings, with nginx's close after
-// keepalive_requests answers in the middle of pipelines (the requests
-// written after the close are sent again on another connection, and the
-// server sees each resource once).
-func TestPipelineOrder(t *testing.T) {
+// Every resource gets its own answer, in both body codings, with nginx's
+// close after keepalive_requests answers in the middle of a poll (the next
+// request goes on another connection, and the server sees each resource
+// once).
+func TestPerUpstreamOrder(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		chunked   bool
@@ -97,9 +96,9 @@ func TestPipelineOrder(t *testing.T) {
 }
 
 // A resource whose request the server answers by closing the connection is
-// sent once more (as the Transport retries), then Failed; the resources
-// pipelined behind it on that connection are sent again and answered.
-func TestPipelineRefusedOne(t *testing.T) {
+// sent again (the Transport retries it), then Failed; the others are
+// answered.
+func TestPerUpstreamRefusedOne(t *testing.T) {
 	srv := apisixtest.New()
 	ts := srv.Start()
 	defer srv.Close()
@@ -112,8 +111,12 @@ func TestPipelineRefusedOne(t *testing.T) {
 	if r := snap[bad.Key]; r.Verdict != health.Failed || !errors.Is(r.Err, io.EOF) {
 		t.Errorf("refused: %v, err %v; want failed, EOF", r.Verdict, r.Err)
 	}
-	if n := srv.RequestsFor(bad.Ref); n != 2 {
-		t.Errorf("refused resource requested %d times, want 2", n)
+	// The Transport sends a request again whenever the kept connection it
+	// went on closed before any answer, and stops at a fresh one: each
+	// retry uses up a connection another request left idle, so there are
+	// fewer than the poll's other requests.
+	if n := srv.RequestsFor(bad.Ref); n < 2 || n > len(keys) {
+		t.Errorf("refused resource requested %d times, want 2 to %d", n, len(keys))
 	}
 }
 
@@ -156,7 +159,7 @@ var okAnswer = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\
 
 // A server that closes every connection without a byte: each request is
 // sent twice and Failed, and the client dials a bounded number of times.
-func TestPipelineServerClosesSilently(t *testing.T) {
+func TestPerUpstreamServerClosesSilently(t *testing.T) {
 	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
 		_, _ = http.ReadRequest(br) // then close
 	})
@@ -177,18 +180,18 @@ func TestPipelineServerClosesSilently(t *testing.T) {
 	}
 }
 
-// Answers a pipeline cannot trust fail the request they answer, and the
-// connection is not used again: a 1xx, junk, a body cut short, a second
-// answer to one request, an HTTP/1.0 answer (used, then closed).
-func TestPipelineOddAnswers(t *testing.T) {
+// Odd answers: a 1xx before the answer is read past; junk and a body cut
+// short fail the request they answer; a second answer to one request, and
+// an HTTP/1.0 answer, are used and the connection closed.
+func TestPerUpstreamOddAnswers(t *testing.T) {
 	tests := []struct {
 		name   string
 		answer string
 		want   health.Verdict
 		err    string
 	}{
-		{"1xx", "HTTP/1.1 100 Continue\r\n\r\n" + okAnswer, health.Failed, "GET /v1/healthcheck/upstreams/a: HTTP 100 before an answer"},
-		{"junk", "\x00\x01 junk\r\n\r\n", health.Failed, `GET /v1/healthcheck/upstreams/a: malformed HTTP status code "junk"`},
+		{"1xx", "HTTP/1.1 100 Continue\r\n\r\n" + okAnswer, health.Up, ""},
+		{"junk", "\x00\x01 junk\r\n\r\n", health.Failed, `GET /v1/healthcheck/upstreams/a: net/http: HTTP/1.x transport connection broken: malformed HTTP status code "junk"`},
 		{"cut", strings.TrimSuffix(okAnswer, "}"), health.Failed, "GET /v1/healthcheck/upstreams/a: read body: unexpected EOF"},
 		{"two answers", okAnswer + okAnswer, health.Up, ""},
 		{"HTTP/1.0", strings.Replace(okAnswer, "HTTP/1.1", "HTTP/1.0", 1), health.Up, ""},
@@ -217,18 +220,20 @@ func TestPipelineOddAnswers(t *testing.T) {
 					t.Errorf("poll %d: %v, err %v; want %v, %q", poll, r.Verdict, r.Err, tt.want, tt.err)
 				}
 			}
-			if n := s.conns.Load(); n != 2 {
-				t.Errorf("%d connections for two polls, want 2 (none kept)", n)
+			// A 1xx before the answer is read past, and the connection
+			// kept; anything else odd drops it.
+			if n, want := s.conns.Load(), 2-btoi(tt.name == "1xx"); n != int32(want) {
+				t.Errorf("%d connections for two polls, want %d", n, want)
 			}
 		})
 	}
 }
 
-// A stalled answer holds its pipeline until the poll ends; cancelling the
-// poll when the server holds it back ends the poll at once, the stalled
-// request and those behind it Failed with the context's error, the others
-// answered.
-func TestPipelineStallCanceled(t *testing.T) {
+// A stalled answer holds its connection until the poll ends; cancelling
+// the poll when the server holds it back ends the poll at once, the stalled
+// request and those not sent yet Failed with the context's error, the
+// others answered.
+func TestPerUpstreamStallCanceled(t *testing.T) {
 	srv := apisixtest.New()
 	ts := srv.Start()
 	defer srv.Close()
@@ -252,9 +257,8 @@ func TestPipelineStallCanceled(t *testing.T) {
 	}
 }
 
-// A body over the bound fails its request only; the rest of the pipeline
-// is sent again.
-func TestPipelineOversizeOne(t *testing.T) {
+// A body over the bound fails its request only.
+func TestPerUpstreamOversizeOne(t *testing.T) {
 	srv := apisixtest.New()
 	ts := srv.Start()
 	defer srv.Close()
@@ -272,7 +276,7 @@ func TestPipelineOversizeOne(t *testing.T) {
 // Kept connections are reused across polls; one the server closed while
 // idle is noticed before use and replaced, without a failed request; and
 // CloseIdleConnections closes the kept ones.
-func TestPipelineKeptConnections(t *testing.T) {
+func TestPerUpstreamKeptConnections(t *testing.T) {
 	srv := apisixtest.New()
 	defer srv.Close()
 	keys, want := distinct(srv, 50)
@@ -339,11 +343,11 @@ func TestPipelineKeptConnections(t *testing.T) {
 	}
 }
 
-// BenchmarkPipeline10000 is the client's side of a per_upstream poll of
+// BenchmarkPerUpstream10000 is the client's side of a per_upstream poll of
 // 10,000 resources: a raw server answers each request it reads with the
 // same two-node body, as many answers in one write as it read requests, so
 // that nearly all the CPU and allocations measured are the client's.
-func BenchmarkPipeline10000(b *testing.B) {
+func BenchmarkPerUpstream10000(b *testing.B) {
 	body := `{"name":"/apisix/upstreams/u","type":"http","nodes":[` +
 		`{"counter":{"http_failure":0,"success":0,"tcp_failure":0,"timeout_failure":0},"hostname":"192.0.2.1","ip":"192.0.2.1","port":8000,"status":"healthy"},` +
 		`{"counter":{"http_failure":0,"success":0,"tcp_failure":2,"timeout_failure":0},"hostname":"192.0.2.2","ip":"192.0.2.2","port":8001,"status":"unhealthy"}]}` + "\n"
@@ -404,4 +408,11 @@ func BenchmarkPipeline10000(b *testing.B) {
 			b.Fatalf("got %v, err %v", r.Verdict, r.Err)
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,183 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/status"
+)
+
+// pollBudget keeps rhi's share of APISIX's control-API time under
+// apisix_poll_budget. APISIX serves the control API in the nginx workers
+// that carry its traffic; while a worker builds an answer for rhi, the
+// requests it holds wait (a list of 10,000 checkers blocks one for ~0.4 s).
+// The client measures each request (apisix.Cost); the budget estimates
+// what a regular poll and a fast poll cost (the least of the last few),
+// and from it the intervals that keep
+//
+//	regular cost / regular interval + fast cost / fast interval ≤ budget
+//
+// (the fast term only while something moves). When the configured
+// intervals fit, they are used as they are. When they do not, fast polls
+// get what the regular polls leave, but at least half of the budget, and
+// the regular interval is stretched to fit the rest: a moving upstream is
+// what rhi must see soon. The loop alone uses it.
+type pollBudget struct {
+	// reg and fast are the estimates of one poll's cost: the least of
+	// the last few measured (recent). A request's time as the client
+	// sees it also holds the worker's queue (APISIX's traffic before it)
+	// and the host's scheduling, which only add: the least of a few
+	// polls is the closest to the worker's own work, and a first poll
+	// on cold connections does not stretch the grid for minutes.
+	reg, fast         time.Duration
+	regRing, fastRing recent
+	last              apisix.Cost   // the last regular poll's
+	spent             time.Duration // every measured request's time, ever
+	// effective is the regular grid's interval now.
+	effective time.Duration
+	// stretchedSince is when the effective interval last became longer
+	// than the configured one; zero while it is not.
+	stretchedSince time.Time
+	warned         bool // the stretch was logged since the last reload
+}
+
+// share is the budget as a fraction of one worker; 0: none.
+func share(cfg *config.Config) float64 { return float64(cfg.PollBudget) / 100 }
+
+// regCost files a regular poll's cost.
+func (b *pollBudget) regCost(c apisix.Cost) {
+	b.last = c
+	b.spent += c.Busy
+	b.reg = b.regRing.add(c.Busy)
+}
+
+// fastCost files a fast poll's cost.
+func (b *pollBudget) fastCost(c apisix.Cost) {
+	b.spent += c.Busy
+	b.fast = b.fastRing.add(c.Busy)
+}
+
+// recent keeps the last few measures of a cost.
+type recent struct {
+	d [4]time.Duration
+	n int // measures so far
+}
+
+// add files d and returns the least of the last few measures.
+func (r *recent) add(d time.Duration) time.Duration {
+	r.d[r.n%len(r.d)] = d
+	r.n++
+	least := d
+	for _, x := range r.d[:min(r.n, len(r.d))] {
+		least = min(least, x)
+	}
+	return least
+}
+
+// intervals returns the regular and fast intervals the budget allows;
+// fastOn says whether fast polls run.
+func (b *pollBudget) intervals(cfg *config.Config, fastOn bool) (reg, fast time.Duration) {
+	reg, fast = cfg.PollInterval, cfg.FastPollInterval
+	B := share(cfg)
+	if B <= 0 {
+		return reg, fast
+	}
+	regShare := float64(b.reg) / float64(reg)
+	fastShare := 0.0
+	if fastOn && fast > 0 {
+		fastShare = float64(b.fast) / float64(fast)
+	}
+	if regShare+fastShare <= B {
+		return reg, fast
+	}
+	if fastShare > 0 {
+		fastShare = min(fastShare, max(B/2, B-regShare))
+		fast = max(fast, time.Duration(float64(b.fast)/fastShare))
+	}
+	reg = max(reg, time.Duration(float64(b.reg)/(B-fastShare)))
+	return reg, fast
+}
+
+// fastInterval is the fast ticker's interval now; 0: fast polls are off.
+func (b *pollBudget) fastInterval(cfg *config.Config) time.Duration {
+	if cfg.FastPollInterval <= 0 {
+		return 0
+	}
+	_, f := b.intervals(cfg, true)
+	return f
+}
+
+// spread is how long a regular poll's one-upstream requests are spread
+// over: enough that rhi keeps APISIX's workers busy a tenth of the time
+// at most while they run (10 × their measured time), at most half the
+// effective interval. A poll of a few upstreams is spread over a few ms.
+func (b *pollBudget) spread() time.Duration {
+	if b.last.OneRequests == 0 {
+		return 0
+	}
+	return min(10*b.last.One, b.effective/2)
+}
+
+// regrid sets the regular grid to the interval the budget allows, logging
+// once when it stretches the configured one.
+func (d *Daemon) regrid(t ticker) {
+	reg, _ := d.budget.intervals(d.cfg, d.fast.n > 0)
+	if reg > d.cfg.PollInterval {
+		// The estimate moves a little every poll; the grid need not.
+		reg = reg.Round(10 * time.Millisecond)
+	}
+	b := &d.budget
+	if reg == b.effective {
+		return
+	}
+	b.effective = reg
+	t.Reset(reg)
+	if reg <= d.cfg.PollInterval {
+		if !b.stretchedSince.IsZero() {
+			d.log.WithFields(logrus.Fields{"interval": reg}).Info("poll interval back to the configured one")
+		}
+		b.stretchedSince = time.Time{}
+		return
+	}
+	if b.stretchedSince.IsZero() {
+		b.stretchedSince = d.now()
+	}
+	// Stretches follow the measured cost, which moves a little every
+	// poll: warn once, then say it at debug.
+	e := d.log.WithFields(logrus.Fields{
+		"configured": d.cfg.PollInterval, "effective": reg.Round(time.Millisecond),
+		"poll_cost": b.reg.Round(10 * time.Microsecond), "budget": d.cfg.PollBudget,
+		"list_entries": b.last.ListEntries,
+	})
+	if !b.warned {
+		b.warned = true
+		e.Warn("apisix_poll_interval stretched: polling at the configured interval would take more of APISIX's workers than apisix_poll_budget")
+		return
+	}
+	e.Debug("apisix_poll_interval stretched")
+}
+
+// notePolling files the pace of the polls for /status and /metrics: the
+// intervals the budget allows now, what the polls cost, what moves.
+func (d *Daemon) notePolling() {
+	b := &d.budget
+	reg, fast := b.intervals(d.cfg, d.fast.n > 0)
+	if reg > d.cfg.PollInterval {
+		reg = reg.Round(10 * time.Millisecond)
+	}
+	if d.cfg.FastPollInterval <= 0 {
+		fast = 0
+	}
+	entries := 0
+	if b.last.ListRead {
+		entries = b.last.ListEntries
+	}
+	d.stats.polling = status.PollingStatus{
+		EffectiveInterval: reg, StretchedSince: b.stretchedSince, FastInterval: fast,
+		Moving: d.fast.n, FastPolls: d.fast.polls, BudgetPercent: float64(d.cfg.PollBudget),
+		PollCost: b.last.Busy, CostTotal: b.spent, ListEntries: entries,
+	}
+}

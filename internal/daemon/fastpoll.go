@@ -1,0 +1,316 @@
+package daemon
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/rhi-daemon/rhi/internal/apisix"
+	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/probe"
+)
+
+// costPoller is a HealthSource that polls a plan as told and says what the
+// poll cost the control API (apisix.Client): the loop spreads a poll's
+// one-upstream requests, reads a moving upstream alone, and keeps its
+// polling within apisix_poll_budget by these measures.
+type costPoller interface {
+	PollPlanWith(ctx context.Context, plan *health.Plan, opts apisix.PollOptions) (health.Snapshot, apisix.Cost)
+}
+
+// fastPolls follows the upstreams that are moving between states and polls
+// them alone, at fast_poll_interval, until they settle. APISIX marks a
+// dying node mostly_healthy one check before unhealthy, so a poll on the
+// regular grid that sees mostly_healthy knows the verdict may change
+// within a check interval: polling that upstream again every ~100 ms,
+// rather than at the next tick a whole interval later, makes rhi's share
+// of a withdraw a fraction of a fast interval once APISIX shows it.
+//
+// A resource is moving after a reading that has a node mostly_healthy or
+// mostly_unhealthy, or whose healthy count differs from the reading
+// before (a node newly unhealthy, or back), or when the probe of a VIP that
+// uses it has just stopped answering up. It settles with a reading that
+// has none of these. A reading that fails (the control API refused, a
+// deadline) ends the resource's fast polls: the regular grid and
+// max_failed_polls judge an unreadable control API, as without fast polls.
+//
+// The loop alone uses it.
+type fastPolls struct {
+	plan   *health.Plan // the plan the index is of; rebuilt when d.plan changes
+	keysOf [][]int      // per resource: the plan's keys naming it
+	vipsOf [][]int      // per resource: the VIPs whose upstreams name it
+	prev   []health.Result
+	known  []bool // prev holds a reading
+	moving []bool
+	n      int // resources moving
+
+	prevProbe []decide.Probe // per VIP: the probe outcome of the last poll
+
+	t     ticker // running while n > 0
+	every time.Duration
+
+	polls uint64 // fast polls, ever
+}
+
+// reindex rebuilds the index when the loop's plan changed (a reload). What
+// was moving is forgotten: the next regular poll finds it again.
+func (f *fastPolls) reindex(plan *health.Plan, cfg *config.Config) {
+	if f.plan == plan {
+		return
+	}
+	f.plan = plan
+	n := plan.Resources()
+	f.keysOf = make([][]int, n)
+	f.vipsOf = make([][]int, n)
+	f.prev, f.known, f.moving, f.n = make([]health.Result, n), make([]bool, n), make([]bool, n), 0
+	f.prevProbe = nil
+	ups := plan.Upstreams()
+	byKey := make(map[string]int, len(ups))
+	for i := range ups {
+		if j, ok := plan.KeyResource(i); ok {
+			f.keysOf[j] = append(f.keysOf[j], i)
+			byKey[ups[i].Key] = j
+		}
+	}
+	for v := range cfg.VIPs {
+		for _, u := range cfg.VIPs[v].Upstreams {
+			if j, ok := byKey[u.Key]; ok && !slices.Contains(f.vipsOf[j], v) {
+				f.vipsOf[j] = append(f.vipsOf[j], v)
+			}
+		}
+	}
+}
+
+// read files a reading of resource j and reports whether it is moving.
+func (f *fastPolls) read(j int, r health.Result) bool {
+	readable := r.Verdict != health.Failed && r.Verdict != health.NotFound
+	moving := readable && (r.Moving > 0 || f.known[j] && f.prev[j].Healthy != r.Healthy)
+	if readable {
+		f.prev[j], f.known[j] = r, true
+	}
+	return moving
+}
+
+// set marks resource j moving or settled.
+func (f *fastPolls) set(j int, moving bool) {
+	if f.moving[j] != moving {
+		f.moving[j] = moving
+		if moving {
+			f.n++
+		} else {
+			f.n--
+		}
+	}
+}
+
+// C is the fast ticker's channel; nil (never ready) while nothing moves.
+func (f *fastPolls) C() <-chan time.Time {
+	if f.t == nil {
+		return nil
+	}
+	return f.t.C()
+}
+
+// noteMoving files the readings of a regular poll and the probes' outcomes,
+// and starts or stops the fast ticker.
+func (d *Daemon) noteMoving(snap health.Snapshot) {
+	f := &d.fast
+	f.reindex(d.plan, d.cfg)
+	ups := d.plan.Upstreams()
+	for j, keys := range f.keysOf {
+		if len(keys) > 0 {
+			f.set(j, f.read(j, snap[ups[keys[0]].Key]))
+		}
+	}
+	out := d.probes.outcomes
+	if len(out) == len(d.cfg.VIPs) {
+		if len(f.prevProbe) == len(out) {
+			for j, vips := range f.vipsOf {
+				for _, v := range vips {
+					if f.prevProbe[v] == decide.ProbeUp && out[v] != decide.ProbeUp {
+						f.set(j, true)
+					}
+				}
+			}
+		}
+		f.prevProbe = append(f.prevProbe[:0], out...)
+	} else {
+		f.prevProbe = f.prevProbe[:0]
+	}
+	d.armFast()
+	d.notePolling()
+}
+
+// armFast runs the fast ticker while something moves, at the interval the
+// budget allows, and stops it otherwise.
+func (d *Daemon) armFast() {
+	f := &d.fast
+	every := d.budget.fastInterval(d.cfg)
+	switch {
+	case f.n == 0 || every == 0:
+		if f.t != nil {
+			f.t.Stop()
+			f.t = nil
+		}
+	case f.t == nil:
+		f.t, f.every = d.newTicker(every), every
+	case f.every != every:
+		f.t.Reset(every)
+		f.every = every
+	}
+}
+
+// fastTick polls the moving resources alone, with the probes of the VIPs
+// that use them, and steps those VIPs as a tick steps every VIP: for
+// them it is one more poll (rise and fall count it). The other VIPs are not
+// stepped, and the other upstreams keep the regular poll's reading.
+func (d *Daemon) fastTick(ctx context.Context) {
+	f := &d.fast
+	if !d.started || f.n == 0 || f.plan != d.plan {
+		d.armFast()
+		return
+	}
+	ups := d.plan.Upstreams()
+	var keys []health.Upstream
+	var res []int
+	for j, m := range f.moving {
+		if m {
+			res = append(res, j)
+			for _, i := range f.keysOf[j] {
+				keys = append(keys, ups[i])
+			}
+		}
+	}
+	vips := f.vipsTouched(res)
+	probed := d.fastProbes(ctx, vips)
+	var snap health.Snapshot
+	if cp, ok := d.health.(costPoller); ok {
+		var cost apisix.Cost
+		snap, cost = cp.PollPlanWith(ctx, health.NewPlan(keys), apisix.PollOptions{NoList: true})
+		d.budget.fastCost(cost)
+	} else {
+		snap = d.health.Poll(ctx, keys)
+	}
+	probed()
+	if ctx.Err() != nil {
+		return // shutting down
+	}
+	f.polls++
+	polled := d.now()
+	// The snapshot views hold is never changed: a new one, with the
+	// readings that could be read.
+	merged := maps.Clone(d.last.snap)
+	readOK := false
+	for _, j := range res {
+		r := snap[ups[f.keysOf[j][0]].Key]
+		if r.Verdict == health.Failed || r.Verdict == health.NotFound {
+			f.set(j, false) // the regular grid judges an unreadable API
+			continue
+		}
+		readOK = true
+		for _, i := range f.keysOf[j] {
+			merged[ups[i].Key] = snap[ups[i].Key]
+		}
+		f.set(j, f.read(j, r))
+	}
+	d.armFast()
+	d.notePolling()
+	if readOK {
+		d.stepFast(ctx, vips, merged, polled)
+	}
+}
+
+// vipsTouched lists, in config order, the VIPs that use any of res.
+func (f *fastPolls) vipsTouched(res []int) []int {
+	var vips []int
+	for _, j := range res {
+		for _, v := range f.vipsOf[j] {
+			if !slices.Contains(vips, v) {
+				vips = append(vips, v)
+			}
+		}
+	}
+	slices.Sort(vips)
+	return vips
+}
+
+// fastProbes sends the probes of vips, if any has one, under the poll's
+// deadline, and returns a function that waits for them and files their
+// results as a regular poll's would be.
+func (d *Daemon) fastProbes(ctx context.Context, vips []int) (wait func()) {
+	p := &d.probes
+	if len(p.outcomes) != len(d.cfg.VIPs) {
+		return func() {} // no VIP has a probe
+	}
+	var specs []probe.Spec
+	var idx []int
+	for _, v := range vips {
+		if s := d.cfg.VIPs[v].Probe; s != nil {
+			specs, idx = append(specs, *s), append(idx, v)
+		}
+	}
+	if len(specs) == 0 {
+		return func() {}
+	}
+	pctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	done := make(chan []probe.Result, 1)
+	go func() { done <- p.src.Probe(pctx, specs) }()
+	return func() {
+		rs := <-done
+		cancel()
+		for k, v := range idx {
+			var r probe.Result // a short answer counts as unreachable
+			if k < len(rs) {
+				r = rs[k]
+			}
+			p.results[v], p.outcomes[v] = r, outcomeOf(r.Outcome)
+		}
+	}
+}
+
+// stepFast steps the VIPs vips (config indices, ascending) by a fast
+// poll's merged snapshot, then sets the interface and publishes as a tick
+// does.
+func (d *Daemon) stepFast(ctx context.Context, vips []int, merged health.Snapshot, polled time.Time) {
+	sub := *d.cfg
+	sub.VIPs = make([]config.VIP, len(vips))
+	states := make([]decide.State, len(vips))
+	var probes []decide.Probe
+	if len(d.probes.outcomes) == len(d.cfg.VIPs) {
+		probes = make([]decide.Probe, len(vips))
+	}
+	for k, v := range vips {
+		sub.VIPs[k], states[k] = d.cfg.VIPs[v], d.vs.state[v]
+		if probes != nil {
+			probes[k] = d.probes.outcomes[v]
+		}
+	}
+	changes := decide.TickStates(&sub, merged, probes, states)
+	for k, v := range vips {
+		d.vs.state[v] = states[k]
+	}
+	d.upstreams.note(d.log, d.plan, merged, d.cfg.FailurePolicy)
+	for _, c := range changes {
+		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
+			d.vs.touch(i, polled, true)
+		}
+		if c.From.Announced != c.To.Announced {
+			d.fellAt(c.VIP, c.To.Announced, polled)
+		}
+	}
+	d.expireView(polled)
+	moved, err := d.apply(ctx)
+	d.writes.ticked(err)
+	for _, c := range changes {
+		d.logChange(c)
+	}
+	if len(changes) > 0 || moved || !d.confirmed {
+		d.requestConfirm()
+	}
+	d.last.snap = merged
+	d.tickEnd = d.now()
+	d.publish()
+}
