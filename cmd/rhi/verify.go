@@ -283,7 +283,7 @@ func (o verifyOutput) table(run *verifyRun) int {
 		fmt.Fprintln(&buf, "note: "+n)
 	}
 	for _, v := range w.VIPs {
-		if v.Judged && v.Why != "" { // a threshold or a probe withdrew it (issue 13)
+		if v.Judged && v.Why != "" { // a threshold or a probe withdrew it
 			fmt.Fprintf(&buf, "expected absent: %s: %s\n", v.Prefix, v.Why)
 		}
 	}

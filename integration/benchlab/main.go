@@ -1,5 +1,5 @@
-// Command benchlab measures rhi in the netns lab against the targets of
-// SPEC §8 and prints a table (make bench-lab; root; a few minutes):
+// Command benchlab measures rhi in the netns lab against its targets
+// and prints a table (make bench-lab; root; a few minutes):
 //
 //   - reaction: over repeated trials, the time from the fake control API
 //     changing to the VIPs leaving (or returning to) rhi0 and to the peer

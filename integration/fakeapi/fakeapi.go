@@ -58,7 +58,7 @@ func Control(srv *apisixtest.Server) http.Handler {
 		}
 		status := orDefault(r.FormValue("status"), apisixtest.Healthy)
 		// healthy, if given, makes the first that many nodes healthy and
-		// the rest status (capacity thresholds, issue 13).
+		// the rest status (capacity thresholds).
 		healthy, err := strconv.Atoi(orDefault(r.FormValue("healthy"), "0"))
 		if err != nil || healthy < 0 || healthy > count {
 			http.Error(w, "healthy: want 0-count", http.StatusBadRequest)

@@ -19,7 +19,7 @@ import (
 
 // Defaults for Options fields left zero.
 const (
-	DefaultTimeout      = 5 * time.Second // SPEC §2 apisix_timeout
+	DefaultTimeout      = 5 * time.Second // apisix_timeout
 	DefaultMaxBodyBytes = 4 << 20
 	// DefaultMaxInFlight is how many one-upstream requests a poll has
 	// open at once, each on its own kept-alive connection. The control API

@@ -15,9 +15,9 @@ import (
 // about as much per distinct resource and poll (BENCHMARKS.md): at 10,000
 // upstreams ~500 ms of CPU and ~100 MB allocated per poll, all of it work for
 // the nginx workers that carry APISIX's traffic. One GET /v1/healthcheck
-// answers the same for ~16 ms of the client's CPU (issue 15). The list cannot tell "no checker" from "not
+// answers the same for ~16 ms of the client's CPU. The list cannot tell "no checker" from "not
 // found" (both are simply absent), so every key it lacks is still fetched
-// one by one, in the same poll: the two 404s of SPEC §3 keep their meaning.
+// one by one, in the same poll: the two 404s (no checker, not found) keep their meaning.
 type Mode string
 
 const (
@@ -34,7 +34,7 @@ const (
 	//
 	// The list is decoded as it arrives, keeping only the entries the
 	// poll's keys name, so its memory is about one entry's, however long
-	// it is (BENCHMARKS.md, issue 11). The list request and its decoding
+	// it is (BENCHMARKS.md). The list request and its decoding
 	// get half of what is left of the poll's deadline, which the decoder
 	// checks as it goes. If the list fails in any way (connection,
 	// deadline, not 200, HTML, more than MaxListBytes or MaxListEntries,

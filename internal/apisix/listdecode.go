@@ -64,7 +64,7 @@ func decodeList(ctx context.Context, r io.Reader, want map[string]health.Ref, li
 // whose resource is one of plan's, and what the list says of plan's
 // resource j is in jobs[j].res, with jobs[j].listed the number of entries
 // that named it. It takes no map of names and makes no map out: at 10,000
-// upstreams the two were a tenth of a poll's CPU (BENCHMARKS.md, issue 15).
+// upstreams the two were a tenth of a poll's CPU (BENCHMARKS.md).
 // On an error, what it wrote to jobs is meaningless. It also returns how
 // many entries the list held (the checkers APISIX has, which is what the
 // list costs APISIX to build) and the body's bytes, as far as it read them.

@@ -17,7 +17,7 @@ func TestWarningsDurations(t *testing.T) {
 	}{
 		{"default", "", nil},
 		{"bare small", "apisix_poll_interval: 3\napisix_timeout: 60\n", nil},
-		{"with unit", "apisix_poll_interval: 500ms\nbird:\n  timeout: 90s\n", nil},
+		{"with unit", "apisix_poll_interval: 500ms\nfailure_policy:\n  max_failed_polls: 10\nbird:\n  timeout: 90s\n", nil},
 		{"a minute is fine", "apisix_poll_interval: 1m\n", nil},
 		{"bare 500 poll", "rise: 1\napisix_poll_interval: 500\n", []string{
 			`apisix_poll_interval (line 2): the whole number "500" is read as seconds, 8m20s; write 500ms`,

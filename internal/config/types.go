@@ -111,12 +111,12 @@ type Config struct {
 	// Unmanaged is what to do with host addresses on the interface that rhi
 	// neither has in its config nor in its record.
 	Unmanaged UnmanagedAction `yaml:"unmanaged_addresses"`
-	// FailOpen is the fail-open guard (issue 14); off while MinOtherSites
+	// FailOpen is the fail-open guard; off while MinOtherSites
 	// is 0.
 	FailOpen FailOpen `yaml:"fail_open"`
 	VIPs     []VIP    `yaml:"vips"`
 	// Degraded is the degraded tier's default for every VIP, and its one
-	// interface (issue 14).
+	// interface.
 	Degraded Degraded `yaml:"degraded"`
 	// LastResort is the last-resort tier: where the fail-open guard keeps
 	// a VIP whose health fails.
@@ -158,7 +158,7 @@ type VIP struct {
 	Condition Condition         `yaml:"condition"`
 	Rise      int               `yaml:"rise"` // effective value: the global one unless overridden
 	Fall      int               `yaml:"fall"`
-	// Probe is the VIP's data-path probe (issue 13); nil: none.
+	// Probe is the VIP's data-path probe; nil: none.
 	Probe *probespec.Spec `yaml:"probe,omitempty"`
 	// Degraded is the VIP's effective degraded tier: the global one unless
 	// the VIP sets its own below.

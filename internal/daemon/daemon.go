@@ -33,7 +33,7 @@ type HealthSource interface {
 
 // planPoller is a HealthSource that polls keys planned once
 // (apisix.Client): the loop plans d.keys at each config and polls the plan,
-// so a poll builds no maps of its own (issue 15).
+// so a poll builds no maps of its own.
 type planPoller interface {
 	PollPlan(ctx context.Context, plan *health.Plan) health.Snapshot
 }
@@ -62,7 +62,7 @@ type Deps struct {
 	Announcer Announcer
 	Log       logrus.FieldLogger
 	// Confirmer, if set, is asked after every change and every
-	// confirmEvery whether BIRD agrees (SPEC §5).
+	// confirmEvery whether BIRD agrees.
 	Confirmer Confirmer
 	Now       func() time.Time // nil: time.Now
 	// Ready is called once, after the first tick (systemd readiness).
@@ -86,7 +86,7 @@ type Deps struct {
 	// Prober, if set, sends the VIPs' data-path probes (vips[].probe);
 	// nil: a probe.Prober.
 	Prober ProbeSource
-	// Degraded, if set, is the announcer of degraded.interface (issue 14):
+	// Degraded, if set, is the announcer of degraded.interface:
 	// degraded VIPs live there instead of on Announcer's interface.
 	Degraded Announcer
 	// LastResort, if set, is the announcer of last_resort.interface: where
@@ -150,7 +150,7 @@ type Daemon struct {
 
 	views views // what Status renders
 
-	probes probes   // the data-path probes of the last poll (issue 13)
+	probes probes   // the data-path probes of the last poll
 	fo     failOpen // the fail-open guard (guard.go)
 	gr     graces   // drain_grace deadlines (grace.go)
 	// sleep waits through a withdrawing shutdown's grace; realSleep but

@@ -33,7 +33,7 @@ type view struct {
 	unmanaged  []netip.Prefix // sorted; shared with the loop, which replaces it
 	recordErr  string
 	probes     []probe.Result             // per VIP, as vips; zero for a VIP without a probe
-	degraded   vip.State                  // the degraded interface (issue 14); zero without one
+	degraded   vip.State                  // the degraded interface; zero without one
 	lastResort vip.State                  // the last-resort interface; zero without one
 	viewErr    string                     // why the fail-open guard's view is unknown; "" if known or off
 	viewAt     time.Time                  // when BIRD last answered the guard
@@ -47,7 +47,7 @@ type view struct {
 // the loop is seeded, each VIP's placement, and the fail-open guard's
 // runs only while the guard is enabled. Slices rather than a record per
 // VIP, and the decide.State packed, so that a view at 10,000 VIPs keeps
-// about 100 bytes a VIP without the guard (issue 15).
+// about 100 bytes a VIP without the guard.
 type vipRecs struct {
 	state  []packedState
 	other  map[int]decide.State // the states that do not pack, by position
@@ -267,7 +267,7 @@ var _ status.Summarizer = (*Daemon)(nil)
 // VIPs, no Interface.Foreign, Withdrawing or Unmanaged, Drain.Count 0;
 // the rest as Status has it. The systemd watchdog and /healthz read only
 // the top-level fields, and at 10,000 VIPs Status builds ~5 MB for them
-// to throw away (issue 15). It is safe to call from any goroutine.
+// to throw away. It is safe to call from any goroutine.
 func (d *Daemon) Summary() status.Status {
 	s := status.Status{SchemaVersion: status.SchemaVersion, DryRun: d.dryRun}
 	d.views.read(func(v *view) {

@@ -10,7 +10,7 @@ import (
 // upstreamLog logs each upstream's verdict once per change, not once per
 // poll. The loop alone uses it. It keeps the keys of the last note and,
 // per key in that order, the verdict last logged: slices rather than a map
-// keyed by the key (issue 15), rebuilt when the keys change (a reload).
+// keyed by the key, rebuilt when the keys change (a reload).
 type upstreamLog struct {
 	keys   []string         // the keys of the last note, in its order
 	last   []health.Verdict // the last verdict logged, per keys[i]

@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// Verdict is what one poll learned about one upstream key (SPEC §3).
+// Verdict is what one poll learned about one upstream key.
 type Verdict int
 
 const (

@@ -90,7 +90,7 @@ var pollingDescs = func() map[string]*prometheus.Desc {
 	return m
 }()
 
-// constCollector is the collector as it was before issue 15, kept as the
+// constCollector is a plain client_golang collector, kept as the
 // oracle of the text the collector writes: client_golang const metrics,
 // gathered and encoded by expfmt. Its code is unchanged but for its name.
 type constCollector struct {

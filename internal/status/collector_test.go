@@ -58,8 +58,8 @@ func TestMetricsUnmanaged(t *testing.T) {
 	}
 }
 
-// oracleText is the status families as the collector wrote them before
-// issue 15 (constCollector: const metrics gathered by a pedantic registry
+// oracleText is the status families as a plain client_golang collector
+// writes them (constCollector: const metrics gathered by a pedantic registry
 // and encoded by expfmt).
 func oracleText(t testing.TB, s Status, now time.Time) string {
 	t.Helper()
@@ -222,7 +222,7 @@ func oracleCases() map[string]Status {
 }
 
 // TestCollectorAsOracle: the families the collector writes are those the
-// const-metric collector made before issue 15, for many statuses: the
+// const-metric collector makes, for many statuses: the
 // same families, types, help, label sets and values once parsed by
 // expfmt, and byte for byte the same family by family once series are
 // sorted. Every family the collector may write is seen in some case.
@@ -299,7 +299,7 @@ func TestStatusFamiliesAsDescribed(t *testing.T) {
 	}
 }
 
-// oldHandler is /metrics as it was before issue 15: promhttp over the
+// oldHandler is /metrics the plain way: promhttp over the
 // registry with the const-metric collector registered in it.
 func oldHandler(t *testing.T, m *Metrics, src Source) http.Handler {
 	t.Helper()
@@ -308,8 +308,8 @@ func oldHandler(t *testing.T, m *Metrics, src Source) http.Handler {
 	return promhttp.HandlerFor(prometheus.Gatherers{m.reg, reg}, promhttp.HandlerOpts{})
 }
 
-// TestMetricsAsPromhttp: a whole /metrics is what promhttp served before
-// issue 15: the same families (each once), and the same rhi_* families
+// TestMetricsAsPromhttp: a whole /metrics is what promhttp serves:
+// the same families (each once), and the same rhi_* families
 // (help, type, series, values); the Go runtime's and the process's
 // change from one gather to the next, so only their names are compared.
 func TestMetricsAsPromhttp(t *testing.T) {
@@ -416,8 +416,7 @@ func TestAcceptsGzip(t *testing.T) {
 }
 
 // BenchmarkMetrics10000Gzip is BenchmarkMetrics10000 as Prometheus asks
-// (Accept-Encoding: gzip), served now and as promhttp served it before
-// issue 15.
+// (Accept-Encoding: gzip), served by rhi and by promhttp.
 func BenchmarkMetrics10000Gzip(b *testing.B) {
 	src := &fixed{status10000()}
 	m := NewMetrics(src, "dev")
@@ -461,8 +460,8 @@ func TestMetricsPromtool(t *testing.T) {
 // TestMetricsInvalidUTF8: a label value that is not UTF-8 (a protocol name
 // as BIRD printed it, unchecked when bird.protocols is empty) is written
 // with U+FFFD in place of the bad bytes, so the scrape still parses: one
-// bad byte would make Prometheus reject the whole page. (The collector
-// before issue 15 panicked in the registry on it.)
+// bad byte would make Prometheus reject the whole page. (A const-metric
+// collector panics in the registry on it.)
 func TestMetricsInvalidUTF8(t *testing.T) {
 	s := sample()
 	s.Bird.Protocols = append(s.Bird.Protocols, verify.ProtocolState{Name: "peer\xff\xfe7", Established: true})

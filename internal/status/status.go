@@ -70,7 +70,7 @@ const maxGzip = 4
 
 // NewMetrics registers rhi's metrics, the Go runtime's and the process's;
 // the families of the daemon's status are written by m.coll at scrape
-// time, outside the registry (issue 15).
+// time, outside the registry.
 func NewMetrics(src Source, version string) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -206,7 +206,7 @@ func (h *handlers) renderStatus(sizeHint int) *doc {
 // writeStatus writes s as a json.Encoder indented by two spaces would, but
 // one VIP at a time: the encoder holds the whole document twice (compact,
 // then indented) in buffers that grow by doubling, ~60 MB of garbage for a
-// /status of 10,000 VIPs, where this holds one VIP's (issue 15). Errors
+// /status of 10,000 VIPs, where this holds one VIP's. Errors
 // are the client's (it went away): there is no one to tell.
 func writeStatus(w io.Writer, s Status) {
 	bw := bufio.NewWriterSize(w, 32<<10)

@@ -185,7 +185,7 @@ type VIPStatus struct {
 	OnDegraded   bool        `json:"on_degraded_interface,omitempty"`
 	OnLastResort bool        `json:"on_last_resort_interface,omitempty"`
 	// Probe is the VIP's data-path probe in the last poll; nil when the
-	// VIP has none (issue 13).
+	// VIP has none.
 	Probe *ProbeStatus `json:"probe,omitempty"`
 	// FailOpen is the fail-open guard's view of the VIP; nil while the
 	// guard is off (fail_open.min_other_sites 0).
