@@ -411,25 +411,7 @@ func (d *Daemon) tick(ctx context.Context) {
 
 	changes := decide.TickStates(d.cfg, snap, d.probes.outcomes, d.vs.state)
 	d.stats.settled(d.anySettled(), polled)
-	for _, c := range changes {
-		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
-			d.vs.touch(i, polled, true)
-		}
-		if c.From.Announced != c.To.Announced {
-			d.fellAt(c.VIP, c.To.Announced, polled)
-		}
-	}
-	d.expireView(polled)
-	moved, err := d.apply(ctx)
-	d.writes.ticked(err)
-	// Logged once the interface is set: at 1,000 VIPs writing the lines
-	// takes longer than the changes, and must not delay them.
-	for _, c := range changes {
-		d.logChange(c)
-	}
-	if len(changes) > 0 || moved || !d.confirmed {
-		d.requestConfirm()
-	}
+	d.applyChanges(ctx, changes, polled)
 	d.last = pollRun{snap: snap, start: start, end: polled, resources: d.plan.Resources()}
 	d.tickEnd = d.now()
 	d.publish()
@@ -811,6 +793,31 @@ func (d *Daemon) renew(ctx context.Context, m map[netip.Prefix]bool) {
 	}
 	if n > 0 {
 		d.log.WithField("vips", n).Info("addresses renewed for BIRD")
+		d.requestConfirm()
+	}
+}
+
+// applyChanges follows a poll's verdict changes (a regular or a fast poll,
+// read at polled) through to the interfaces: it notes when each VIP moved,
+// places and applies every VIP, logs the changes and asks BIRD to confirm.
+func (d *Daemon) applyChanges(ctx context.Context, changes []decide.Change, polled time.Time) {
+	for _, c := range changes {
+		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
+			d.vs.touch(i, polled, true)
+		}
+		if c.From.Announced != c.To.Announced {
+			d.fellAt(c.VIP, c.To.Announced, polled)
+		}
+	}
+	d.expireView(polled)
+	moved, err := d.apply(ctx)
+	d.writes.ticked(err)
+	// Logged once the interface is set: at 1,000 VIPs writing the lines
+	// takes longer than the changes, and must not delay them.
+	for _, c := range changes {
+		d.logChange(c)
+	}
+	if len(changes) > 0 || moved || !d.confirmed {
 		d.requestConfirm()
 	}
 }

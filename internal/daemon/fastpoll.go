@@ -125,21 +125,7 @@ func (d *Daemon) noteMoving(snap health.Snapshot) {
 			f.set(j, f.read(j, snap[ups[keys[0]].Key]))
 		}
 	}
-	out := d.probes.outcomes
-	if len(out) == len(d.cfg.VIPs) {
-		if len(f.prevProbe) == len(out) {
-			for j, vips := range f.vipsOf {
-				for _, v := range vips {
-					if f.prevProbe[v] == decide.ProbeUp && out[v] != decide.ProbeUp {
-						f.set(j, true)
-					}
-				}
-			}
-		}
-		f.prevProbe = append(f.prevProbe[:0], out...)
-	} else {
-		f.prevProbe = f.prevProbe[:0]
-	}
+	f.noteProbes(d.probes.outcomes, len(d.cfg.VIPs))
 	d.armFast()
 	d.notePolling()
 }
@@ -293,24 +279,28 @@ func (d *Daemon) stepFast(ctx context.Context, vips []int, merged health.Snapsho
 		d.vs.state[v] = states[k]
 	}
 	d.upstreams.note(d.log, d.plan, merged, d.cfg.FailurePolicy)
-	for _, c := range changes {
-		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
-			d.vs.touch(i, polled, true)
-		}
-		if c.From.Announced != c.To.Announced {
-			d.fellAt(c.VIP, c.To.Announced, polled)
-		}
-	}
-	d.expireView(polled)
-	moved, err := d.apply(ctx)
-	d.writes.ticked(err)
-	for _, c := range changes {
-		d.logChange(c)
-	}
-	if len(changes) > 0 || moved || !d.confirmed {
-		d.requestConfirm()
-	}
+	d.applyChanges(ctx, changes, polled)
 	d.last.snap = merged
 	d.tickEnd = d.now()
 	d.publish()
+}
+
+// noteProbes marks moving the upstreams of every VIP whose probe was up at
+// the poll before and is not now (out holds one outcome per VIP of n, or
+// none when no probe ran).
+func (f *fastPolls) noteProbes(out []decide.Probe, n int) {
+	if len(out) != n {
+		f.prevProbe = f.prevProbe[:0]
+		return
+	}
+	if len(f.prevProbe) == len(out) {
+		for j, vips := range f.vipsOf {
+			for _, v := range vips {
+				if f.prevProbe[v] == decide.ProbeUp && out[v] != decide.ProbeUp {
+					f.set(j, true)
+				}
+			}
+		}
+	}
+	f.prevProbe = append(f.prevProbe[:0], out...)
 }
