@@ -113,7 +113,7 @@ func oneOf(s string, allowed ...string) issue {
 }
 
 // checkURL accepts an http or https URL with a host and without query or
-// fragment, since the client appends /v1/healthcheck/… to it. Trailing
+// fragment, since the client appends the control-API paths to it. Trailing
 // slashes are dropped for the same reason.
 func checkURL(s string) (string, issue) {
 	if s == "" {

@@ -1,0 +1,166 @@
+package internal_test
+
+// The dependency rules of the module's shape: shared words and the pure core
+// build without the HTTP client; status and confirm do no I/O; the daemon
+// reaches BIRD and APISIX only through interfaces it owns, wired in cmd/rhi;
+// only the APISIX client knows APISIX's control-API paths.
+//
+// A rule that does not hold yet is listed in knownExceptions with what
+// remains to be moved. The test fails on any new violation and on an
+// exception that no longer happens, so the list only shrinks.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+const module = "github.com/rhi-daemon/rhi"
+
+// forbidden says, for a package of the module, which packages it must not
+// reach, even transitively.
+var forbidden = []struct {
+	pkg  string
+	deny []string
+}{
+	{"internal/health", []string{"net/http"}},
+	{"internal/decide", []string{"net/http"}},
+	{"internal/status", []string{"net/http", module + "/bird", module + "/internal/guardbird"}},
+	{"internal/confirm", []string{"net/http", module + "/bird", module + "/internal/guardbird"}},
+	{"internal/daemon", []string{module + "/bird", module + "/internal/guardbird", module + "/internal/apisix"}},
+}
+
+// knownExceptions are violations that still exist, as "package -> dependency"
+// or "file: knows APISIX path". Each names what remains to be done.
+var knownExceptions = map[string]string{
+	"internal/confirm -> " + module + "/bird":               "confirm uses verify's types; verify holds the BIRD checker",
+	"internal/confirm -> " + module + "/internal/guardbird": "confirm uses verify's types; verify imports guardbird",
+	"internal/confirm -> net/http":                          "confirm uses verify, which imports probe (HTTP probes)",
+	"internal/daemon -> " + module + "/bird":                "daemon uses verify (BIRD checker) for confirm, guard and tiers",
+	"internal/daemon -> " + module + "/internal/apisix":     "daemon uses apisix's poll cost and budget types",
+	"internal/daemon -> " + module + "/internal/guardbird":  "daemon uses verify, which imports guardbird",
+	"internal/health/health.go: knows APISIX path":          "Ref.Path builds the control-API path; belongs in apisix",
+	"internal/status -> " + module + "/bird":                "status uses confirm and verify types",
+	"internal/status -> " + module + "/internal/guardbird":  "status uses confirm and verify types",
+	"internal/status -> net/http":                           "status serves /metrics and /status itself",
+}
+
+// apisixPaths are strings only the APISIX client may write.
+var apisixPaths = []string{"/v1/healthcheck"}
+
+func TestDependencyRules(t *testing.T) {
+	root := moduleRoot(t)
+	var found []string
+	for _, f := range forbidden {
+		deps := listDeps(t, root, "./"+f.pkg)
+		for _, d := range f.deny {
+			if deps[d] {
+				found = append(found, f.pkg+" -> "+d)
+			}
+		}
+	}
+	found = append(found, apisixPathUsers(t, root)...)
+	sort.Strings(found)
+
+	for _, v := range found {
+		if _, ok := knownExceptions[v]; !ok {
+			t.Errorf("new dependency violation: %s", v)
+		}
+	}
+	for v := range knownExceptions {
+		if !slices.Contains(found, v) {
+			t.Errorf("known exception %q no longer happens: remove it from knownExceptions", v)
+		}
+	}
+}
+
+// listDeps returns the import paths pkg reaches, itself included, without
+// test files (a test may use what the package must not).
+func listDeps(t *testing.T, root, pkg string) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-json=ImportPath", pkg)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.Bytes())
+	}
+	deps := map[string]bool{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p struct{ ImportPath string }
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list -deps %s: decoding: %v", pkg, err)
+		}
+		deps[p.ImportPath] = true
+	}
+	if len(deps) == 0 {
+		t.Fatalf("go list -deps %s listed nothing", pkg)
+	}
+	return deps
+}
+
+// apisixPathUsers lists the non-test Go files outside internal/apisix (and
+// outside the integration lab, which plays APISIX) that contain an APISIX
+// control-API path.
+func apisixPathUsers(t *testing.T, root string) []string {
+	t.Helper()
+	var users []string
+	for _, dir := range []string{"internal", "cmd", "bird"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			rel = filepath.ToSlash(rel)
+			if d.IsDir() {
+				if rel == "internal/apisix" || d.Name() == "testdata" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, p := range apisixPaths {
+				if bytes.Contains(b, []byte(p)) {
+					users = append(users, rel+": knows APISIX path")
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return users
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(dir) // this file lives in <root>/internal
+}
