@@ -47,7 +47,6 @@ var knownExceptions = map[string]string{
 	"internal/confirm -> " + module + "/internal/guardbird": "confirm uses verify's types; verify imports guardbird",
 	"internal/confirm -> net/http":                          "confirm uses verify, which imports probe (HTTP probes)",
 	"internal/daemon -> " + module + "/bird":                "daemon uses verify (BIRD checker) for confirm, guard and tiers",
-	"internal/daemon -> " + module + "/internal/apisix":     "daemon uses apisix's poll cost and budget types",
 	"internal/daemon -> " + module + "/internal/guardbird":  "daemon uses verify, which imports guardbird",
 	"internal/health/health.go: knows APISIX path":          "Ref.Path builds the control-API path; belongs in apisix",
 	"internal/status -> " + module + "/bird":                "status uses confirm and verify types",

@@ -193,19 +193,8 @@ func (c *Client) PollPlan(ctx context.Context, plan *health.Plan) health.Snapsho
 	return snap
 }
 
-// PollOptions shape one poll.
-type PollOptions struct {
-	// Spread spreads the poll's one-upstream requests evenly over this
-	// long: request i starts no earlier than i×Spread/n after the first,
-	// so that the control API sees them one at a time with gaps between
-	// them instead of back to back. It is cut to half of the poll's
-	// deadline. Zero sends them as fast as MaxInFlight allows.
-	Spread time.Duration
-	// NoList reads every resource with its own request, whatever the
-	// mode: a poll of a few upstreams (the daemon's fast polls) must not
-	// pay for the list of every checker.
-	NoList bool
-}
+// PollOptions shape one poll (health.PollOptions: the daemon's words).
+type PollOptions = health.PollOptions
 
 // PollPlanWith is PollPlan shaped by opts. It also returns what the poll
 // cost the control API as the client measured it.
@@ -305,7 +294,7 @@ func (c *Client) fetchEach(ctx context.Context, jobs []job, spread time.Duration
 	}
 	wg.Wait()
 	for _, d := range took {
-		cost.one(d)
+		countOne(cost, d)
 	}
 	distrustAfterNoBody(jobs, todo, notes)
 }

@@ -4,44 +4,24 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Cost is what one poll asked of the control API, as the client measured
-// it. A request's time runs from sending it to the end of its answer's
-// body. APISIX serves its control API in the nginx workers that carry its
-// traffic, and on the loopback almost all of that time is the worker's
-// work for the request (building and encoding the answer), during which
-// the worker serves nothing else: it is what rhi's polling costs the
-// traffic. It also holds rhi's own reading of the answer, so it errs on the
-// side of too much.
-type Cost struct {
-	// Busy is the sum of the requests' times.
-	Busy time.Duration
-	// Requests is how many requests the poll sent.
-	Requests int
-	// List is the list request's time; zero when the poll read no list.
-	List time.Duration
-	// ListEntries and ListBytes are the list's entries (the checkers
-	// APISIX holds: what the list costs it to build) and bytes, as far
-	// as they were read; ListRead says whether a list was read whole.
-	ListEntries int
-	ListBytes   int64
-	ListRead    bool
-	// One is the one-upstream requests' time, OneRequests their number.
-	One         time.Duration
-	OneRequests int
-}
+// it (health.PollCost: the words the daemon budgets with).
+type Cost = health.PollCost
 
-// list counts the list request.
-func (c *Cost) list(d time.Duration, entries int, size int64, ok bool) {
+// countList counts the list request in c.
+func countList(c *Cost, d time.Duration, entries int, size int64, ok bool) {
 	c.Busy += d
 	c.Requests++
 	c.List = d
 	c.ListEntries, c.ListBytes, c.ListRead = entries, size, ok
 }
 
-// one counts a one-upstream request.
-func (c *Cost) one(d time.Duration) {
+// countOne counts a one-upstream request in c.
+func countOne(c *Cost, d time.Duration) {
 	c.Busy += d
 	c.Requests++
 	c.One += d
@@ -159,5 +139,5 @@ func (c *Client) sampleOne(ctx context.Context, jobs []job, cost *Cost) {
 	}
 	t0 := time.Now()
 	c.fetch(ctx, jobs[int(poll%uint64(len(jobs)))].ref)
-	cost.one(time.Since(t0))
+	countOne(cost, time.Since(t0))
 }

@@ -119,7 +119,7 @@ func (c *Client) fromList(ctx context.Context, jobs []job, plan *health.Plan, co
 	lctx, cancel := c.listTimeout(ctx, time.Until(deadline)/2)
 	t0 := time.Now()
 	entries, size, err := c.getList(lctx, plan, jobs)
-	cost.list(time.Since(t0), entries, size, err == nil)
+	countList(cost, time.Since(t0), entries, size, err == nil)
 	cancel()
 	if err != nil {
 		// Not logged, not returned: the per-upstream requests that follow

@@ -5,8 +5,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -14,7 +14,7 @@ import (
 // apisix_poll_budget. APISIX serves the control API in the nginx workers
 // that carry its traffic; while a worker builds an answer for rhi, the
 // requests it holds wait (a list of 10,000 checkers blocks one for ~0.4 s).
-// The client measures each request (apisix.Cost); the budget estimates
+// The client measures each request (health.PollCost); the budget estimates
 // what a regular poll and a fast poll cost (the least of the last few),
 // and from it the intervals that keep
 //
@@ -34,8 +34,8 @@ type pollBudget struct {
 	// on cold connections does not stretch the grid for minutes.
 	reg, fast         time.Duration
 	regRing, fastRing recent
-	last              apisix.Cost   // the last regular poll's
-	spent             time.Duration // every measured request's time, ever
+	last              health.PollCost // the last regular poll's
+	spent             time.Duration   // every measured request's time, ever
 	// effective is the regular grid's interval now.
 	effective time.Duration
 	// stretchedSince is when the effective interval last became longer
@@ -48,14 +48,14 @@ type pollBudget struct {
 func share(cfg *config.Config) float64 { return float64(cfg.PollBudget) / 100 }
 
 // regCost files a regular poll's cost.
-func (b *pollBudget) regCost(c apisix.Cost) {
+func (b *pollBudget) regCost(c health.PollCost) {
 	b.last = c
 	b.spent += c.Busy
 	b.reg = b.regRing.add(c.Busy)
 }
 
 // fastCost files a fast poll's cost.
-func (b *pollBudget) fastCost(c apisix.Cost) {
+func (b *pollBudget) fastCost(c health.PollCost) {
 	b.spent += c.Busy
 	b.fast = b.fastRing.add(c.Busy)
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
@@ -421,7 +420,7 @@ func (d *Daemon) tick(ctx context.Context) {
 // takes one.
 func (d *Daemon) poll(ctx context.Context) health.Snapshot {
 	if p, ok := d.health.(costPoller); ok {
-		snap, cost := p.PollPlanWith(ctx, d.plan, apisix.PollOptions{Spread: d.budget.spread()})
+		snap, cost := p.PollPlanWith(ctx, d.plan, health.PollOptions{Spread: d.budget.spread()})
 		d.budget.regCost(cost)
 		return snap
 	}

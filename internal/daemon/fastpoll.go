@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/health"
@@ -18,7 +17,7 @@ import (
 // one-upstream requests, reads a moving upstream alone, and keeps its
 // polling within apisix_poll_budget by these measures.
 type costPoller interface {
-	PollPlanWith(ctx context.Context, plan *health.Plan, opts apisix.PollOptions) (health.Snapshot, apisix.Cost)
+	PollPlanWith(ctx context.Context, plan *health.Plan, opts health.PollOptions) (health.Snapshot, health.PollCost)
 }
 
 // fastPolls follows the upstreams that are moving between states and polls
@@ -174,8 +173,8 @@ func (d *Daemon) fastTick(ctx context.Context) {
 	probed := d.fastProbes(ctx, vips)
 	var snap health.Snapshot
 	if cp, ok := d.health.(costPoller); ok {
-		var cost apisix.Cost
-		snap, cost = cp.PollPlanWith(ctx, health.NewPlan(keys), apisix.PollOptions{NoList: true})
+		var cost health.PollCost
+		snap, cost = cp.PollPlanWith(ctx, health.NewPlan(keys), health.PollOptions{NoList: true})
 		d.budget.fastCost(cost)
 	} else {
 		snap = d.health.Poll(ctx, keys)

@@ -10,7 +10,6 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/health"
 )
@@ -27,15 +26,15 @@ type stepHealth struct {
 
 type stepCall struct {
 	keys []string
-	opts apisix.PollOptions
+	opts health.PollOptions
 }
 
 func (s *stepHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
-	snap, _ := s.PollPlanWith(ctx, health.NewPlan(ups), apisix.PollOptions{})
+	snap, _ := s.PollPlanWith(ctx, health.NewPlan(ups), health.PollOptions{})
 	return snap
 }
 
-func (s *stepHealth) PollPlanWith(_ context.Context, plan *health.Plan, opts apisix.PollOptions) (health.Snapshot, apisix.Cost) {
+func (s *stepHealth) PollPlanWith(_ context.Context, plan *health.Plan, opts health.PollOptions) (health.Snapshot, health.PollCost) {
 	var c stepCall
 	c.opts = opts
 	snap := health.Snapshot{}
@@ -49,7 +48,7 @@ func (s *stepHealth) PollPlanWith(_ context.Context, plan *health.Plan, opts api
 	}
 	s.calls = append(s.calls, c)
 	n := plan.Resources()
-	return snap, apisix.Cost{Busy: time.Duration(n) * s.each, Requests: n, One: time.Duration(n) * s.each, OneRequests: n}
+	return snap, health.PollCost{Busy: time.Duration(n) * s.each, Requests: n, One: time.Duration(n) * s.each, OneRequests: n}
 }
 
 func up(healthy, total, moving int) health.Result {
