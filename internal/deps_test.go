@@ -48,7 +48,6 @@ var knownExceptions = map[string]string{
 	"internal/confirm -> net/http":                          "confirm uses verify, which imports probe (HTTP probes)",
 	"internal/daemon -> " + module + "/bird":                "daemon uses verify (BIRD checker) for confirm, guard and tiers",
 	"internal/daemon -> " + module + "/internal/guardbird":  "daemon uses verify, which imports guardbird",
-	"internal/health/health.go: knows APISIX path":          "Ref.Path builds the control-API path; belongs in apisix",
 	"internal/status -> " + module + "/bird":                "status uses confirm and verify types",
 	"internal/status -> " + module + "/internal/guardbird":  "status uses confirm and verify types",
 	"internal/status -> net/http":                           "status serves /metrics and /status itself",

@@ -324,7 +324,7 @@ func distrustAfterNoBody(jobs []job, todo []int, notes []connNote) {
 		for k := range notes {
 			if notes[k].conn == notes[i].conn && notes[k].seq > notes[i].seq {
 				j := todo[k]
-				jobs[j].res = failed(fmt.Errorf("GET %s: sent over a connection that had answered a request with a status without a body: the answer cannot be told from bytes sent after that status", jobs[j].ref.Path()))
+				jobs[j].res = failed(fmt.Errorf("GET %s: sent over a connection that had answered a request with a status without a body: the answer cannot be told from bytes sent after that status", refPath(jobs[j].ref)))
 			}
 		}
 	}
@@ -354,7 +354,7 @@ func (c *Client) fetch(ctx context.Context, ref health.Ref) health.Result {
 // fetchNoted is fetch that, when note is not nil, notes the connection the
 // request went over (connNote); a 204 or 304 answer closes it.
 func (c *Client) fetchNoted(ctx context.Context, ref health.Ref, note *connNote) health.Result {
-	path := ref.Path()
+	path := refPath(ref)
 	if note != nil {
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
 			note.conn, note.seq = i.Conn, c.connSeq.Add(1)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/rhi-daemon/rhi/internal/health"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -333,3 +334,10 @@ func failed(err error) health.Result { return health.Result{Verdict: health.Fail
 // bytes.TrimSpace: it also drops \f, \v and Unicode spaces, which would let
 // a body that is not JSON through.
 func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
+
+// refPath is the control-API path of r's health checker, with type and id
+// path-escaped. health.ParseRef only admits ids that need no escaping; the
+// escaping keeps a Ref built by hand from changing the path's shape.
+func refPath(r health.Ref) string {
+	return "/v1/healthcheck/" + url.PathEscape(r.Type) + "/" + url.PathEscape(r.ID)
+}

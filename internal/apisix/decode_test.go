@@ -173,10 +173,11 @@ func TestRefPathEscapes(t *testing.T) {
 		{health.Ref{Type: "upstreams", ID: "api"}, "/v1/healthcheck/upstreams/api"},
 		{health.Ref{Type: "stream_routes", ID: "a.B-9_z"}, "/v1/healthcheck/stream_routes/a.B-9_z"},
 		{health.Ref{Type: "upstreams", ID: "a b/c?d#e"}, "/v1/healthcheck/upstreams/a%20b%2Fc%3Fd%23e"},
+		{health.Ref{Type: "upstreams", ID: "a/../b"}, "/v1/healthcheck/upstreams/a%2F..%2Fb"},
 	}
 	for _, tt := range tests {
-		if got := tt.ref.Path(); got != tt.want {
-			t.Errorf("%#v.Path() = %q, want %q", tt.ref, got, tt.want)
+		if got := refPath(tt.ref); got != tt.want {
+			t.Errorf("refPath(%#v) = %q, want %q", tt.ref, got, tt.want)
 		}
 	}
 }

@@ -8,7 +8,6 @@ package health
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 )
 
@@ -64,20 +63,6 @@ type Snapshot map[string]Result
 type Ref struct {
 	Type string
 	ID   string
-}
-
-// Path is the control-API path of the resource's health checker, with type
-// and id path-escaped. ParseRef only admits ids that need no escaping; the
-// escaping keeps a Ref built by hand from changing the path's shape.
-func (r Ref) Path() string { return string(r.AppendPath(nil)) }
-
-// AppendPath appends Path to b, for a caller that writes many requests into
-// one buffer.
-func (r Ref) AppendPath(b []byte) []byte {
-	b = append(b, "/v1/healthcheck/"...)
-	b = append(b, url.PathEscape(r.Type)...)
-	b = append(b, '/')
-	return append(b, url.PathEscape(r.ID)...)
 }
 
 // String is the resource as "<type>/<id>", for messages.
