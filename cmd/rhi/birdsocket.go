@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -31,7 +32,7 @@ func birdHint(err error, hint string) error {
 // say what to do.
 type birdSocket struct{ verify.Socket }
 
-func (s birdSocket) Check(ctx context.Context, in verify.Input) verify.Report {
+func (s birdSocket) Check(ctx context.Context, in router.Input) router.Report {
 	rep := s.Socket.Check(ctx, in)
 	rep.Err = birdHint(rep.Err, birdHintDaemon)
 	return rep

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/asuser"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -54,7 +55,7 @@ func TestBirdPermissionHint(t *testing.T) {
 func checkBirdHints(t *testing.T, sock string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	in := verify.Input{ExchangeTimeout: time.Second}
+	in := router.Input{ExchangeTimeout: time.Second}
 
 	rep := birdSocket{verify.Socket{Path: sock}}.Check(ctx, in)
 	if rep.Err == nil || !strings.Contains(rep.Err.Error(), "permission denied") || !strings.HasSuffix(rep.Err.Error(), birdHintDaemon) {

@@ -16,8 +16,8 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/drain"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 // cmdDrain is `rhi drain` (drain true) and `rhi undrain` (drain false): it
@@ -254,7 +254,7 @@ func (g graceSteps) note(st status.Status, want map[string]bool, since time.Time
 		}
 		s.seen, s.deadline = true, v.DrainDeadline
 		if b := v.Bird; b != nil && b.LastResort && b.Agrees && !b.Stale &&
-			b.Expected == verify.Present && !b.CheckedAt.Before(since) {
+			b.Expected == router.Present && !b.CheckedAt.Before(since) {
 			s.confirmed = true
 		}
 	}
@@ -295,9 +295,9 @@ func drainPending(st status.Status, want map[string]bool, on bool, since time.Ti
 			continue
 		}
 		known[v.Address] = true
-		expected := verify.Absent
+		expected := router.Absent
 		if v.Desired {
-			expected = verify.Present
+			expected = router.Present
 		}
 		switch {
 		case v.Drained != on:

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 // drainConfig writes a config with the seed's VIPs whose drain file and
@@ -105,9 +105,9 @@ func TestDrainWaitsForDaemonAndBird(t *testing.T) {
 		}
 		switch {
 		case n == 3:
-			v.Bird = &status.VIPConfirm{Expected: verify.Present, Agrees: true, CheckedAt: time.Now()}
+			v.Bird = &status.VIPConfirm{Expected: router.Present, Agrees: true, CheckedAt: time.Now()}
 		case n >= 4:
-			v.Bird = &status.VIPConfirm{Expected: verify.Absent, Agrees: true, CheckedAt: time.Now()}
+			v.Bird = &status.VIPConfirm{Expected: router.Absent, Agrees: true, CheckedAt: time.Now()}
 		}
 		return status.Status{Ready: true, Bird: status.BirdStatus{Enabled: true}, VIPs: []status.VIPStatus{v}}
 	})

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 // graceDaemon is a daemon that applies a drain of 10.0.0.101 in two steps:
@@ -22,14 +22,14 @@ func graceDaemon(t *testing.T, confirmLR, withdrawnAt int) string {
 		switch {
 		case n >= withdrawnAt:
 			v.Drained, v.OnInterface, v.Desired, v.Tier, v.DrainPhase = true, false, false, decide.TierWithdrawn, "drained"
-			v.Bird = &status.VIPConfirm{Expected: verify.Absent, Agrees: true, CheckedAt: time.Now()}
+			v.Bird = &status.VIPConfirm{Expected: router.Absent, Agrees: true, CheckedAt: time.Now()}
 		case n >= 2:
 			v.Drained, v.Tier, v.OnLastResort, v.DrainPhase, v.DrainDeadline = true, decide.TierLastResort, true, "draining", deadline
 			if confirmLR > 0 && n >= confirmLR {
-				v.Bird = &status.VIPConfirm{Expected: verify.Present, Agrees: true, LastResort: true, CheckedAt: time.Now()}
+				v.Bird = &status.VIPConfirm{Expected: router.Present, Agrees: true, LastResort: true, CheckedAt: time.Now()}
 			} else {
 				// A check held to the full tier, from before the drain.
-				v.Bird = &status.VIPConfirm{Expected: verify.Present, Agrees: true, CheckedAt: time.Now()}
+				v.Bird = &status.VIPConfirm{Expected: router.Present, Agrees: true, CheckedAt: time.Now()}
 			}
 		}
 		return status.Status{Ready: true, Bird: status.BirdStatus{Enabled: true}, VIPs: []status.VIPStatus{v}}

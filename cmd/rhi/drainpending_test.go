@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 // TestDrainPending: what keeps a drain from being confirmed, one rule at a
@@ -23,7 +23,7 @@ func TestDrainPending(t *testing.T) {
 			VIPs: []status.VIPStatus{{Address: a, Drained: true, Bird: b}}}
 	}
 	agrees := func(at time.Time) *status.VIPConfirm {
-		return &status.VIPConfirm{Expected: verify.Absent, Agrees: true, CheckedAt: at}
+		return &status.VIPConfirm{Expected: router.Absent, Agrees: true, CheckedAt: at}
 	}
 	cases := []struct {
 		name string
@@ -34,11 +34,11 @@ func TestDrainPending(t *testing.T) {
 		{"checked at the drain's own instant", withdrawn(agrees(since)), nil},
 		{"checked before the drain", withdrawn(agrees(since.Add(-time.Millisecond))), []string{a + ": BIRD not asked yet"}},
 		{"no check yet", withdrawn(nil), []string{a + ": BIRD not asked yet"}},
-		{"stale check", withdrawn(&status.VIPConfirm{Expected: verify.Absent, Agrees: true, Stale: true, CheckedAt: since.Add(time.Second)}),
+		{"stale check", withdrawn(&status.VIPConfirm{Expected: router.Absent, Agrees: true, Stale: true, CheckedAt: since.Add(time.Second)}),
 			[]string{a + ": BIRD not asked yet"}},
-		{"checked against the old expectation", withdrawn(&status.VIPConfirm{Expected: verify.Present, Agrees: true, CheckedAt: since.Add(time.Second)}),
+		{"checked against the old expectation", withdrawn(&status.VIPConfirm{Expected: router.Present, Agrees: true, CheckedAt: since.Add(time.Second)}),
 			[]string{a + ": BIRD not asked yet"}},
-		{"BIRD disagrees", withdrawn(&status.VIPConfirm{Expected: verify.Absent, Problem: "still exported", CheckedAt: since.Add(time.Second)}),
+		{"BIRD disagrees", withdrawn(&status.VIPConfirm{Expected: router.Absent, Problem: "still exported", CheckedAt: since.Add(time.Second)}),
 			[]string{a + ": BIRD disagrees: still exported"}},
 		{"not read yet", status.Status{VIPs: []status.VIPStatus{{Address: a}}}, []string{a + ": the daemon has not read the drain file yet"}},
 		{"still on the interface", status.Status{VIPs: []status.VIPStatus{{Address: a, Drained: true, OnInterface: true}}}, []string{a + ": still on the interface"}},

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // Service states of a Nagios/Icinga plugin, its exit codes (Monitoring
@@ -40,7 +40,7 @@ const nagiosLimit = 3
 
 // nagiosLine renders a report that was made (rep.Err is nil) as the plugin
 // state and its one line. notJudged are the VIPs whose health was unknown.
-func nagiosLine(rep verify.Report, notJudged []string) (int, string) {
+func nagiosLine(rep router.Report, notJudged []string) (int, string) {
 	var disagree, problems []string
 	for _, v := range rep.VIPs {
 		if !v.Agrees {
@@ -100,7 +100,7 @@ func writeNagios(stdout io.Writer, state int, line string) int {
 }
 
 // writeNagiosReport prints the plugin line of rep and returns its state.
-func writeNagiosReport(stdout io.Writer, rep verify.Report, notJudged []jsonNotJudged) int {
+func writeNagiosReport(stdout io.Writer, rep router.Report, notJudged []jsonNotJudged) int {
 	if rep.Err != nil {
 		return nagiosCouldNotCheck(stdout, rep.Err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
 	"github.com/rhi-daemon/rhi/internal/health"
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // TestVerifyNagiosGolden runs `rhi verify --nagios` in the worlds of
@@ -87,29 +87,29 @@ func TestVerifyNagiosUsage(t *testing.T) {
 // holds the perfdata separator.
 func TestNagiosLine(t *testing.T) {
 	v4 := netip.MustParsePrefix("10.0.0.1/32")
-	up := verify.ProtocolState{Name: "a", Established: true}
-	down := verify.ProtocolState{Name: "b", Problem: "not Established"}
-	agree := verify.VIPReport{Prefix: v4, Agrees: true}
-	many := []verify.VIPReport{}
+	up := router.ProtocolState{Name: "a", Established: true}
+	down := router.ProtocolState{Name: "b", Problem: "not Established"}
+	agree := router.VIPReport{Prefix: v4, Agrees: true}
+	many := []router.VIPReport{}
 	for i := range 5 {
-		many = append(many, verify.VIPReport{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), 32), Problem: "not in | table"})
+		many = append(many, router.VIPReport{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), 32), Problem: "not in | table"})
 	}
 	tests := []struct {
 		name      string
-		rep       verify.Report
+		rep       router.Report
 		notJudged []string
 		state     int
 		line      string
 	}{
-		{"ok", verify.Report{Protocols: []verify.ProtocolState{up}, VIPs: []verify.VIPReport{agree}}, nil, nagiosOK,
+		{"ok", router.Report{Protocols: []router.ProtocolState{up}, VIPs: []router.VIPReport{agree}}, nil, nagiosOK,
 			"RHI OK - 1 VIPs agree, 1 of 1 sessions Established | vips=1 agree=1 disagree=0 sessions_up=1"},
-		{"one session down", verify.Report{Protocols: []verify.ProtocolState{up, down}, VIPs: []verify.VIPReport{agree}}, nil, nagiosWarning,
+		{"one session down", router.Report{Protocols: []router.ProtocolState{up, down}, VIPs: []router.VIPReport{agree}}, nil, nagiosWarning,
 			"RHI WARNING - 1 VIPs agree, 1 of 2 sessions Established: b: not Established | vips=1 agree=1 disagree=0 sessions_up=1"},
-		{"no BGP protocol", verify.Report{Problems: []string{"no BGP protocol in BIRD"}, VIPs: []verify.VIPReport{{Prefix: v4, Expected: verify.Absent, Agrees: true}}}, nil, nagiosWarning,
+		{"no BGP protocol", router.Report{Problems: []string{"no BGP protocol in BIRD"}, VIPs: []router.VIPReport{{Prefix: v4, Expected: router.Absent, Agrees: true}}}, nil, nagiosWarning,
 			"RHI WARNING - 1 VIPs agree, 0 of 0 sessions Established: no BGP protocol in BIRD | vips=1 agree=1 disagree=0 sessions_up=0"},
-		{"not judged", verify.Report{Protocols: []verify.ProtocolState{up}, VIPs: []verify.VIPReport{agree}}, []string{"10.0.0.1/32"}, nagiosUnknown,
+		{"not judged", router.Report{Protocols: []router.ProtocolState{up}, VIPs: []router.VIPReport{agree}}, []string{"10.0.0.1/32"}, nagiosUnknown,
 			"RHI UNKNOWN - 1 of 1 VIPs NOT JUDGED (health unknown): 10.0.0.1/32; 1 of 1 sessions Established | vips=1 agree=1 disagree=0 sessions_up=1"},
-		{"many disagree, a pipe in the text", verify.Report{Protocols: []verify.ProtocolState{up, down}, VIPs: many}, nil, nagiosCritical,
+		{"many disagree, a pipe in the text", router.Report{Protocols: []router.ProtocolState{up, down}, VIPs: many}, nil, nagiosCritical,
 			"RHI CRITICAL - 5 of 5 VIPs disagree with BIRD: 10.0.0.0/32 (not in / table); 10.0.0.1/32 (not in / table); 10.0.0.2/32 (not in / table); and 2 more; 1 of 2 sessions Established | vips=5 agree=0 disagree=5 sessions_up=1"},
 	}
 	for _, tc := range tests {

@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 var statusNow = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -27,7 +27,7 @@ func statusSample() status.Status {
 			PollDuration: 12 * time.Millisecond, Upstreams: 5, Unreadable: 1, ConsecutiveFailedPolls: 2,
 			PollInterval: time.Second, Timeout: 2 * time.Second, MaxFailedPolls: 3, LastSettled: ago(1188 * time.Millisecond)},
 		Bird: status.BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: ago(3 * time.Second), Agree: 2, Disagree: 1,
-			Protocols: []verify.ProtocolState{{Name: "peer_4", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
+			Protocols: []router.ProtocolState{{Name: "peer_4", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
 		VIPs: []status.VIPStatus{
 			{Address: "10.0.0.100/32", Condition: "all", Verdict: decide.Available, Reason: decide.ReasonHealthy, Desired: true, OnInterface: true,
 				Since: ago(5 * time.Minute), Bird: &status.VIPConfirm{Agrees: true, Latency: 31 * time.Millisecond},

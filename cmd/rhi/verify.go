@@ -16,6 +16,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/probe"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
@@ -79,7 +80,7 @@ func readInterface(ctx context.Context, name string) (vip.State, error) {
 // uses readInterface and checkBird; tests pass fakes or wrappers.
 type verifyDeps struct {
 	readIface interfaceReader
-	checkBird func(ctx context.Context, socket string, in verify.Input) verify.Report
+	checkBird func(ctx context.Context, socket string, in router.Input) router.Report
 }
 
 func cmdVerify(args []string, stdout, stderr io.Writer) int {
@@ -177,7 +178,7 @@ func verifyWith(ctx context.Context, args []string, stdout, stderr io.Writer, de
 // exit code.
 type verifyRun struct {
 	want *verify.Want // nil when nobody could say
-	rep  verify.Report
+	rep  router.Report
 	code int
 }
 
@@ -209,8 +210,8 @@ func runVerify(ctx context.Context, cfg *config.Config, socket string, deps veri
 	in.SiteID, in.SiteFromRouter = uint32(cfg.SiteID), cfg.SiteID == 0
 	run.rep = deps.checkBird(ctx, socket, in)
 	run.code = run.rep.ExitCode()
-	if run.code == verify.ExitConsistent && len(w.NotJudged()) > 0 {
-		run.code = verify.ExitUnchecked
+	if run.code == router.ExitConsistent && len(w.NotJudged()) > 0 {
+		run.code = router.ExitUnchecked
 	}
 	return run, nil
 }
@@ -323,7 +324,7 @@ func writeVerifyJSON(stdout, stderr io.Writer, out verifyJSON) {
 
 // checkBird checks in against the BIRD at socket; a refused connection
 // says how to get the permission.
-func checkBird(ctx context.Context, socket string, in verify.Input) verify.Report {
+func checkBird(ctx context.Context, socket string, in router.Input) router.Report {
 	rep := verify.Socket{Path: socket}.Check(ctx, in)
 	rep.Err = birdHint(rep.Err, birdHintVerify)
 	return rep

@@ -23,8 +23,8 @@ import (
 	"github.com/rhi-daemon/rhi/bird/birdtest"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -90,7 +90,7 @@ type verifyWorld struct {
 	api     *apisixtest.Server // the control API; nil when nothing listens
 	ctx     context.Context    // the run's
 	deps    verifyDeps         // the fake interface; the real check of BIRD, recorded in checked
-	checked *[]verify.Input    // what the runs asked BIRD to check
+	checked *[]router.Input    // what the runs asked BIRD to check
 	// scrub replaces the test's temporary addresses and paths by fixed
 	// names, for golden files.
 	scrub *strings.Replacer
@@ -201,8 +201,8 @@ vips:
 		pairs = append(pairs, status, "CONTROL_SOCKET")
 	}
 	pairs = append(pairs, socket, "BIRD_SOCKET", dir, "TMPDIR", apiURL, "API_URL", strings.TrimPrefix(apiURL, "http://"), "API_ADDR")
-	checked := new([]verify.Input)
-	check := func(ctx context.Context, socket string, in verify.Input) verify.Report {
+	checked := new([]router.Input)
+	check := func(ctx context.Context, socket string, in router.Input) router.Report {
 		*checked = append(*checked, in)
 		return checkBird(ctx, socket, in)
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/inns"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
 // controlSocket is the site's control_socket, as WriteConfig writes it.
@@ -209,7 +209,7 @@ func impostor(t *testing.T, s *Site) (stop func()) {
 	for _, v := range s.vipsOfConfig(t) {
 		lie.VIPs = append(lie.VIPs, status.VIPStatus{
 			Address: v, Drained: true, Verdict: decide.Available, Reason: decide.Reason("IMPOSTOR\x1b[2J"),
-			Bird: &status.VIPConfirm{Agrees: true, Expected: verify.Absent, CheckedAt: time.Now().Add(time.Hour)},
+			Bird: &status.VIPConfirm{Agrees: true, Expected: router.Absent, CheckedAt: time.Now().Add(time.Hour)},
 		})
 	}
 	body, err := json.Marshal(lie)

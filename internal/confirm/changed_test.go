@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // TestJobChanged: ChangedAt answers for the report's i-th VIP when it is
@@ -14,7 +14,7 @@ func TestJobChanged(t *testing.T) {
 	a, b := netip.MustParsePrefix("10.0.0.1/32"), netip.MustParsePrefix("10.0.0.2/32")
 	ta, tb, tm := time.Unix(1, 0), time.Unix(2, 0), time.Unix(3, 0)
 	j := Job{
-		In:        verify.Input{VIPs: []verify.VIP{{Prefix: a}, {Prefix: b}}},
+		In:        router.Input{VIPs: []router.VIP{{Prefix: a}, {Prefix: b}}},
 		ChangedAt: []time.Time{ta, tb},
 		Changed:   map[netip.Prefix]time.Time{a: tm},
 	}

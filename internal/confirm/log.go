@@ -8,7 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // vipLogExamples is how many VIPs a grouped log line names.
@@ -27,7 +27,7 @@ type vipLog struct {
 
 // vipGroup is VIPs with the same news.
 type vipGroup struct {
-	expected verify.Expectation
+	expected router.Expectation
 	problem  string
 	vips     []netip.Prefix
 	longest  time.Duration // the longest disagreement among them
@@ -39,7 +39,7 @@ func (g *vipGroup) add(p netip.Prefix, d time.Duration) {
 }
 
 // note files what Step said of the VIP of r.
-func (l *vipLog) note(r verify.VIPReport, a Action) {
+func (l *vipLog) note(r router.VIPReport, a Action) {
 	switch a.Note {
 	case Disagrees:
 		l.disagrees(r, a.For)
@@ -52,7 +52,7 @@ func (l *vipLog) note(r verify.VIPReport, a Action) {
 }
 
 // disagrees notes a VIP that has disagreed with BIRD for d, past the grace.
-func (l *vipLog) disagrees(r verify.VIPReport, d time.Duration) {
+func (l *vipLog) disagrees(r router.VIPReport, d time.Duration) {
 	key := string(r.Expected) + "\x00" + r.Problem
 	g := l.byKey[key]
 	if g == nil {
@@ -67,13 +67,13 @@ func (l *vipLog) disagrees(r verify.VIPReport, d time.Duration) {
 }
 
 // renewalsFailed notes a VIP whose renewals ran out.
-func (l *vipLog) renewalsFailed(r verify.VIPReport) {
+func (l *vipLog) renewalsFailed(r router.VIPReport) {
 	l.stuck.add(r.Prefix, 0)
 }
 
 // agrees notes a VIP that was reported disagreeing and agrees now, after a
 // disagreement of d.
-func (l *vipLog) agrees(r verify.VIPReport, d time.Duration) {
+func (l *vipLog) agrees(r router.VIPReport, d time.Duration) {
 	l.agree.add(r.Prefix, d)
 	if len(l.agree.vips) == 1 {
 		l.agree.expected = r.Expected

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // A session down under 1,000 VIPs: one line that counts them and names a
@@ -19,12 +19,12 @@ func TestVIPLogGroups(t *testing.T) {
 	var l vipLog
 	for i := range 1000 {
 		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(i / 250), byte(i%250 + 1)}), 32)
-		l.disagrees(verify.VIPReport{Prefix: p, Expected: verify.Present, Problem: "no Established BGP session carries it"}, time.Duration(i)*time.Millisecond)
+		l.disagrees(router.VIPReport{Prefix: p, Expected: router.Present, Problem: "no Established BGP session carries it"}, time.Duration(i)*time.Millisecond)
 	}
-	one := verify.VIPReport{Prefix: netip.MustParsePrefix("fd00::1/128"), Expected: verify.Absent, Problem: "still in BIRD's table"}
+	one := router.VIPReport{Prefix: netip.MustParsePrefix("fd00::1/128"), Expected: router.Absent, Problem: "still in BIRD's table"}
 	l.disagrees(one, 6*time.Second)
 	l.agrees(one, time.Second)
-	l.agrees(verify.VIPReport{Prefix: netip.MustParsePrefix("fd00::2/128"), Expected: verify.Present}, 2*time.Second)
+	l.agrees(router.VIPReport{Prefix: netip.MustParsePrefix("fd00::2/128"), Expected: router.Present}, 2*time.Second)
 	l.flush(log)
 
 	var got []string

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // kept is a VIP as the runner keeps it between checks: 128 bytes with its
@@ -14,7 +14,7 @@ import (
 type kept struct {
 	prefix           netip.Prefix
 	disagreeingSince time.Time
-	expected         verify.Expectation
+	expected         router.Expectation
 	problem          string
 	exported         map[string]bool
 	latency          time.Duration

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // TestKeptKeepsAVIP: what the runner keeps of a VIP gives back every
@@ -19,7 +19,7 @@ func TestKeptKeepsAVIP(t *testing.T) {
 	for bits := range 1 << 6 {
 		for _, ch := range []time.Time{{}, changed, time.Now()} {
 			v := VIP{
-				Expected: verify.Present, Agrees: bits&1 != 0, Stale: bits&2 != 0, Problem: "no Established BGP session carries it",
+				Expected: router.Present, Agrees: bits&1 != 0, Stale: bits&2 != 0, Problem: "no Established BGP session carries it",
 				InTable: bits&4 != 0, Exported: map[string]bool{"peer_a": true}, CheckedAt: checked,
 				Latency: 1234 * time.Millisecond, DisagreeingSince: changed.Add(time.Second), Renewed: 7,
 				changedAt: ch, warned: bits&8 != 0, agreed: bits&16 != 0, tries: MaxRenewals, gaveUp: bits&32 != 0,
@@ -49,7 +49,7 @@ func TestRunnerCarriesStoryAcrossOrder(t *testing.T) {
 	a, b, c := missedAdd, agreesPresent, missedAdd
 	b.Prefix, c.Prefix = other, fresh
 	changed := map[netip.Prefix]time.Time{p4: t0, other: t0, fresh: t0}
-	g.bird.rep = verify.Report{VIPs: []verify.VIPReport{a, b}}
+	g.bird.rep = router.Report{VIPs: []router.VIPReport{a, b}}
 	g.r.Once(ctx, Job{Changed: changed, IfaceUp: true})
 	g.now = t0.Add(RenewAfter)
 	g.r.Once(ctx, Job{Changed: changed, IfaceUp: true}) // renews p4
@@ -57,7 +57,7 @@ func TestRunnerCarriesStoryAcrossOrder(t *testing.T) {
 		t.Fatalf("renewals %v, want one", g.renewed)
 	}
 	g.now = t0.Add(3 * RenewAfter)
-	g.bird.rep = verify.Report{VIPs: []verify.VIPReport{c, b, a}}
+	g.bird.rep = router.Report{VIPs: []router.VIPReport{c, b, a}}
 	g.r.Once(ctx, Job{Changed: changed, IfaceUp: true})
 	_, rs := g.r.Results()
 	if rs.Len() != 3 || rs.Prefix(0) != fresh || rs.Prefix(2) != p4 {
@@ -87,10 +87,10 @@ func TestRecordsNeverChange(t *testing.T) {
 	g := newRunnerRig()
 	ctx := context.Background()
 	job := Job{Changed: map[netip.Prefix]time.Time{p4: t0}, IfaceUp: true}
-	g.bird.rep = verify.Report{VIPs: []verify.VIPReport{agreesPresent}}
+	g.bird.rep = router.Report{VIPs: []router.VIPReport{agreesPresent}}
 	g.r.Once(ctx, job)
 	_, before := g.r.Results()
-	g.bird.rep = verify.Report{Err: context.DeadlineExceeded}
+	g.bird.rep = router.Report{Err: context.DeadlineExceeded}
 	g.r.Once(ctx, job)
 	_, after := g.r.Results()
 	if before.VIP(0).Stale || !after.VIP(0).Stale {

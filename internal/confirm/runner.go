@@ -10,19 +10,19 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // Checker asks BIRD whether it agrees with in; verify.Socket satisfies it.
 // Check returns within ctx and reports an unreachable BIRD in Report.Err.
 type Checker interface {
-	Check(ctx context.Context, in verify.Input) verify.Report
+	Check(ctx context.Context, in router.Input) router.Report
 }
 
 // Job is what the loop hands the runner: the expected state of every owned
 // VIP and when it last changed.
 type Job struct {
-	In verify.Input
+	In router.Input
 	// ChangedAt is when each VIP of In last changed, in In.VIPs' order
 	// (zero: not known); the daemon's loop fills it, a slice rather than
 	// a map of 10,000 entries per job. Changed, keyed by
@@ -115,7 +115,7 @@ func (c *Runner) Run(ctx context.Context, jobs <-chan Job) {
 }
 
 // Once runs one check of job and records it; it reports whether all is
-// well (verify.Report.Consistent), or that ctx ended.
+// well (router.Report.Consistent), or that ctx ended.
 func (c *Runner) Once(ctx context.Context, job Job) bool {
 	cctx, cancel := context.WithTimeout(ctx, checkBudget)
 	rep := c.check.Check(cctx, job.In)
@@ -127,7 +127,7 @@ func (c *Runner) Once(ctx context.Context, job Job) bool {
 }
 
 // record takes in the report of one check.
-func (c *Runner) record(job Job, rep verify.Report) bool {
+func (c *Runner) record(job Job, rep router.Report) bool {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -160,7 +160,7 @@ func (c *Runner) unreachable(err error) {
 
 // reachable records BIRD's answer about itself: its protocols and the
 // problems of the whole set, each logged when it changes.
-func (c *Runner) reachable(rep verify.Report, now time.Time) {
+func (c *Runner) reachable(rep router.Report, now time.Time) {
 	if c.lastEr != "" {
 		c.log.WithField("socket", c.socket).Info("BIRD reachable again")
 		c.lastEr = ""
@@ -191,7 +191,7 @@ func (c *Runner) logProblems(problems []string) {
 
 // logSessions logs each selected protocol when it is first seen and when
 // it comes up or goes down.
-func (c *Runner) logSessions(protocols []verify.ProtocolState) {
+func (c *Runner) logSessions(protocols []router.ProtocolState) {
 	for _, p := range protocols {
 		if was, seen := c.estab[p.Name]; seen && was == p.Established {
 			continue
@@ -209,7 +209,7 @@ func (c *Runner) logSessions(protocols []verify.ProtocolState) {
 // step runs Step for every VIP of rep, logs their news grouped, and
 // returns the renewals to ask for, at most RenewBatch. A VIP no longer
 // checked is forgotten.
-func (c *Runner) step(job Job, rep verify.Report, now time.Time) map[netip.Prefix]bool {
+func (c *Runner) step(job Job, rep router.Report, now time.Time) map[netip.Prefix]bool {
 	c.status.Agree, c.status.Disagree = 0, 0
 	renew := map[netip.Prefix]bool{}
 	var vlog vipLog // one line per problem, not one per VIP
@@ -226,7 +226,7 @@ func (c *Runner) step(job Job, rep verify.Report, now time.Time) map[netip.Prefi
 		}
 		vlog.note(r, a)
 		if a.Renewal == Renew && len(renew) < RenewBatch {
-			renew[r.Prefix] = r.Expected == verify.Present
+			renew[r.Prefix] = r.Expected == router.Present
 			v = v.Renewing(now)
 		}
 		v.Exported = shared.intern(v.Exported)

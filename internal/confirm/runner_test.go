@@ -10,13 +10,13 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // scripted answers every check with its report.
-type scripted struct{ rep verify.Report }
+type scripted struct{ rep router.Report }
 
-func (s *scripted) Check(context.Context, verify.Input) verify.Report { return s.rep }
+func (s *scripted) Check(context.Context, router.Input) router.Report { return s.rep }
 
 type runnerRig struct {
 	r       *Runner
@@ -44,8 +44,8 @@ func (g *runnerRig) count(level logrus.Level, msg string) int {
 }
 
 // manyMissed is n VIPs whose adds BIRD missed, changed at t0.
-func manyMissed(n int) (verify.Report, Job) {
-	var rep verify.Report
+func manyMissed(n int) (router.Report, Job) {
+	var rep router.Report
 	job := Job{Changed: map[netip.Prefix]time.Time{}, IfaceUp: true}
 	for i := range n {
 		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 1, byte(i / 250), byte(i%250 + 1)}), 32)
@@ -103,13 +103,13 @@ func TestRunnerBatchesRenewals(t *testing.T) {
 func TestRunnerBirdAway(t *testing.T) {
 	g := newRunnerRig()
 	agree := agreesPresent
-	g.bird.rep = verify.Report{VIPs: []verify.VIPReport{agree}, Protocols: []verify.ProtocolState{{Name: "peer_b", Established: true}}}
+	g.bird.rep = router.Report{VIPs: []router.VIPReport{agree}, Protocols: []router.ProtocolState{{Name: "peer_b", Established: true}}}
 	job := Job{Changed: map[netip.Prefix]time.Time{p4: t0}, IfaceUp: true}
 	ctx := context.Background()
 	if !g.r.Once(ctx, job) {
 		t.Fatal("BIRD agrees: consistent")
 	}
-	g.bird.rep = verify.Report{Err: errors.New("dial unix /run/bird/bird.ctl: connect: connection refused")}
+	g.bird.rep = router.Report{Err: errors.New("dial unix /run/bird/bird.ctl: connect: connection refused")}
 	for range 3 {
 		g.now = g.now.Add(time.Second)
 		if g.r.Once(ctx, job) {
@@ -126,7 +126,7 @@ func TestRunnerBirdAway(t *testing.T) {
 	if c := g.count(logrus.WarnLevel, "cannot confirm through BIRD; the interface is still managed"); c != 1 {
 		t.Errorf("BIRD away logged %d times, want once", c)
 	}
-	g.bird.rep = verify.Report{VIPs: []verify.VIPReport{agree}}
+	g.bird.rep = router.Report{VIPs: []router.VIPReport{agree}}
 	g.r.Once(ctx, job)
 	if c := g.count(logrus.InfoLevel, "BIRD reachable again"); c != 1 {
 		t.Errorf("BIRD back logged %d times, want once", c)
@@ -141,8 +141,8 @@ func TestRunnerBirdAway(t *testing.T) {
 // is forgotten.
 func TestRunnerSessionsAndProblems(t *testing.T) {
 	g := newRunnerRig()
-	down := verify.ProtocolState{Name: "peer_b", State: "start", BGPState: "Active", Problem: "not Established"}
-	g.bird.rep = verify.Report{VIPs: []verify.VIPReport{sessionDown}, Protocols: []verify.ProtocolState{down}, Problems: []string{"no direct protocol for IPv6"}}
+	down := router.ProtocolState{Name: "peer_b", State: "start", BGPState: "Active", Problem: "not Established"}
+	g.bird.rep = router.Report{VIPs: []router.VIPReport{sessionDown}, Protocols: []router.ProtocolState{down}, Problems: []string{"no direct protocol for IPv6"}}
 	job := Job{Changed: map[netip.Prefix]time.Time{}, IfaceUp: true}
 	ctx := context.Background()
 	for range 3 {
@@ -154,7 +154,7 @@ func TestRunnerSessionsAndProblems(t *testing.T) {
 	if c := g.count(logrus.ErrorLevel, "BIRD cannot announce VIPs"); c != 1 {
 		t.Errorf("problem logged %d times, want once", c)
 	}
-	g.bird.rep = verify.Report{Protocols: []verify.ProtocolState{{Name: "peer_b", State: "up", BGPState: "Established", Established: true}}}
+	g.bird.rep = router.Report{Protocols: []router.ProtocolState{{Name: "peer_b", State: "up", BGPState: "Established", Established: true}}}
 	if !g.r.Once(ctx, job) {
 		t.Error("all well again: consistent")
 	}

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // Status is BIRD's side of the daemon's status (/status "bird").
@@ -17,7 +17,7 @@ type Status struct {
 	// Error it tells how long BIRD has been away.
 	LastOK    time.Time              `json:"last_ok,omitzero"`
 	Error     string                 `json:"error,omitempty"` // could not check
-	Protocols []verify.ProtocolState `json:"protocols,omitempty"`
+	Protocols []router.ProtocolState `json:"protocols,omitempty"`
 	Problems  []string               `json:"problems,omitempty"`
 	Agree     int                    `json:"vips_agreeing"`
 	Disagree  int                    `json:"vips_disagreeing"`
@@ -30,7 +30,7 @@ type VIP struct {
 	// Expected is what the check held BIRD to: a record made before a
 	// drain was checked against "present", and must not be read as the
 	// drain's confirmation.
-	Expected verify.Expectation `json:"expected"`
+	Expected router.Expectation `json:"expected"`
 	Agrees   bool               `json:"agrees"`
 	// LastResort: the check held BIRD to the last-resort tier's marks
 	// (GRACEFUL_SHUTDOWN, the largest prepend): with Agrees, BIRD exports

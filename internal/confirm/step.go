@@ -3,7 +3,7 @@ package confirm
 import (
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // Confirmation timing. A change is confirmed at once and, while BIRD does
@@ -71,11 +71,11 @@ type Action struct {
 // VIP for the first), r what BIRD says now, changedAt when rhi last changed
 // the VIP (zero: never), ifaceUp whether the interface exists and is up (a
 // down link's routes are rightly gone: no renewal helps). It is pure.
-func Step(prev VIP, r verify.VIPReport, changedAt time.Time, ifaceUp bool, now time.Time) (VIP, Action) {
+func Step(prev VIP, r router.VIPReport, changedAt time.Time, ifaceUp bool, now time.Time) (VIP, Action) {
 	v := VIP{
 		Expected: r.Expected, Agrees: r.Agrees, Problem: r.Problem, InTable: r.InTable, Exported: r.Exported,
 		CheckedAt: now, changedAt: changedAt, Renewed: prev.Renewed,
-		LastResort: r.Tier == verify.TierLastResort,
+		LastResort: r.Tier == router.TierLastResort,
 	}
 	if prev.changedAt.Equal(changedAt) { // the same change: carry its story on
 		v.Latency, v.warned, v.DisagreeingSince = prev.Latency, prev.warned, prev.DisagreeingSince
@@ -110,7 +110,7 @@ func (v VIP) agree(now time.Time) (VIP, Action) {
 // disagree starts or continues a disagreement: it is reported once past
 // Grace (from the change, or from its start when that is later), and a
 // missed notification is renewed after RenewAfter, MaxRenewals times.
-func (v VIP) disagree(r verify.VIPReport, ifaceUp bool, now time.Time) (VIP, Action) {
+func (v VIP) disagree(r router.VIPReport, ifaceUp bool, now time.Time) (VIP, Action) {
 	var a Action
 	v.Latency = 0
 	if v.DisagreeingSince.IsZero() {
@@ -150,11 +150,11 @@ func (v VIP) Renewing(now time.Time) VIP {
 // from the kernel: the address is where rhi wants it, BIRD's table is not.
 // A present VIP missing from the table is that only while a direct protocol
 // can take it from the interface (r.DirectUp).
-func missedNetlink(r verify.VIPReport) bool {
+func missedNetlink(r router.VIPReport) bool {
 	switch r.Expected {
-	case verify.Present:
+	case router.Present:
 		return r.OnInterface && !r.InTable && r.DirectUp
-	case verify.Absent:
+	case router.Absent:
 		return !r.OnInterface && r.InTable
 	}
 	return false

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 var (
@@ -19,21 +19,21 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 
 // Reports as BIRD gives them.
 var (
-	agreesPresent = verify.VIPReport{Prefix: p4, Expected: verify.Present, OnInterface: true, InTable: true, DirectUp: true, Agrees: true}
+	agreesPresent = router.VIPReport{Prefix: p4, Expected: router.Present, OnInterface: true, InTable: true, DirectUp: true, Agrees: true}
 	// missedAdd: on the interface, not in BIRD's table, a direct protocol up.
-	missedAdd = verify.VIPReport{Prefix: p4, Expected: verify.Present, OnInterface: true, DirectUp: true, Problem: "interface true, bird table false"}
+	missedAdd = router.VIPReport{Prefix: p4, Expected: router.Present, OnInterface: true, DirectUp: true, Problem: "interface true, bird table false"}
 	// missedDelete: gone from the interface, still in BIRD's table.
-	missedDelete = verify.VIPReport{Prefix: p4, Expected: verify.Absent, InTable: true, Problem: "interface false, bird table true"}
+	missedDelete = router.VIPReport{Prefix: p4, Expected: router.Absent, InTable: true, Problem: "interface false, bird table true"}
 	// noDirect: BIRD cannot take the address: not a missed notification.
-	noDirect = verify.VIPReport{Prefix: p4, Expected: verify.Present, OnInterface: true, Problem: "no direct protocol up"}
+	noDirect = router.VIPReport{Prefix: p4, Expected: router.Present, OnInterface: true, Problem: "no direct protocol up"}
 	// sessionDown: in the table, carried by no session.
-	sessionDown = verify.VIPReport{Prefix: p4, Expected: verify.Present, OnInterface: true, InTable: true, DirectUp: true, Problem: "no Established BGP session carries it"}
-	unmanaged   = verify.VIPReport{Prefix: p4, Expected: verify.Unmanaged, OnInterface: true, InTable: true, Problem: "exported"}
+	sessionDown = router.VIPReport{Prefix: p4, Expected: router.Present, OnInterface: true, InTable: true, DirectUp: true, Problem: "no Established BGP session carries it"}
+	unmanaged   = router.VIPReport{Prefix: p4, Expected: router.Unmanaged, OnInterface: true, InTable: true, Problem: "exported"}
 )
 
 // record is what Step leaves for r checked at now, with the story fields
 // given after it.
-func record(r verify.VIPReport, changedAt, now time.Time) VIP {
+func record(r router.VIPReport, changedAt, now time.Time) VIP {
 	return VIP{Expected: r.Expected, Agrees: r.Agrees, Problem: r.Problem, InTable: r.InTable, Exported: r.Exported, CheckedAt: now, changedAt: changedAt}
 }
 
@@ -41,7 +41,7 @@ func TestStep(t *testing.T) {
 	type tc struct {
 		name      string
 		prev      VIP
-		r         verify.VIPReport
+		r         router.VIPReport
 		changedAt time.Time
 		ifaceDown bool
 		now       time.Time

@@ -8,14 +8,14 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/confirm"
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // Confirmer asks BIRD whether it agrees with what rhi wants announced;
 // verify.Socket satisfies it. Check returns within ctx and reports an
 // unreachable BIRD in Report.Err.
 type Confirmer interface {
-	Check(ctx context.Context, in verify.Input) verify.Report
+	Check(ctx context.Context, in router.Input) router.Report
 }
 
 // The loop's confirmation timing: see package confirm.

@@ -16,7 +16,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/confirm"
 	"github.com/rhi-daemon/rhi/internal/health"
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 func newConfirmRig(t *testing.T, link *fakeLink) (*rig, *fakeBird) {
@@ -379,13 +379,13 @@ func TestConfirmRecordsExpectation(t *testing.T) {
 	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	r.tick(t)
 	r.confirm(t)
-	if vb := r.d.Status().VIPs[0].Bird; vb.Expected != verify.Present {
+	if vb := r.d.Status().VIPs[0].Bird; vb.Expected != router.Present {
 		t.Fatalf("vip bird = %+v, want expected present", vb)
 	}
 	r.health.set(health.Down, api)
 	r.tick(t)
 	r.confirm(t)
-	if vb := r.d.Status().VIPs[0].Bird; vb.Expected != verify.Absent || !vb.Agrees {
+	if vb := r.d.Status().VIPs[0].Bird; vb.Expected != router.Absent || !vb.Agrees {
 		t.Fatalf("vip bird = %+v, want agreeing on absent", vb)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/drain"
 	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/probe"
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -701,12 +701,12 @@ func (d *Daemon) waitWithdrawn() {
 	}
 	job := d.confirmJob()
 	for i := range job.In.VIPs {
-		job.In.VIPs[i].Expected = verify.Absent
+		job.In.VIPs[i].Expected = router.Absent
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownConfirm)
 	defer cancel()
 	start := d.now()
-	var last verify.Report
+	var last router.Report
 	for {
 		last = d.conf.check.Check(ctx, job.In)
 		if last.VIPsAgree() { // a session down carries nothing: withdrawn all the same
@@ -740,8 +740,8 @@ func (d *Daemon) requestConfirm() {
 // confirmJob describes every owned VIP: configured ones as decided, dropped
 // ones still being withdrawn as absent.
 func (d *Daemon) confirmJob() confirmJob {
-	in := verify.Input{
-		VIPs:            make([]verify.VIP, 0, len(d.cfg.VIPs)+len(d.orphans)),
+	in := router.Input{
+		VIPs:            make([]router.VIP, 0, len(d.cfg.VIPs)+len(d.orphans)),
 		Protocols:       d.cfg.Bird.Protocols,
 		ExchangeTimeout: d.cfg.Bird.Timeout,
 		SiteID:          uint32(d.cfg.SiteID), // 0: not checked
@@ -756,14 +756,14 @@ func (d *Daemon) confirmJob() confirmJob {
 		if d.dryRun {
 			want = d.onAny(p) // a dry run changes nothing: BIRD is held to the interface as it is
 		}
-		exp := verify.Absent
+		exp := router.Absent
 		if want {
-			exp = verify.Present
+			exp = router.Present
 		}
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: exp, OnInterface: d.onAny(p), Tier: d.tierExpected(i, tier)})
+		in.VIPs = append(in.VIPs, router.VIP{Prefix: p, Expected: exp, OnInterface: d.onAny(p), Tier: d.tierExpected(i, tier)})
 	}
 	for p := range d.orphans {
-		in.VIPs = append(in.VIPs, verify.VIP{Prefix: p, Expected: verify.Absent, OnInterface: d.onAny(p)})
+		in.VIPs = append(in.VIPs, router.VIP{Prefix: p, Expected: router.Absent, OnInterface: d.onAny(p)})
 	}
 	at := make([]time.Time, len(in.VIPs)) // orphans: zero, as they have none
 	copy(at, d.vs.since)

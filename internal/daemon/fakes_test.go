@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/health"
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -254,14 +254,14 @@ func newFakeBird(l *fakeLink) *fakeBird {
 	return b
 }
 
-func (b *fakeBird) Check(ctx context.Context, in verify.Input) verify.Report {
+func (b *fakeBird) Check(ctx context.Context, in router.Input) router.Report {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.checks++
 	if b.err != nil {
-		return verify.Report{Err: b.err}
+		return router.Report{Err: b.err}
 	}
-	rep := verify.Report{Protocols: []verify.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}}}
+	rep := router.Report{Protocols: []router.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}}}
 	if b.directDown {
 		rep.Problems = []string{"no direct protocol in BIRD imports ipv4 routes: IPv4 VIPs cannot be announced"}
 	}
@@ -270,8 +270,8 @@ func (b *fakeBird) Check(ctx context.Context, in verify.Input) verify.Report {
 		if stale, ok := b.missed[v.Prefix]; ok {
 			inTable = stale
 		}
-		want := v.Expected == verify.Present
-		r := verify.VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, InTable: inTable,
+		want := v.Expected == router.Present
+		r := router.VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, InTable: inTable,
 			DirectUp: !b.directDown, Exported: map[string]bool{"peer_4": inTable}}
 		r.Agrees = v.OnInterface == want && inTable == want
 		if !r.Agrees {

@@ -20,8 +20,8 @@ import (
 	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/owned"
 	"github.com/rhi-daemon/rhi/internal/place"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -542,10 +542,10 @@ func TestGuardConfirmsTheTier(t *testing.T) {
 	r.tick(t)
 	job := r.d.confirmJob()
 	for _, v := range job.In.VIPs {
-		if v.Prefix == v100 && (v.Expected != verify.Present || v.Tier != verify.TierLastResort || !v.OnInterface) {
+		if v.Prefix == v100 && (v.Expected != router.Present || v.Tier != router.TierLastResort || !v.OnInterface) {
 			t.Errorf("confirmation expects %+v", v)
 		}
-		if v.Prefix == v101 && v.Tier != verify.TierFull {
+		if v.Prefix == v101 && v.Tier != router.TierFull {
 			t.Errorf("confirmation expects %+v", v)
 		}
 	}

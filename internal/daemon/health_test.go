@@ -14,8 +14,8 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/confirm"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -116,9 +116,9 @@ func TestDryRunQuiet(t *testing.T) {
 		d := New(cfg, Deps{Health: hs, Announcer: ann, Log: log, Now: clk.now, Confirmer: b, DryRun: dry})
 		d.tick(context.Background())
 		job := d.confirmJob()
-		want := map[string]verify.Expectation{"10.0.0.100/32": verify.Present, "10.0.0.101/32": verify.Absent, "10.0.0.102/32": verify.Present}
+		want := map[string]router.Expectation{"10.0.0.100/32": router.Present, "10.0.0.101/32": router.Absent, "10.0.0.102/32": router.Present}
 		if dry {
-			want = map[string]verify.Expectation{"10.0.0.100/32": verify.Absent, "10.0.0.101/32": verify.Present, "10.0.0.102/32": verify.Absent}
+			want = map[string]router.Expectation{"10.0.0.100/32": router.Absent, "10.0.0.101/32": router.Present, "10.0.0.102/32": router.Absent}
 		}
 		for _, v := range job.In.VIPs {
 			if v.Expected != want[v.Prefix.String()] {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
-	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
 )
 
@@ -347,14 +347,14 @@ func (d *Daemon) tierExpected(i int, tier decide.Tier) string {
 	switch tier {
 	case decide.TierDegraded:
 		if d.tier.low[degIdx].ann != nil && v.Degraded.On() {
-			return verify.TierDegraded
+			return router.TierDegraded
 		}
 	case decide.TierLastResort:
-		return verify.TierLastResort
+		return router.TierLastResort
 	case decide.TierWithdrawn:
 		return ""
 	}
-	return verify.TierFull
+	return router.TierFull
 }
 
 // known is what a Set says the main interface holds: st, or last when it

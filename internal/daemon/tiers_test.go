@@ -18,7 +18,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/owned"
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // nodeHealth answers every poll with the node counts set per key.
@@ -116,16 +116,16 @@ func TestDegradedTierMoves(t *testing.T) {
 	r.tick(t, 1)
 	r.tick(t, 1)
 	r.expect(t, "", ip, decide.TierDegraded)
-	if got := r.d.confirmJob().In.VIPs[0].Tier; got != verify.TierDegraded {
-		t.Errorf("confirmation checks tier %q, want %q", got, verify.TierDegraded)
+	if got := r.d.confirmJob().In.VIPs[0].Tier; got != router.TierDegraded {
+		t.Errorf("confirmation checks tier %q, want %q", got, router.TierDegraded)
 	}
 	if n := countLogs(r.logs, "vip below its healthy share: announcing it degraded"); n != 1 {
 		t.Errorf("%d degrade log lines, want 1", n)
 	}
 	r.tick(t, 2) // exactly 50 %: not below; rise 1
 	r.expect(t, ip, "", decide.TierAnnounced)
-	if got := r.d.confirmJob().In.VIPs[0].Tier; got != verify.TierFull {
-		t.Errorf("confirmation checks tier %q, want %q", got, verify.TierFull)
+	if got := r.d.confirmJob().In.VIPs[0].Tier; got != router.TierFull {
+		t.Errorf("confirmation checks tier %q, want %q", got, router.TierFull)
 	}
 	r.tick(t, 0) // down, 1 of fall 2
 	r.expect(t, ip, "", decide.TierAnnounced)

@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 func TestMetricsUnmanaged(t *testing.T) {
@@ -165,7 +165,7 @@ func oddStatus() Status {
 	s.Interface.WriteErrors = 1 << 60
 	s.Drain.Error = "bad drain"
 	s.ControlAPI.Polls, s.ControlAPI.FailedPolls = 1000000, 123456789012
-	s.Bird.Protocols = append(s.Bird.Protocols, verify.ProtocolState{Name: odd, Established: true})
+	s.Bird.Protocols = append(s.Bird.Protocols, router.ProtocolState{Name: odd, Established: true})
 	v := s.VIPs[0]
 	v.Address, v.Tier, v.Reason, v.FailedPolls, v.Transitions = odd, decide.TierDegraded, decide.ReasonPolicyAnnounce, 1234567, 1<<53+1
 	v.Bird = &VIPConfirm{Agrees: true, Latency: 1500 * time.Microsecond, Renewed: 7}
@@ -464,7 +464,7 @@ func TestMetricsPromtool(t *testing.T) {
 // collector panics in the registry on it.)
 func TestMetricsInvalidUTF8(t *testing.T) {
 	s := sample()
-	s.Bird.Protocols = append(s.Bird.Protocols, verify.ProtocolState{Name: "peer\xff\xfe7", Established: true})
+	s.Bird.Protocols = append(s.Bird.Protocols, router.ProtocolState{Name: "peer\xff\xfe7", Established: true})
 	src := &fixed{s}
 	_, text := get(t, Handler(src, NewMetrics(src, "v"), time.Now), "/metrics")
 	got := parseText(t, text)["rhi_bgp_established"] // fails on invalid UTF-8

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // metricsDoc is the metrics reference that operators read.
@@ -157,12 +157,12 @@ func TestStatusJSONDocumented(t *testing.T) {
 			t.Errorf("/status field %s has no row in %s", f, statusDoc)
 		}
 	}
-	for _, f := range jsonFields(reflect.TypeOf(verify.ProtocolState{}), "check.protocols[].") {
+	for _, f := range jsonFields(reflect.TypeOf(router.ProtocolState{}), "check.protocols[].") {
 		if !strings.Contains(text, "| `"+f+"` |") {
 			t.Errorf("rhi verify --json field %s has no row in %s", f, statusDoc)
 		}
 	}
-	for _, f := range jsonFields(reflect.TypeOf(verify.VIPReport{}), "check.vips[].") {
+	for _, f := range jsonFields(reflect.TypeOf(router.VIPReport{}), "check.vips[].") {
 		if !strings.Contains(text, "| `"+f+"` |") {
 			t.Errorf("rhi verify --json field %s has no row in %s", f, statusDoc)
 		}

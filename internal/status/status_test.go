@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
-	"github.com/rhi-daemon/rhi/internal/verify"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 type fixed struct{ s Status }
@@ -31,7 +31,7 @@ func sample() Status {
 		LastTick:      t0.Add(30 * time.Millisecond),
 		Interface:     InterfaceStatus{Name: "rhi0", Exists: true, Up: true, WriteErrors: 7},
 		Bird: BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: t0, Agree: 1, Disagree: 1,
-			Protocols: []verify.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
+			Protocols: []router.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
 		ControlAPI: APIStatus{
 			URL: "http://127.0.0.1:9090", PollInterval: 3 * time.Second, Timeout: 5 * time.Second,
 			LastPoll: t0, Polls: 42, FailedPolls: 2, ConsecutiveFailedPolls: 1,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/bird"
 	"github.com/rhi-daemon/rhi/bird/birdtest"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // BenchmarkCheck checks 1,000 announced IPv4 VIPs with one Established
@@ -19,7 +20,7 @@ func BenchmarkCheck(b *testing.B) {
 	route := testdata(b, "bird2.0.12-show-route-vip-table-master4-all.up-vip.txt")
 	export := testdata(b, "bird2.0.12-show-route-export-peer_b-vip.up-vip.txt")
 	replies := map[string]string{showProtocols: testdata(b, "lab-show-protocols-all.up-vip.txt")}
-	in := Input{}
+	in := router.Input{}
 	for i := range n {
 		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 255, byte(i / 250), byte(i%250 + 1)}), 32)
 		replies[bird.TableRouteCommand(p, "master4")] = strings.ReplaceAll(route, vip4.String(), p.String())

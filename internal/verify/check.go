@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/bird"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // Bird runs BIRD commands. *bird.Conn satisfies it.
@@ -18,148 +19,6 @@ type Bird interface {
 	// ends with an error code returns a *bird.Error. Check calls it
 	// sequentially, never concurrently.
 	Exec(ctx context.Context, cmd string) (bird.Reply, error)
-}
-
-// Expectation is what rhi wants for a VIP.
-type Expectation string
-
-const (
-	Present Expectation = "present" // announced: on the interface, exported
-	Absent  Expectation = "absent"  // withdrawn: nowhere
-	// Unmanaged is a host address on the interface that rhi does not
-	// manage: nothing checks its health, so BIRD must not export it.
-	Unmanaged Expectation = "unmanaged"
-)
-
-// VIP is one address to check, with what the caller wants and what the
-// caller read from the interface.
-type VIP struct {
-	Prefix      netip.Prefix
-	Expected    Expectation
-	OnInterface bool
-	// Tier, for a present VIP, is how the sessions must export it:
-	// TierFull, TierDegraded, TierLastResort, or "" (not checked). See
-	// tier.go.
-	Tier string
-}
-
-// Input is what Check needs besides BIRD.
-type Input struct {
-	VIPs []VIP
-	// Protocols are the BGP protocols that must be Established and carry
-	// the VIPs (config bird.protocols); empty: every BGP protocol BIRD
-	// reports.
-	Protocols []string
-	// ExchangeTimeout bounds each exchange with BIRD (config
-	// bird.timeout); 0: only ctx bounds them.
-	ExchangeTimeout time.Duration
-	// SiteID is this site's identity (config site_id, else BIRD's router
-	// id: RouterSiteID). When set, each VIP whose tier is checked must be
-	// exported with the large community (AS, 2, SiteID), deploy/bird's
-	// RHI_SITE_ID; 0: not checked, unless SiteFromRouter.
-	SiteID uint32
-	// SiteFromRouter, with SiteID 0, asks BIRD for its router id ("show
-	// status") and checks the site identity against it when some VIP's
-	// tier is checked: config site_id's default.
-	SiteFromRouter bool
-}
-
-// ProtocolState is a selected protocol as BIRD reports it.
-type ProtocolState struct {
-	Name        string `json:"name"`
-	State       string `json:"state"`             // "up", "start", "down", …; "" if BIRD has no such protocol
-	BGPState    string `json:"bgp_state"`         // "Established", "Active", …
-	Info        string `json:"info,omitempty"`    // e.g. "Socket: Connection refused"
-	Established bool   `json:"established"`       // asked about exports only when set
-	Problem     string `json:"problem,omitempty"` // why it counts against consistency
-}
-
-// VIPReport is the verdict on one VIP.
-type VIPReport struct {
-	Prefix      netip.Prefix `json:"vip"`
-	Expected    Expectation  `json:"expected"`
-	OnInterface bool         `json:"on_interface"`
-	// InTable: a table that a direct protocol's channel of the VIP's
-	// family imports into holds the prefix from a direct protocol.
-	InTable bool `json:"in_bird_table"`
-	// DirectUp: BIRD has a Direct protocol that is up with an UP channel
-	// of the VIP's family, so an address on the interface can enter
-	// BIRD's table. When it is false a VIP missing from the table is
-	// explained by BIRD's own state or config (a report Problem says
-	// which family), not by a missed netlink notification: renewing the
-	// address cannot help.
-	DirectUp bool `json:"direct_up"`
-	// Exported holds, per selected protocol that was asked, whether it
-	// exports the VIP. Only Established protocols with a channel of the
-	// VIP's family are asked.
-	Exported map[string]bool `json:"exported"`
-	Agrees   bool            `json:"agrees"`
-	Problem  string          `json:"problem,omitempty"` // what disagrees, for people
-	// Tier is the tier checked ("" when none is); ExportedTier holds, per
-	// protocol that exports the VIP, the tier it exports it with.
-	Tier         string            `json:"tier,omitempty"`
-	ExportedTier map[string]string `json:"exported_tier,omitempty"`
-}
-
-// Report is the result of Check.
-type Report struct {
-	Protocols []ProtocolState
-	VIPs      []VIPReport
-	// Problems are findings about the whole set, e.g. no BGP protocol at
-	// all.
-	Problems []string
-	// Err is set when the check could not be made (socket, timeout, a
-	// reply that does not parse). VIPs is then empty: nothing is claimed.
-	// A caller that cannot even connect reports Report{Err: err}. After an
-	// error the connection may be out of step: close it and dial again.
-	Err error
-}
-
-// Exit codes of `rhi verify`.
-const (
-	ExitConsistent = 0 // every VIP agrees, every selected protocol Established
-	ExitMismatch   = 1 // a VIP disagrees, or a selected protocol is not Established
-	ExitUnchecked  = 2 // could not check
-)
-
-// ExitCode returns the `rhi verify` exit code for the report.
-func (r Report) ExitCode() int {
-	switch {
-	case r.Err != nil:
-		return ExitUnchecked
-	case !r.Consistent():
-		return ExitMismatch
-	}
-	return ExitConsistent
-}
-
-// Consistent reports whether BIRD agrees with everything: the check was
-// made, it found no problem of the whole set, every selected protocol is
-// Established and every VIP agrees (exit code ExitConsistent).
-func (r Report) Consistent() bool {
-	if len(r.Problems) > 0 {
-		return false
-	}
-	for _, p := range r.Protocols {
-		if p.Problem != "" {
-			return false
-		}
-	}
-	return r.VIPsAgree()
-}
-
-// VIPsAgree reports whether the check was made and every VIP agrees,
-// whatever the sessions: withdrawn VIPs agree with a session that is down.
-func (r Report) VIPsAgree() bool {
-	if r.Err != nil {
-		return false
-	}
-	for _, v := range r.VIPs {
-		if !v.Agrees {
-			return false
-		}
-	}
-	return true
 }
 
 // Check asks BIRD about every VIP of in, over b, one command at a time:
@@ -178,27 +37,27 @@ func (r Report) VIPsAgree() bool {
 //
 // The first error stops the check and is returned in Report.Err; ctx bounds
 // the whole check and in.ExchangeTimeout each exchange.
-func Check(ctx context.Context, b Bird, in Input) Report {
+func Check(ctx context.Context, b Bird, in router.Input) router.Report {
 	for _, v := range in.VIPs {
 		if !v.Prefix.IsValid() {
-			return Report{Err: fmt.Errorf("invalid vip prefix %q", v.Prefix)}
+			return router.Report{Err: fmt.Errorf("invalid vip prefix %q", v.Prefix)}
 		}
-		if v.Expected != Present && v.Expected != Absent && v.Expected != Unmanaged {
-			return Report{Err: fmt.Errorf("vip %q: unknown expectation %q", v.Prefix, v.Expected)}
+		if v.Expected != router.Present && v.Expected != router.Absent && v.Expected != router.Unmanaged {
+			return router.Report{Err: fmt.Errorf("vip %q: unknown expectation %q", v.Prefix, v.Expected)}
 		}
 	}
 	b = timed{b, in.ExchangeTimeout}
 	const showProtocols = "show protocols all"
 	reply, err := b.Exec(ctx, showProtocols)
 	if err != nil {
-		return Report{Err: fmt.Errorf("%q: %w", showProtocols, err)}
+		return router.Report{Err: fmt.Errorf("%q: %w", showProtocols, err)}
 	}
 	all, err := bird.ParseProtocolsAll(reply)
 	if err != nil {
-		return Report{Err: fmt.Errorf("%q: %w", showProtocols, err)}
+		return router.Report{Err: fmt.Errorf("%q: %w", showProtocols, err)}
 	}
 
-	var rep Report
+	var rep router.Report
 	var selected []bird.Protocol // the BGP ones; the Established among them are asked about exports
 	rep.Protocols, selected = selectProtocols(all, in.Protocols)
 	if len(rep.Protocols) == 0 {
@@ -216,14 +75,14 @@ func Check(ctx context.Context, b Bird, in Input) Report {
 	if in.SiteID == 0 && in.SiteFromRouter && tiersChecked(in.VIPs) {
 		id, err := RouterSiteID(ctx, b)
 		if err != nil {
-			return Report{Protocols: rep.Protocols, Err: fmt.Errorf("site identity: %w", err)}
+			return router.Report{Protocols: rep.Protocols, Err: fmt.Errorf("site identity: %w", err)}
 		}
 		in.SiteID = id
 	}
 	for _, v := range in.VIPs {
 		vr, err := checkVIP(ctx, b, v, direct, selected, len(in.Protocols) > 0, in.SiteID)
 		if err != nil {
-			return Report{Protocols: rep.Protocols, Err: fmt.Errorf("vip %q: %w", v.Prefix, err)}
+			return router.Report{Protocols: rep.Protocols, Err: fmt.Errorf("vip %q: %w", v.Prefix, err)}
 		}
 		rep.VIPs = append(rep.VIPs, vr)
 	}
@@ -248,9 +107,9 @@ func (t timed) Exec(ctx context.Context, cmd string) (bird.Reply, error) {
 // selectProtocols picks the protocols to check: the named ones in the
 // given order, or every BGP protocol in BIRD's order. It returns their
 // states and the BGP ones among them.
-func selectProtocols(all []bird.Protocol, names []string) (states []ProtocolState, bgp []bird.Protocol) {
+func selectProtocols(all []bird.Protocol, names []string) (states []router.ProtocolState, bgp []bird.Protocol) {
 	add := func(p bird.Protocol) {
-		ps := ProtocolState{Name: p.Name, State: p.State, BGPState: p.BGPState, Info: bgpInfo(p), Established: p.Established()}
+		ps := router.ProtocolState{Name: p.Name, State: p.State, BGPState: p.BGPState, Info: bgpInfo(p), Established: p.Established()}
 		if !ps.Established {
 			ps.Problem = "not Established"
 		}
@@ -274,9 +133,9 @@ func selectProtocols(all []bird.Protocol, names []string) (states []ProtocolStat
 		i := slices.IndexFunc(all, func(p bird.Protocol) bool { return p.Name == name })
 		switch {
 		case i < 0:
-			states = append(states, ProtocolState{Name: name, Problem: "no such protocol in BIRD"})
+			states = append(states, router.ProtocolState{Name: name, Problem: "no such protocol in BIRD"})
 		case all[i].Proto != "BGP":
-			states = append(states, ProtocolState{Name: name, State: all[i].State, Info: all[i].Info,
+			states = append(states, router.ProtocolState{Name: name, State: all[i].State, Info: all[i].Info,
 				Problem: fmt.Sprintf("not a BGP protocol (%s)", all[i].Proto)})
 		default:
 			add(all[i])
@@ -342,11 +201,11 @@ func directOf(all []bird.Protocol) directs {
 
 // familiesOf returns the families of vips, IPv4 first. Unmanaged
 // addresses do not count: rhi need not announce them.
-func familiesOf(vips []VIP) []string {
+func familiesOf(vips []router.VIP) []string {
 	var has4, has6 bool
 	for _, v := range vips {
 		switch {
-		case v.Expected == Unmanaged:
+		case v.Expected == router.Unmanaged:
 		case v.Prefix.Addr().Is4():
 			has4 = true
 		default:
@@ -366,10 +225,10 @@ func familiesOf(vips []VIP) []string {
 // checkVIP asks BIRD about one VIP and judges it. protocols are the
 // selected BGP protocols; named says they were named by the config rather
 // than taken all from BIRD.
-func checkVIP(ctx context.Context, b Bird, v VIP, direct directs, protocols []bird.Protocol, named bool, site uint32) (VIPReport, error) {
+func checkVIP(ctx context.Context, b Bird, v router.VIP, direct directs, protocols []bird.Protocol, named bool, site uint32) (router.VIPReport, error) {
 	family := bird.Family(v.Prefix)
-	vr := VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, DirectUp: direct.up[family], Exported: map[string]bool{}}
-	if v.Expected == Present && v.Tier != "" {
+	vr := router.VIPReport{Prefix: v.Prefix, Expected: v.Expected, OnInterface: v.OnInterface, DirectUp: direct.up[family], Exported: map[string]bool{}}
+	if v.Expected == router.Present && v.Tier != "" {
 		vr.Tier, vr.ExportedTier = v.Tier, map[string]string{}
 	}
 
@@ -469,10 +328,10 @@ func routesOf(cmd string, reply bird.Reply, prefix netip.Prefix) ([]bird.Route, 
 // up, so it is caught even while no session is Established. Unmanaged:
 // exported to none (on the interface and in the table it may be, when
 // BIRD's export filter keeps it in).
-func judge(vr VIPReport, noCarrier string) (bool, string) {
+func judge(vr router.VIPReport, noCarrier string) (bool, string) {
 	var problems, names []string
 	switch vr.Expected {
-	case Unmanaged:
+	case router.Unmanaged:
 		for name, exported := range vr.Exported {
 			if exported {
 				names = append(names, name)
@@ -482,7 +341,7 @@ func judge(vr VIPReport, noCarrier string) (bool, string) {
 			slices.Sort(names)
 			problems = append(problems, "announced without a health check: neither configured nor put there by rhi, exported to "+strings.Join(names, ", "))
 		}
-	case Present:
+	case router.Present:
 		if !vr.OnInterface {
 			problems = append(problems, "not on the interface")
 		}
@@ -505,7 +364,7 @@ func judge(vr VIPReport, noCarrier string) (bool, string) {
 		if noCarrier != "" {
 			problems = append(problems, noCarrier)
 		}
-	case Absent:
+	case router.Absent:
 		if vr.OnInterface {
 			problems = append(problems, "still on the interface")
 		}
@@ -527,9 +386,9 @@ func judge(vr VIPReport, noCarrier string) (bool, string) {
 
 // tiersChecked reports whether some VIP's export tier is checked, and so
 // its site identity too.
-func tiersChecked(vips []VIP) bool {
+func tiersChecked(vips []router.VIP) bool {
 	for _, v := range vips {
-		if v.Expected == Present && v.Tier != "" {
+		if v.Expected == router.Present && v.Tier != "" {
 			return true
 		}
 	}

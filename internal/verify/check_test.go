@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rhi-daemon/rhi/bird"
 	"github.com/rhi-daemon/rhi/bird/birdtest"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 var (
@@ -76,14 +77,18 @@ func lab(t testing.TB, situation string) map[string]string {
 	return m
 }
 
-func present(p netip.Prefix) VIP { return VIP{Prefix: p, Expected: Present, OnInterface: true} }
-func absent(p netip.Prefix) VIP  { return VIP{Prefix: p, Expected: Absent, OnInterface: false} }
+func present(p netip.Prefix) router.VIP {
+	return router.VIP{Prefix: p, Expected: router.Present, OnInterface: true}
+}
+func absent(p netip.Prefix) router.VIP {
+	return router.VIP{Prefix: p, Expected: router.Absent, OnInterface: false}
+}
 
 var (
-	peerBUp   = ProtocolState{Name: "peer_b", State: "up", BGPState: "Established", Established: true}
-	peerB6Up  = ProtocolState{Name: "peer_b6", State: "up", BGPState: "Established", Established: true}
-	peerBDown = ProtocolState{Name: "peer_b", State: "start", BGPState: "Active", Info: "Socket: Connection refused", Problem: "not Established"}
-	peerB6Dn  = ProtocolState{Name: "peer_b6", State: "start", BGPState: "Active", Info: "Socket: Connection refused", Problem: "not Established"}
+	peerBUp   = router.ProtocolState{Name: "peer_b", State: "up", BGPState: "Established", Established: true}
+	peerB6Up  = router.ProtocolState{Name: "peer_b6", State: "up", BGPState: "Established", Established: true}
+	peerBDown = router.ProtocolState{Name: "peer_b", State: "start", BGPState: "Active", Info: "Socket: Connection refused", Problem: "not Established"}
+	peerB6Dn  = router.ProtocolState{Name: "peer_b6", State: "start", BGPState: "Active", Info: "Socket: Connection refused", Problem: "not Established"}
 )
 
 type checkCase struct {
@@ -91,9 +96,9 @@ type checkCase struct {
 	situation string
 	replies   map[string]string // overrides of the situation's replies
 	stall     string            // a command never answered
-	in        Input
-	want      Report // Err compared by wantErr
-	wantErr   string // substring of Report.Err
+	in        router.Input
+	want      router.Report // Err compared by wantErr
+	wantErr   string        // substring of Report.Err
 	wantCmds  []string
 	wantExit  int
 }
@@ -103,152 +108,152 @@ func checkCases() []checkCase {
 		{
 			name:      "S1 announced, consistent",
 			situation: "up-vip",
-			in:        Input{VIPs: []VIP{present(vip4), present(vip6)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
-					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
+			in:        router.Input{VIPs: []router.VIP{present(vip4), present(vip6)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{
+					{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
 				},
 			},
 			// Each session is asked only about its own family.
 			wantCmds: []string{"restrict", showProtocols, route4, export4, route6, export6},
-			wantExit: ExitConsistent,
+			wantExit: router.ExitConsistent,
 		},
 		{
 			name:      "S2 withdrawn, consistent",
 			situation: "up-novip",
-			in:        Input{VIPs: []VIP{absent(vip4), absent(vip6)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Absent, DirectUp: true, Exported: map[string]bool{"peer_b": false}, Agrees: true},
-					{Prefix: vip6, Expected: Absent, DirectUp: true, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
+			in:        router.Input{VIPs: []router.VIP{absent(vip4), absent(vip6)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{
+					{Prefix: vip4, Expected: router.Absent, DirectUp: true, Exported: map[string]bool{"peer_b": false}, Agrees: true},
+					{Prefix: vip6, Expected: router.Absent, DirectUp: true, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
 				},
 			},
-			wantExit: ExitConsistent,
+			wantExit: router.ExitConsistent,
 		},
 		{
 			name:      "withdrawn but BIRD still announces (missed netlink removal)",
 			situation: "up-vip",
-			in:        Input{VIPs: []VIP{absent(vip4), present(vip6)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Absent, DirectUp: true, InTable: true, Exported: map[string]bool{"peer_b": true},
+			in:        router.Input{VIPs: []router.VIP{absent(vip4), present(vip6)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{
+					{Prefix: vip4, Expected: router.Absent, DirectUp: true, InTable: true, Exported: map[string]bool{"peer_b": true},
 						Problem: "still in BIRD's table; still exported to peer_b"},
-					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
+					{Prefix: vip6, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
 				},
 			},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
 			name:      "announced but BIRD has not seen it (missed netlink add)",
 			situation: "up-novip",
-			in:        Input{VIPs: []VIP{present(vip4)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+			in:        router.Input{VIPs: []router.VIP{present(vip4)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, Exported: map[string]bool{"peer_b": false},
 					Problem: "not in BIRD's table from a direct protocol; not exported to peer_b"}},
 			},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
 			name:      "address removed from the interface by someone else",
 			situation: "up-vip",
-			in:        Input{VIPs: []VIP{{Prefix: vip4, Expected: Present}}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, InTable: true, Exported: map[string]bool{"peer_b": true},
+			in:        router.Input{VIPs: []router.VIP{{Prefix: vip4, Expected: router.Present}}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{{Prefix: vip4, Expected: router.Present, DirectUp: true, InTable: true, Exported: map[string]bool{"peer_b": true},
 					Problem: "not on the interface"}},
 			},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
 			name:      "withdrawn but still on the interface",
 			situation: "up-novip",
-			in:        Input{VIPs: []VIP{{Prefix: vip4, Expected: Absent, OnInterface: true}}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Absent, DirectUp: true, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+			in:        router.Input{VIPs: []router.VIP{{Prefix: vip4, Expected: router.Absent, OnInterface: true}}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{{Prefix: vip4, Expected: router.Absent, DirectUp: true, OnInterface: true, Exported: map[string]bool{"peer_b": false},
 					Problem: "still on the interface"}},
 			},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
-			name:      "S3 peer down: sessions not asked, no VIP carried",
+			name:      "S3 peer down: sessions not asked, no router.VIP carried",
 			situation: "peerdown-vip",
 			replies:   map[string]string{route6b: testdataNoT("bird2.0.12-show-route-vip6-table-master6-all.up-novip.txt")},
-			in:        Input{VIPs: []VIP{present(vip4), present(vip6), absent(vip6b)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBDown, peerB6Dn},
-				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+			in:        router.Input{VIPs: []router.VIP{present(vip4), present(vip6), absent(vip6b)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBDown, peerB6Dn},
+				VIPs: []router.VIPReport{
+					{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
 						Problem: "no Established BGP session carries it"},
-					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+					{Prefix: vip6, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
 						Problem: "no Established BGP session carries it"},
 					// Withdrawn: exported nowhere is what is wanted.
-					{Prefix: vip6b, Expected: Absent, DirectUp: true, Exported: map[string]bool{}, Agrees: true},
+					{Prefix: vip6b, Expected: router.Absent, DirectUp: true, Exported: map[string]bool{}, Agrees: true},
 				},
 			},
 			wantCmds: []string{"restrict", showProtocols, route4, route6, route6b},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
 			name:      "S4 peer_b disabled: its family is carried by no other session",
 			situation: "disabled-vip",
-			in:        Input{VIPs: []VIP{present(vip4)}},
-			want: Report{
-				Protocols: []ProtocolState{
+			in:        router.Input{VIPs: []router.VIP{present(vip4)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{
 					{Name: "peer_b", State: "down", BGPState: "Down", Problem: "not Established"},
 					peerB6Dn,
 				},
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+				VIPs: []router.VIPReport{{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
 					Problem: "no Established BGP session carries it"}},
 			},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
 			name:      "selected protocols only",
 			situation: "up-vip",
-			in:        Input{VIPs: []VIP{present(vip4), present(vip6)}, Protocols: []string{"peer_b", "peer_b"}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp},
-				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+			in:        router.Input{VIPs: []router.VIP{present(vip4), present(vip6)}, Protocols: []string{"peer_b", "peer_b"}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp},
+				VIPs: []router.VIPReport{
+					{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
 					// peer_b is IPv4 only.
-					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+					{Prefix: vip6, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
 						Problem: "none of bird.protocols has an ipv6 channel"},
 				},
 			},
 			wantCmds: []string{"restrict", showProtocols, route4, export4, route6},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
-			name:      "one of two sessions down: the other carries the VIP",
+			name:      "one of two sessions down: the other carries the router.VIP",
 			situation: "up-vip",
 			replies:   map[string]string{showProtocols: withPeerC(testdataNoT("lab-show-protocols-all.up-vip.txt"), testdataNoT("lab-show-protocols-all.peerdown-vip.txt"))},
-			in:        Input{VIPs: []VIP{present(vip4)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up, {Name: "peer_c", State: "start", BGPState: "Active", Info: "Socket: Connection refused", Problem: "not Established"}},
-				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+			in:        router.Input{VIPs: []router.VIP{present(vip4)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up, {Name: "peer_c", State: "start", BGPState: "Active", Info: "Socket: Connection refused", Problem: "not Established"}},
+				VIPs:      []router.VIPReport{{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
 			},
 			wantCmds: []string{"restrict", showProtocols, route4, export4},
-			wantExit: ExitMismatch, // peer_c is not Established
+			wantExit: router.ExitMismatch, // peer_c is not Established
 		},
 		{
 			name:      "selected names that are missing or not BGP",
 			situation: "up-vip",
-			in:        Input{VIPs: []VIP{present(vip6)}, Protocols: []string{"nosuch", "peer_b6", "rhi_direct"}},
-			want: Report{
-				Protocols: []ProtocolState{
+			in:        router.Input{VIPs: []router.VIP{present(vip6)}, Protocols: []string{"nosuch", "peer_b6", "rhi_direct"}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{
 					{Name: "nosuch", Problem: "no such protocol in BIRD"},
 					peerB6Up,
 					{Name: "rhi_direct", State: "up", Problem: "not a BGP protocol (Direct)"},
 				},
-				VIPs: []VIPReport{{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true}},
+				VIPs: []router.VIPReport{{Prefix: vip6, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true}},
 			},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
 			name:      "no BGP protocol at all",
@@ -256,13 +261,13 @@ func checkCases() []checkCase {
 			replies: map[string]string{showProtocols: "2002-Name       Proto      Table      State  Since         Info\n" +
 				"1002-device1    Device     ---        up     14:07:33.693  \n1006-\n" +
 				"1002-rhi_direct Direct     ---        up     14:07:33.693  \n1006-  Channel ipv4\n     State:          UP\n     Table:          master4\n \n0000 \n"},
-			in: Input{VIPs: []VIP{present(vip4)}},
-			want: Report{
-				VIPs: []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
+			in: router.Input{VIPs: []router.VIP{present(vip4)}},
+			want: router.Report{
+				VIPs: []router.VIPReport{{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{},
 					Problem: "no BGP protocol in BIRD has an ipv4 channel"}},
 				Problems: []string{"no BGP protocol in BIRD: nothing can announce the VIPs"},
 			},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
 			name:      "direct protocol imports into another table",
@@ -276,17 +281,17 @@ func checkCases() []checkCase {
 				route6:                          testdataNoT("bird2.0.12-show-route-vip6-table-master6-all.viptable-up-vip.txt"),
 				export4:                         testdataNoT("bird2.0.12-show-route-export-peer_b.ipv4-vip.viptable-up-vip.txt"),
 			},
-			in: Input{VIPs: []VIP{present(vip4), present(vip6)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
-					{Prefix: vip6, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
+			in: router.Input{VIPs: []router.VIP{present(vip4), present(vip6)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{
+					{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b6": true}, Agrees: true},
 				},
 			},
 			// Each VIP is looked up in the table of its family's channel.
 			wantCmds: []string{"restrict", showProtocols, routeVip4, export4, route6, export6},
-			wantExit: ExitConsistent,
+			wantExit: router.ExitConsistent,
 		},
 		{
 			name:      "withdrawn from another table: consistent",
@@ -296,18 +301,18 @@ func checkCases() []checkCase {
 				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-vip4-all.viptable-up-novip.txt"),
 				route6:        testdataNoT("bird2.0.12-show-route-vip6-table-master6-all.viptable-up-novip.txt"),
 			},
-			in: Input{VIPs: []VIP{absent(vip4), absent(vip6)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Absent, DirectUp: true, Exported: map[string]bool{"peer_b": false}, Agrees: true},
-					{Prefix: vip6, Expected: Absent, DirectUp: true, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
+			in: router.Input{VIPs: []router.VIP{absent(vip4), absent(vip6)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{
+					{Prefix: vip4, Expected: router.Absent, DirectUp: true, Exported: map[string]bool{"peer_b": false}, Agrees: true},
+					{Prefix: vip6, Expected: router.Absent, DirectUp: true, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
 				},
 			},
-			wantExit: ExitConsistent,
+			wantExit: router.ExitConsistent,
 		},
 		{
-			name:      "two direct tables: each asked until one holds the VIP",
+			name:      "two direct tables: each asked until one holds the router.VIP",
 			situation: "up-vip",
 			replies: map[string]string{
 				showProtocols: withDirect(testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"), "other_direct", "master4", true),
@@ -315,29 +320,29 @@ func checkCases() []checkCase {
 				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-vip4-all.viptable-up-vip.txt"),
 				export4:       testdataNoT("bird2.0.12-show-route-export-peer_b.ipv4-vip.viptable-up-vip.txt"),
 			},
-			in: Input{VIPs: []VIP{present(vip4)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+			in: router.Input{VIPs: []router.VIP{present(vip4)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs:      []router.VIPReport{{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
 			},
 			wantCmds: []string{"restrict", showProtocols, route4, routeVip4, export4},
-			wantExit: ExitConsistent,
+			wantExit: router.ExitConsistent,
 		},
 		{
-			name:      "two direct tables: the first that holds the VIP ends the search",
+			name:      "two direct tables: the first that holds the router.VIP ends the search",
 			situation: "up-vip",
 			replies: map[string]string{
 				showProtocols: withDirect(testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"), "other_direct", "master4", false),
 				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-vip4-all.viptable-up-vip.txt"),
 				export4:       testdataNoT("bird2.0.12-show-route-export-peer_b.ipv4-vip.viptable-up-vip.txt"),
 			},
-			in: Input{VIPs: []VIP{present(vip4)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+			in: router.Input{VIPs: []router.VIP{present(vip4)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs:      []router.VIPReport{{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
 			},
 			wantCmds: []string{"restrict", showProtocols, routeVip4, export4},
-			wantExit: ExitConsistent,
+			wantExit: router.ExitConsistent,
 		},
 		{
 			name:      "direct channel whose table the reply does not name: the default tables",
@@ -346,28 +351,28 @@ func checkCases() []checkCase {
 				showProtocols:                   strings.Replace(testdataNoT("lab-show-protocols-all.up-vip.txt"), "     Table:          master4\n", "", 1),
 				"show route 10.255.0.10/32 all": testdataNoT("bird2.0.12-show-route-vip-all.up-vip.txt"),
 			},
-			in: Input{VIPs: []VIP{present(vip4)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs:      []VIPReport{{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
+			in: router.Input{VIPs: []router.VIP{present(vip4)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs:      []router.VIPReport{{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true}},
 			},
 			wantCmds: []string{"restrict", showProtocols, "show route 10.255.0.10/32 all", export4},
-			wantExit: ExitConsistent,
+			wantExit: router.ExitConsistent,
 		},
 		{
-			name:      "direct protocol down: said once for the report, and per VIP",
+			name:      "direct protocol down: said once for the report, and per router.VIP",
 			situation: "up-novip", // the table is empty, as BIRD says once rhi_direct is down
 			replies: map[string]string{
 				showProtocols: testdataNoT("bird2.0.12-show-protocols-all.viptable-directdown-vip.txt"),
 				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-vip4-all.viptable-directdown-vip.txt"),
 			},
-			in: Input{VIPs: []VIP{present(vip4), present(vip6)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+			in: router.Input{VIPs: []router.VIP{present(vip4), present(vip6)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{
+					{Prefix: vip4, Expected: router.Present, OnInterface: true, Exported: map[string]bool{"peer_b": false},
 						Problem: "not in BIRD's table: no direct protocol imports ipv4 routes; not exported to peer_b"},
-					{Prefix: vip6, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b6": false},
+					{Prefix: vip6, Expected: router.Present, OnInterface: true, Exported: map[string]bool{"peer_b6": false},
 						Problem: "not in BIRD's table: no direct protocol imports ipv6 routes; not exported to peer_b6"},
 				},
 				Problems: []string{
@@ -375,30 +380,30 @@ func checkCases() []checkCase {
 					"no direct protocol in BIRD imports ipv6 routes: IPv6 VIPs cannot be announced",
 				},
 			},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
-			name:      "no direct channel of the VIP's family",
+			name:      "no direct channel of the router.VIP's family",
 			situation: "up-vip",
 			replies: map[string]string{
 				showProtocols: withoutDirectIPv6(testdataNoT("lab-show-protocols-all.up-vip.txt")),
 				export6:       testdataNoT("bird2.0.12-show-route-export-peer_b6-vip6.up-novip.txt"),
 				"show route export peer_b6.ipv6 fd00:255::11/128": "8001 Network not found\n",
 			},
-			in: Input{VIPs: []VIP{present(vip4), present(vip6), absent(netip.MustParsePrefix("fd00:255::11/128"))}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{
-					{Prefix: vip4, Expected: Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
-					{Prefix: vip6, Expected: Present, OnInterface: true, Exported: map[string]bool{"peer_b6": false},
+			in: router.Input{VIPs: []router.VIP{present(vip4), present(vip6), absent(netip.MustParsePrefix("fd00:255::11/128"))}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{
+					{Prefix: vip4, Expected: router.Present, DirectUp: true, OnInterface: true, InTable: true, Exported: map[string]bool{"peer_b": true}, Agrees: true},
+					{Prefix: vip6, Expected: router.Present, OnInterface: true, Exported: map[string]bool{"peer_b6": false},
 						Problem: "not in BIRD's table: no direct protocol imports ipv6 routes; not exported to peer_b6"},
-					{Prefix: netip.MustParsePrefix("fd00:255::11/128"), Expected: Absent, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
+					{Prefix: netip.MustParsePrefix("fd00:255::11/128"), Expected: router.Absent, Exported: map[string]bool{"peer_b6": false}, Agrees: true},
 				},
 				Problems: []string{"no direct protocol in BIRD imports ipv6 routes: IPv6 VIPs cannot be announced"},
 			},
 			// No table to look the IPv6 VIPs up in.
 			wantCmds: []string{"restrict", showProtocols, route4, export4, export6, "show route export peer_b6.ipv6 fd00:255::11/128"},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
 			name:      "route reply from another table",
@@ -407,82 +412,82 @@ func checkCases() []checkCase {
 				showProtocols: testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"),
 				routeVip4:     testdataNoT("bird2.0.12-show-route-vip-table-master4-all.up-vip.txt"),
 			},
-			in:       Input{VIPs: []VIP{present(vip4)}},
-			want:     Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			in:       router.Input{VIPs: []router.VIP{present(vip4)}},
+			want:     router.Report{Protocols: []router.ProtocolState{peerBUp, peerB6Up}},
 			wantErr:  `"show route 10.255.0.10/32 table vip4 all": reply lists a route of table "master4"`,
-			wantExit: ExitUnchecked,
+			wantExit: router.ExitUnchecked,
 		},
 		{
 			name:      "a static route is not a direct one",
 			situation: "up-vip",
-			in:        Input{VIPs: []VIP{present(agg)}},
-			want: Report{
-				Protocols: []ProtocolState{peerBUp, peerB6Up},
-				VIPs: []VIPReport{{Prefix: agg, Expected: Present, DirectUp: true, OnInterface: true, Exported: map[string]bool{"peer_b": false},
+			in:        router.Input{VIPs: []router.VIP{present(agg)}},
+			want: router.Report{
+				Protocols: []router.ProtocolState{peerBUp, peerB6Up},
+				VIPs: []router.VIPReport{{Prefix: agg, Expected: router.Present, DirectUp: true, OnInterface: true, Exported: map[string]bool{"peer_b": false},
 					Problem: "not in BIRD's table from a direct protocol; not exported to peer_b"}},
 			},
-			wantExit: ExitMismatch,
+			wantExit: router.ExitMismatch,
 		},
 		{
 			name:      "export answers an error: not taken for withdrawn",
 			situation: "up-vip",
 			replies:   map[string]string{export4: "9001 No valid tables\n"},
-			in:        Input{VIPs: []VIP{absent(vip4)}},
-			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			in:        router.Input{VIPs: []router.VIP{absent(vip4)}},
+			want:      router.Report{Protocols: []router.ProtocolState{peerBUp, peerB6Up}},
 			wantErr:   `vip "10.255.0.10/32": "show route export peer_b.ipv4 10.255.0.10/32": bird error 9001: No valid tables`,
-			wantExit:  ExitUnchecked,
+			wantExit:  router.ExitUnchecked,
 		},
 		{
 			name:      "route query answers an error",
 			situation: "up-vip",
 			replies:   map[string]string{route4: "9001 syntax error, unexpected CF_SYM_UNDEFINED\n"},
-			in:        Input{VIPs: []VIP{present(vip4)}},
-			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			in:        router.Input{VIPs: []router.VIP{present(vip4)}},
+			want:      router.Report{Protocols: []router.ProtocolState{peerBUp, peerB6Up}},
 			wantErr:   `vip "10.255.0.10/32": "show route 10.255.0.10/32 table master4 all": bird error 9001`,
-			wantExit:  ExitUnchecked,
+			wantExit:  router.ExitUnchecked,
 		},
 		{
 			name:      "route reply for another prefix",
 			situation: "up-novip",
 			replies:   map[string]string{route4: testdataNoT("bird2.0.12-show-route-for-vip.up-novip.txt")},
-			in:        Input{VIPs: []VIP{absent(vip4)}},
-			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			in:        router.Input{VIPs: []router.VIP{absent(vip4)}},
+			want:      router.Report{Protocols: []router.ProtocolState{peerBUp, peerB6Up}},
 			wantErr:   `"show route 10.255.0.10/32 table master4 all": reply lists "10.255.0.0/24"`,
-			wantExit:  ExitUnchecked,
+			wantExit:  router.ExitUnchecked,
 		},
 		{
 			name:      "export reply for another prefix",
 			situation: "up-vip",
 			replies:   map[string]string{export4: testdataNoT("bird2.0.12-show-route-for-vip.up-novip.txt")},
-			in:        Input{VIPs: []VIP{present(vip4)}},
-			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			in:        router.Input{VIPs: []router.VIP{present(vip4)}},
+			want:      router.Report{Protocols: []router.ProtocolState{peerBUp, peerB6Up}},
 			wantErr:   `"show route export peer_b.ipv4 10.255.0.10/32": reply lists "10.255.0.0/24"`,
-			wantExit:  ExitUnchecked,
+			wantExit:  router.ExitUnchecked,
 		},
 		{
 			name:      "show protocols does not parse",
 			situation: "up-vip",
 			replies:   map[string]string{showProtocols: "0000 \n"},
-			in:        Input{VIPs: []VIP{present(vip4)}},
+			in:        router.Input{VIPs: []router.VIP{present(vip4)}},
 			wantErr:   `"show protocols all": show protocols: no header line`,
-			wantExit:  ExitUnchecked,
+			wantExit:  router.ExitUnchecked,
 		},
 		{
 			name:      "BIRD stalls: each exchange has its own deadline",
 			situation: "up-vip",
 			stall:     export4,
-			in:        Input{VIPs: []VIP{present(vip4)}, ExchangeTimeout: 10 * time.Second}, // a failure bound: the exchanges before the stall must succeed within it, on a loaded machine too (see ownDeadlines)
-			want:      Report{Protocols: []ProtocolState{peerBUp, peerB6Up}},
+			in:        router.Input{VIPs: []router.VIP{present(vip4)}, ExchangeTimeout: 10 * time.Second}, // a failure bound: the exchanges before the stall must succeed within it, on a loaded machine too (see ownDeadlines)
+			want:      router.Report{Protocols: []router.ProtocolState{peerBUp, peerB6Up}},
 			wantErr:   `vip "10.255.0.10/32": "show route export peer_b.ipv4 10.255.0.10/32": bird: read reply: context deadline exceeded`,
-			wantExit:  ExitUnchecked,
+			wantExit:  router.ExitUnchecked,
 		},
 		{
 			name:      "unknown expectation",
 			situation: "up-vip",
-			in:        Input{VIPs: []VIP{{Prefix: vip4, Expected: "maybe"}}},
+			in:        router.Input{VIPs: []router.VIP{{Prefix: vip4, Expected: "maybe"}}},
 			wantErr:   `vip "10.255.0.10/32": unknown expectation "maybe"`,
 			wantCmds:  []string{"restrict"},
-			wantExit:  ExitUnchecked,
+			wantExit:  router.ExitUnchecked,
 		},
 	}
 }
@@ -534,7 +539,7 @@ func testdataNoT(name string) string {
 
 // runCase runs Check against a fake BIRD socket playing the case's
 // situation.
-func runCase(t *testing.T, tc checkCase) (Report, *birdtest.Server) {
+func runCase(t *testing.T, tc checkCase) (router.Report, *birdtest.Server) {
 	t.Helper()
 	replies := lab(t, tc.situation)
 	for cmd, r := range tc.replies {
@@ -588,13 +593,13 @@ func TestCheck(t *testing.T) {
 			case tc.wantErr != "" && (got.Err == nil || !strings.Contains(got.Err.Error(), tc.wantErr)):
 				t.Fatalf("Err = %v, want it to contain %q", got.Err, tc.wantErr)
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Report{}, "Err"), cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(router.Report{}, "Err"), cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
 				t.Errorf("report (-want +got):\n%s", diff)
 			}
 			if code := got.ExitCode(); code != tc.wantExit {
 				t.Errorf("ExitCode() = %d, want %d", code, tc.wantExit)
 			}
-			if ok := got.Consistent(); ok != (tc.wantExit == ExitConsistent) {
+			if ok := got.Consistent(); ok != (tc.wantExit == router.ExitConsistent) {
 				t.Errorf("Consistent() = %v with exit code %d", ok, tc.wantExit)
 			}
 			if tc.wantCmds != nil {
@@ -613,8 +618,8 @@ func (e errBird) Exec(context.Context, string) (bird.Reply, error) { return bird
 
 func TestCheckBirdGone(t *testing.T) {
 	broken := errors.New("read reply: connection reset by peer")
-	got := Check(context.Background(), errBird{broken}, Input{VIPs: []VIP{present(vip4)}})
-	if !errors.Is(got.Err, broken) || got.ExitCode() != ExitUnchecked || got.VIPs != nil {
+	got := Check(context.Background(), errBird{broken}, router.Input{VIPs: []router.VIP{present(vip4)}})
+	if !errors.Is(got.Err, broken) || got.ExitCode() != router.ExitUnchecked || got.VIPs != nil {
 		t.Errorf("Check = %+v, want Err wrapping %v, exit 2, no VIPs", got, broken)
 	}
 }
@@ -628,7 +633,7 @@ func TestCheckCancelled(t *testing.T) {
 	}
 	defer c.Close()
 	cancel()
-	got := Check(ctx, c, Input{VIPs: []VIP{present(vip4)}})
+	got := Check(ctx, c, router.Input{VIPs: []router.VIP{present(vip4)}})
 	if !errors.Is(got.Err, context.Canceled) {
 		t.Errorf("Err = %v, want context.Canceled", got.Err)
 	}
@@ -637,15 +642,15 @@ func TestCheckCancelled(t *testing.T) {
 func TestExitCode(t *testing.T) {
 	tests := []struct {
 		name string
-		r    Report
+		r    router.Report
 		want int
 	}{
-		{"empty", Report{}, ExitConsistent},
-		{"error wins", Report{Err: errors.New("x"), Problems: []string{"y"}}, ExitUnchecked},
-		{"report problem", Report{Problems: []string{"y"}}, ExitMismatch},
-		{"protocol problem", Report{Protocols: []ProtocolState{{Name: "p", Problem: "not Established"}}}, ExitMismatch},
-		{"vip disagrees", Report{VIPs: []VIPReport{{Agrees: true}, {Agrees: false}}}, ExitMismatch},
-		{"all agree", Report{Protocols: []ProtocolState{peerBUp}, VIPs: []VIPReport{{Agrees: true}}}, ExitConsistent},
+		{"empty", router.Report{}, router.ExitConsistent},
+		{"error wins", router.Report{Err: errors.New("x"), Problems: []string{"y"}}, router.ExitUnchecked},
+		{"report problem", router.Report{Problems: []string{"y"}}, router.ExitMismatch},
+		{"protocol problem", router.Report{Protocols: []router.ProtocolState{{Name: "p", Problem: "not Established"}}}, router.ExitMismatch},
+		{"vip disagrees", router.Report{VIPs: []router.VIPReport{{Agrees: true}, {Agrees: false}}}, router.ExitMismatch},
+		{"all agree", router.Report{Protocols: []router.ProtocolState{peerBUp}, VIPs: []router.VIPReport{{Agrees: true}}}, router.ExitConsistent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -657,8 +662,8 @@ func TestExitCode(t *testing.T) {
 }
 
 func TestSocketUnreachable(t *testing.T) {
-	rep := Socket{Path: filepath.Join(t.TempDir(), "missing.ctl")}.Check(context.Background(), Input{ExchangeTimeout: time.Second})
-	if rep.Err == nil || rep.ExitCode() != ExitUnchecked || strings.Count(rep.Err.Error(), "missing.ctl") != 1 {
+	rep := Socket{Path: filepath.Join(t.TempDir(), "missing.ctl")}.Check(context.Background(), router.Input{ExchangeTimeout: time.Second})
+	if rep.Err == nil || rep.ExitCode() != router.ExitUnchecked || strings.Count(rep.Err.Error(), "missing.ctl") != 1 {
 		t.Fatalf("report = %+v, want could-not-check naming the socket once", rep)
 	}
 }

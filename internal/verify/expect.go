@@ -12,6 +12,7 @@ import (
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // Where a Want comes from, in `rhi verify --json`.
@@ -207,12 +208,12 @@ func unsettled(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) st
 // withdrawing is checked as Unmanaged (BIRD must not export it; nothing
 // checks its health) and noted. protocols and timeout are config
 // bird.protocols and bird.timeout.
-func (w *Want) Input(held []netip.Prefix, protocols []string, timeout time.Duration) Input {
+func (w *Want) Input(held []netip.Prefix, protocols []string, timeout time.Duration) router.Input {
 	on := make(map[netip.Prefix]bool, len(held))
 	for _, p := range held {
 		on[p] = true
 	}
-	in := Input{Protocols: protocols, ExchangeTimeout: timeout}
+	in := router.Input{Protocols: protocols, ExchangeTimeout: timeout}
 	known := make(map[netip.Prefix]bool, len(w.VIPs))
 	for i := range w.VIPs {
 		v := &w.VIPs[i]
@@ -220,12 +221,12 @@ func (w *Want) Input(held []netip.Prefix, protocols []string, timeout time.Durat
 		if !v.Judged {
 			v.Present = on[v.Prefix]
 		}
-		in.VIPs = append(in.VIPs, VIP{Prefix: v.Prefix, Expected: expected(v.Present), OnInterface: on[v.Prefix], Tier: v.Tier})
+		in.VIPs = append(in.VIPs, router.VIP{Prefix: v.Prefix, Expected: expected(v.Present), OnInterface: on[v.Prefix], Tier: v.Tier})
 	}
 	var names []string
 	for _, p := range held {
 		if !known[p] {
-			in.VIPs = append(in.VIPs, VIP{Prefix: p, Expected: Unmanaged, OnInterface: true})
+			in.VIPs = append(in.VIPs, router.VIP{Prefix: p, Expected: router.Unmanaged, OnInterface: true})
 			names = append(names, p.String())
 		}
 	}
@@ -246,9 +247,9 @@ func (w *Want) NotJudged() []Wanted {
 	return out
 }
 
-func expected(present bool) Expectation {
+func expected(present bool) router.Expectation {
 	if present {
-		return Present
+		return router.Present
 	}
-	return Absent
+	return router.Absent
 }

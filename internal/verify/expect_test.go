@@ -12,6 +12,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 var (
@@ -150,11 +151,11 @@ func TestExpectFromPoll(t *testing.T) {
 func TestWantInput(t *testing.T) {
 	w := &Want{VIPs: []Wanted{{Prefix: ex1, Present: true, Judged: true}, {Prefix: ex2, Why: "health unknown"}}, Notes: []string{"interface note"}}
 	in := w.Input([]netip.Prefix{ex2, ex3}, []string{"peer_b"}, 0)
-	want := Input{
-		VIPs: []VIP{
-			{Prefix: ex1, Expected: Present},
-			{Prefix: ex2, Expected: Present, OnInterface: true},
-			{Prefix: ex3, Expected: Unmanaged, OnInterface: true},
+	want := router.Input{
+		VIPs: []router.VIP{
+			{Prefix: ex1, Expected: router.Present},
+			{Prefix: ex2, Expected: router.Present, OnInterface: true},
+			{Prefix: ex3, Expected: router.Unmanaged, OnInterface: true},
 		},
 		Protocols: []string{"peer_b"},
 	}

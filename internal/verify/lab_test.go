@@ -14,6 +14,7 @@ import (
 
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/integration/lab"
+	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/verify"
 )
 
@@ -48,9 +49,9 @@ func TestTierExportRealBird(t *testing.T) {
 
 	vip := netip.MustParsePrefix("10.255.0.10/32")
 	sock := verify.Socket{Path: d.BirdSocket}
-	check := func(tier string) verify.Report {
-		return sock.Check(ctx, verify.Input{
-			VIPs:            []verify.VIP{{Prefix: vip, Expected: verify.Present, OnInterface: true, Tier: tier}},
+	check := func(tier string) router.Report {
+		return sock.Check(ctx, router.Input{
+			VIPs:            []router.VIP{{Prefix: vip, Expected: router.Present, OnInterface: true, Tier: tier}},
 			Protocols:       d.Protocols,
 			ExchangeTimeout: 5 * time.Second,
 		})
@@ -59,10 +60,10 @@ func TestTierExportRealBird(t *testing.T) {
 	// and the VIP exported as tier.
 	agrees := func(tier string) {
 		t.Helper()
-		var last verify.Report
+		var last router.Report
 		err := lab.Eventually(ctx, time.Minute, 200*time.Millisecond, func(context.Context) error {
 			last = check(tier)
-			if last.ExitCode() != verify.ExitConsistent {
+			if last.ExitCode() != router.ExitConsistent {
 				return fmt.Errorf("exit %d: %s", last.ExitCode(), last.Summary())
 			}
 			return nil
@@ -78,21 +79,21 @@ func TestTierExportRealBird(t *testing.T) {
 		t.Helper()
 		r := check(tier)
 		want := "as " + exported + ", want " + tier
-		if r.Err != nil || r.ExitCode() != verify.ExitMismatch || len(r.VIPs) != 1 || !strings.Contains(r.VIPs[0].Problem, want) {
-			t.Errorf("exported %s, checked as %s: exit %d, err %v, %+v; want exit %d with %q", exported, tier, r.ExitCode(), r.Err, r.VIPs, verify.ExitMismatch, want)
+		if r.Err != nil || r.ExitCode() != router.ExitMismatch || len(r.VIPs) != 1 || !strings.Contains(r.VIPs[0].Problem, want) {
+			t.Errorf("exported %s, checked as %s: exit %d, err %v, %+v; want exit %d with %q", exported, tier, r.ExitCode(), r.Err, r.VIPs, router.ExitMismatch, want)
 			return
 		}
 		t.Logf("as %s: %s", tier, r.VIPs[0].Problem)
 	}
 
 	run("addr", "add", vip.String(), "dev", birdconf.DegradedInterface)
-	agrees(verify.TierDegraded)
-	rejects(verify.TierFull, verify.TierDegraded)
+	agrees(router.TierDegraded)
+	rejects(router.TierFull, router.TierDegraded)
 
 	run("addr", "add", vip.String(), "dev", d.Iface)
 	run("addr", "del", vip.String(), "dev", birdconf.DegradedInterface)
-	agrees(verify.TierFull)
-	rejects(verify.TierDegraded, verify.TierFull)
+	agrees(router.TierFull)
+	rejects(router.TierDegraded, router.TierFull)
 }
 
 // useTiers rewrites d's host file to include tiers.conf, after its

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -36,9 +38,9 @@ func TestRender(t *testing.T) {
 	reports := map[string]string{ // golden name → check case
 		"consistent":      "S1 announced, consistent",
 		"mismatch":        "withdrawn but BIRD still announces (missed netlink removal)",
-		"protocol-down":   "S3 peer down: sessions not asked, no VIP carried",
+		"protocol-down":   "S3 peer down: sessions not asked, no router.VIP carried",
 		"could-not-check": "BIRD stalls: each exchange has its own deadline",
-		"direct-down":     "direct protocol down: said once for the report, and per VIP",
+		"direct-down":     "direct protocol down: said once for the report, and per router.VIP",
 	}
 	cases := map[string]checkCase{}
 	for _, tc := range checkCases() {
@@ -84,7 +86,7 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
 
 func TestRenderWriteError(t *testing.T) {
-	r := Report{VIPs: []VIPReport{{Prefix: vip4, Expected: Present, Agrees: true}}}
+	r := router.Report{VIPs: []router.VIPReport{{Prefix: vip4, Expected: router.Present, Agrees: true}}}
 	if err := r.WriteTable(failWriter{}); err == nil {
 		t.Error("WriteTable: no error from a failing writer")
 	}

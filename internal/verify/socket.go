@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rhi-daemon/rhi/bird"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // Socket checks against the BIRD listening on a control socket: each Check
@@ -14,7 +15,7 @@ type Socket struct {
 
 // Check dials BIRD at s.Path (under ctx and in.ExchangeTimeout) and runs
 // Check. A BIRD that cannot be reached is a Report with Err set.
-func (s Socket) Check(ctx context.Context, in Input) Report {
+func (s Socket) Check(ctx context.Context, in router.Input) router.Report {
 	dctx := ctx
 	if in.ExchangeTimeout > 0 {
 		var cancel context.CancelFunc
@@ -23,7 +24,7 @@ func (s Socket) Check(ctx context.Context, in Input) Report {
 	}
 	conn, err := bird.Dial(dctx, s.Path)
 	if err != nil {
-		return Report{Err: err} // it names the socket
+		return router.Report{Err: err} // it names the socket
 	}
 	defer conn.Close()
 	return Check(ctx, conn, in)

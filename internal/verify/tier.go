@@ -11,26 +11,12 @@ import (
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/guardbird"
-)
-
-// The ladder of tiers. A present VIP whose Tier is set is also checked for
-// how each session exports it, with the marks of deploy/bird/tiers.conf:
-// none at full weight; the own AS prepended and the large community
-// (AS, 1, 1) when degraded; GRACEFUL_SHUTDOWN (65535, 0), 8 copies of the
-// own AS and (AS, 1, 2) in last resort. Over iBGP (templates rhi_ibgp4/6)
-// the path stays empty and LOCAL_PREF ranks the tiers instead; an export
-// with the tier's communities and an empty path is read as that. With
-// Input.SiteID set, every tier must also carry the site identity
-// (AS, 2, SiteID).
-const (
-	TierFull       = "announced"   // exported without the tier marks
-	TierDegraded   = "degraded"    // exported with the degraded marks
-	TierLastResort = "last_resort" // exported with the last-resort marks
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // exportCommand is the export question for v through protocol: with every
 // attribute ("… all") when its tier is checked.
-func exportCommand(protocol string, v VIP) string {
+func exportCommand(protocol string, v router.VIP) string {
 	if v.Tier != "" {
 		return bird.ExportAllCommand(protocol, v.Prefix)
 	}
@@ -110,20 +96,20 @@ func tierOf(p bird.Path) string {
 		return "GRACEFUL_SHUTDOWN without the last-resort community (AS, 1, 2)"
 	case gshut:
 		if len(p.ASPath) == 0 || p.LeadingCopies(last[0]) >= birdconf.LastResortPrepend {
-			return TierLastResort
+			return router.TierLastResort
 		}
 		return fmt.Sprintf("last-resort community (%d, 1, 2) with %d copies of the AS prepended, want %d (path %s)",
 			last[0], p.LeadingCopies(last[0]), birdconf.LastResortPrepend, asPath(p.ASPath))
 	case len(degraded) == 0 && len(p.ASPath) == 0:
-		return TierFull
+		return router.TierFull
 	case len(degraded) == 0:
 		return fmt.Sprintf("announced with AS path %s but no degraded community", asPath(p.ASPath))
 	case len(p.ASPath) == 0:
-		return TierDegraded // iBGP: LOCAL_PREF ranks it
+		return router.TierDegraded // iBGP: LOCAL_PREF ranks it
 	}
 	for _, as := range degraded {
 		if p.LeadingCopies(as) >= 1 {
-			return TierDegraded
+			return router.TierDegraded
 		}
 	}
 	return fmt.Sprintf("degraded community (%d, 1, 1) without the prepended AS (path %s)", degraded[0], asPath(p.ASPath))
@@ -142,7 +128,7 @@ func asPath(path []uint32) string {
 
 // tierProblems says, for a present VIP whose tier is checked, which
 // sessions export it otherwise than its tier.
-func tierProblems(vr VIPReport) []string {
+func tierProblems(vr router.VIPReport) []string {
 	if vr.Tier == "" {
 		return nil
 	}
@@ -166,10 +152,10 @@ func runningTier(cfg *config.Config, p netip.Prefix, v RunningVIP) string {
 	if !v.Desired {
 		return ""
 	}
-	if v.Tier == TierLastResort {
-		return TierLastResort
+	if v.Tier == router.TierLastResort {
+		return router.TierLastResort
 	}
-	if v.Tier != TierFull && v.Tier != TierDegraded {
+	if v.Tier != router.TierFull && v.Tier != router.TierDegraded {
 		return ""
 	}
 	for i := range cfg.VIPs {

@@ -12,6 +12,7 @@ import (
 	"github.com/rhi-daemon/rhi/bird"
 	"github.com/rhi-daemon/rhi/bird/birdtest"
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // TestCheckTier: with the real exports of tiers.conf, a VIP checked as
@@ -38,16 +39,16 @@ func TestCheckTier(t *testing.T) {
 		agrees            bool
 		problem           string
 	}{
-		{"degraded as degraded", degraded, TierDegraded, true, ""},
-		{"announced as announced", announced, TierFull, true, ""},
-		{"degraded export, want announced", degraded, TierFull, false, "exported to peer_b as degraded, want announced"},
-		{"announced export, want degraded", announced, TierDegraded, false, "exported to peer_b as announced, want degraded"},
-		{"community without the prepend", mixed, TierDegraded, false, "degraded community (65003, 1, 1) without the prepended AS (path 65009)"},
-		{"BIRD 3 degraded as degraded", degraded3, TierDegraded, true, ""},
-		{"BIRD 3 announced as announced", announced3, TierFull, true, ""},
-		{"BIRD 3 degraded export, want announced", degraded3, TierFull, false, "exported to peer_b as degraded, want announced"},
-		{"BIRD 3 announced export, want degraded", announced3, TierDegraded, false, "exported to peer_b as announced, want degraded"},
-		{"BIRD 3 community without the prepend", mixed3, TierDegraded, false, "degraded community (65001, 1, 1) without the prepended AS (path 65009)"},
+		{"degraded as degraded", degraded, router.TierDegraded, true, ""},
+		{"announced as announced", announced, router.TierFull, true, ""},
+		{"degraded export, want announced", degraded, router.TierFull, false, "exported to peer_b as degraded, want announced"},
+		{"announced export, want degraded", announced, router.TierDegraded, false, "exported to peer_b as announced, want degraded"},
+		{"community without the prepend", mixed, router.TierDegraded, false, "degraded community (65003, 1, 1) without the prepended AS (path 65009)"},
+		{"BIRD 3 degraded as degraded", degraded3, router.TierDegraded, true, ""},
+		{"BIRD 3 announced as announced", announced3, router.TierFull, true, ""},
+		{"BIRD 3 degraded export, want announced", degraded3, router.TierFull, false, "exported to peer_b as degraded, want announced"},
+		{"BIRD 3 announced export, want degraded", announced3, router.TierDegraded, false, "exported to peer_b as announced, want degraded"},
+		{"BIRD 3 community without the prepend", mixed3, router.TierDegraded, false, "degraded community (65001, 1, 1) without the prepended AS (path 65009)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			replies := lab(t, "up-vip")
@@ -62,7 +63,7 @@ func TestCheckTier(t *testing.T) {
 			defer c.Close()
 			v := present(vip4)
 			v.Tier = tc.tier
-			rep := Check(ctx, c, Input{VIPs: []VIP{v, present(vip6)}})
+			rep := Check(ctx, c, router.Input{VIPs: []router.VIP{v, present(vip6)}})
 			if rep.Err != nil {
 				t.Fatal(rep.Err)
 			}
@@ -78,7 +79,7 @@ func TestCheckTier(t *testing.T) {
 			}
 			for _, cmd := range srv.Commands() {
 				if cmd == export4 {
-					t.Errorf("asked %q for a VIP whose tier is checked", cmd)
+					t.Errorf("asked %q for a router.VIP whose tier is checked", cmd)
 				}
 			}
 		})
@@ -109,11 +110,11 @@ func TestCheckTierUnreadable(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			for _, tier := range []string{TierFull, TierDegraded} {
+			for _, tier := range []string{router.TierFull, router.TierDegraded} {
 				v := present(vip4)
 				v.Tier = tier
-				rep := Check(ctx, c, Input{VIPs: []VIP{v}})
-				if !errors.Is(rep.Err, bird.ErrUnreadable) || rep.ExitCode() != ExitUnchecked {
+				rep := Check(ctx, c, router.Input{VIPs: []router.VIP{v}})
+				if !errors.Is(rep.Err, bird.ErrUnreadable) || rep.ExitCode() != router.ExitUnchecked {
 					t.Errorf("want %s: err %v, code %d; want bird.ErrUnreadable, could not check", tier, rep.Err, rep.ExitCode())
 				}
 			}
@@ -129,19 +130,19 @@ func TestExpectFromDaemonTier(t *testing.T) {
 		{Address: vip6},
 	}}
 	w, err := ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{
-		{Address: vip4.String(), Desired: true, Tier: TierDegraded},
-		{Address: vip6.String(), Desired: true, Tier: TierFull},
+		{Address: vip4.String(), Desired: true, Tier: router.TierDegraded},
+		{Address: vip6.String(), Desired: true, Tier: router.TierFull},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := w.Input(nil, nil, 0)
-	if in.VIPs[0].Tier != TierDegraded || in.VIPs[1].Tier != "" {
-		t.Errorf("tiers %q %q, want %q and none", in.VIPs[0].Tier, in.VIPs[1].Tier, TierDegraded)
+	if in.VIPs[0].Tier != router.TierDegraded || in.VIPs[1].Tier != "" {
+		t.Errorf("tiers %q %q, want %q and none", in.VIPs[0].Tier, in.VIPs[1].Tier, router.TierDegraded)
 	}
 	w, _ = ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{{Address: vip4.String(), Desired: false, Tier: "withdrawn"}}})
 	if tier := w.Input(nil, nil, 0).VIPs[0].Tier; tier != "" {
-		t.Errorf("withdrawn VIP checked for tier %q", tier)
+		t.Errorf("withdrawn router.VIP checked for tier %q", tier)
 	}
 }
 
@@ -151,14 +152,14 @@ func TestExpectFromDaemonTier(t *testing.T) {
 func TestExpectFromDaemonLastResort(t *testing.T) {
 	cfg := &config.Config{Interface: "rhi0", FailOpen: config.FailOpen{MinOtherSites: 1}, VIPs: []config.VIP{{Address: vip4}, {Address: vip6}}}
 	w, err := ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{
-		{Address: vip4.String(), Desired: true, Tier: TierLastResort},
-		{Address: vip6.String(), Desired: true, Tier: TierFull},
+		{Address: vip4.String(), Desired: true, Tier: router.TierLastResort},
+		{Address: vip6.String(), Desired: true, Tier: router.TierFull},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := w.Input(nil, nil, 0)
-	if in.VIPs[0].Tier != TierLastResort || in.VIPs[0].Expected != Present || in.VIPs[1].Tier != TierFull {
+	if in.VIPs[0].Tier != router.TierLastResort || in.VIPs[0].Expected != router.Present || in.VIPs[1].Tier != router.TierFull {
 		t.Errorf("got %+v", in.VIPs)
 	}
 }
@@ -188,7 +189,7 @@ func replyOf(t *testing.T, text string) bird.Reply {
 func TestExportedLadderTier(t *testing.T) {
 	// The sites of the lab: dc1 degraded, dc2 full, dc3 last resort.
 	sites := map[string]uint32{"degraded": 174260482, "full": 174260738, "lastresort": 174260994}
-	tiers := map[string]string{"degraded": TierDegraded, "full": TierFull, "lastresort": TierLastResort}
+	tiers := map[string]string{"degraded": router.TierDegraded, "full": router.TierFull, "lastresort": router.TierLastResort}
 	for _, version := range []string{"bird2.0.12", "bird3.1.8"} {
 		for _, top := range []string{"ebgp", "ibgp"} {
 			for name, want := range tiers {
@@ -249,12 +250,12 @@ func TestCheckSiteID(t *testing.T) {
 	}
 	defer c.Close()
 	v := present(vip4)
-	v.Tier = TierFull
+	v.Tier = router.TierFull
 	for site, problem := range map[uint32]string{
 		174260738: "",
 		7:         "exported to peer_b as announced with site identity [174260738], not site_id 7, want announced",
 	} {
-		rep := Check(ctx, c, Input{VIPs: []VIP{v}, SiteID: site})
+		rep := Check(ctx, c, router.Input{VIPs: []router.VIP{v}, SiteID: site})
 		if rep.Err != nil {
 			t.Fatal(rep.Err)
 		}
@@ -270,7 +271,7 @@ func TestCheckSiteID(t *testing.T) {
 func TestCheckSiteFromRouter(t *testing.T) {
 	status := testdata(t, "bird2.0.12-show-status.txt")
 	v := present(vip4)
-	v.Tier = TierFull
+	v.Tier = router.TierFull
 	for _, tc := range []struct {
 		name, routerID, problem string
 		noStatus                bool
@@ -293,7 +294,7 @@ func TestCheckSiteFromRouter(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			rep := Check(ctx, c, Input{VIPs: []VIP{v}, SiteFromRouter: true})
+			rep := Check(ctx, c, router.Input{VIPs: []router.VIP{v}, SiteFromRouter: true})
 			if tc.noStatus {
 				if rep.Err == nil || !strings.Contains(rep.Err.Error(), "site identity") {
 					t.Fatalf("err %v, want the site identity unknown", rep.Err)
