@@ -23,9 +23,10 @@ import (
 	"github.com/rhi-daemon/rhi/internal/logfile"
 	"github.com/rhi-daemon/rhi/internal/owned"
 	"github.com/rhi-daemon/rhi/internal/probe"
-	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/verify"
 	"github.com/rhi-daemon/rhi/internal/vip"
+
+	"github.com/rhi-daemon/rhi/internal/statushttp"
 )
 
 // netlinkTimeout bounds each netlink request.
@@ -87,7 +88,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		log.Warn(w)
 	}
 	reloads := &reloadState{now: time.Now}
-	waitServers := startServers(ctx, cfg, func() http.Handler { return status.Handler(withReload{d, reloads}, metrics, time.Now) }, log)
+	waitServers := startServers(ctx, cfg, func() http.Handler { return statushttp.Handler(withReload{d, reloads}, metrics, time.Now) }, log)
 	go handleSignals(ctx, sigs, *path, cfg, d, reloads, metrics, logs, log)
 	go watchdog(ctx, d, time.Now, log)
 	go vip.Watch(ctx, cfg.Interface, d.Hint, log)
@@ -196,11 +197,11 @@ func lastResortOwn(cfg *config.Config) bool {
 // daemon comes first, with a poll hook that reads metrics, which is set
 // right after: the daemon polls only in Run, which the caller starts
 // later.
-func newDaemon(cfg *config.Config, deps *daemon.Deps) (*daemon.Daemon, *status.Metrics) {
-	var metrics *status.Metrics
+func newDaemon(cfg *config.Config, deps *daemon.Deps) (*daemon.Daemon, *statushttp.Metrics) {
+	var metrics *statushttp.Metrics
 	deps.OnPoll = func(took time.Duration, unreadable int) { metrics.ObservePoll(took, unreadable) }
 	d := daemon.New(cfg, *deps)
-	metrics = status.NewMetrics(d, version)
+	metrics = statushttp.NewMetrics(d, version)
 	return d, metrics
 }
 
@@ -212,15 +213,15 @@ func newDaemon(cfg *config.Config, deps *daemon.Deps) (*daemon.Daemon, *status.M
 // logged and retried. The function returned waits until both have stopped.
 func startServers(ctx context.Context, cfg *config.Config, h func() http.Handler, log logrus.FieldLogger) (wait func()) {
 	var wg sync.WaitGroup
-	serve := func(name string, listen status.Listen) {
+	serve := func(name string, listen statushttp.Listen) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			status.Serve(ctx, name, listen, h(), status.Options{}, log)
+			statushttp.Serve(ctx, name, listen, h(), statushttp.Options{}, log)
 		}()
 	}
 	if cfg.StatusListen != "" {
-		serve("status_listen", status.TCP(cfg.StatusListen))
+		serve("status_listen", statushttp.TCP(cfg.StatusListen))
 	}
 	if cfg.ControlSocket != "" {
 		serve("control_socket", func() (net.Listener, error) { return ctlsock.Listen(cfg.ControlSocket) })
@@ -253,7 +254,7 @@ func healthFor(log logrus.FieldLogger) func(*config.Config) daemon.HealthSource 
 // handleSignals reloads on SIGHUP (a bad file keeps the old config) and
 // reopens the logs on SIGUSR1, as they arrive on ch. Each reload's outcome
 // goes to reloads (for /status), to systemd and to metrics.
-func handleSignals(ctx context.Context, ch <-chan os.Signal, path string, started *config.Config, d *daemon.Daemon, reloads *reloadState, metrics *status.Metrics, logs *logfile.Logs, log logrus.FieldLogger) {
+func handleSignals(ctx context.Context, ch <-chan os.Signal, path string, started *config.Config, d *daemon.Daemon, reloads *reloadState, metrics *statushttp.Metrics, logs *logfile.Logs, log logrus.FieldLogger) {
 	serveSignals(ctx, ch, func() {
 		ok := reloadAttempt(ctx, path, started, d, reloads, sdNotify, log)
 		if ctx.Err() == nil { // else the daemon stopped before the outcome

@@ -9,7 +9,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/daemon"
-	"github.com/rhi-daemon/rhi/internal/status"
+
+	"github.com/rhi-daemon/rhi/internal/statushttp"
 )
 
 // TestNewDaemonWiresPollsToMetrics: the daemon and its metrics refer to
@@ -28,7 +29,7 @@ func TestNewDaemonWiresPollsToMetrics(t *testing.T) {
 	deps.OnPoll(30*time.Millisecond, 0)
 	deps.OnPoll(70*time.Millisecond, 1)
 	rec := httptest.NewRecorder()
-	status.Handler(d, metrics, time.Now).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	statushttp.Handler(d, metrics, time.Now).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
 	for _, want := range []string{"rhi_poll_duration_seconds_count 2\n", "rhi_poll_duration_seconds_sum 0.1\n"} {
 		if !strings.Contains(string(body), want) {

@@ -148,8 +148,8 @@ func (p *PollingStatus) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// interval is the poll interval in force: the effective one when known.
-func (a APIStatus) interval() time.Duration {
+// Interval is the poll interval in force: the effective one when known.
+func (a APIStatus) Interval() time.Duration {
 	return max(a.PollInterval, a.Polling.EffectiveInterval)
 }
 

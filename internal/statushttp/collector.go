@@ -1,4 +1,4 @@
-package status
+package statushttp
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
+
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // family is one metric family the collector writes in the text exposition
@@ -92,7 +94,7 @@ var verdicts = []string{"up", "down", "no_checker", "not_found", "failed"}
 // the VIP's value and whether the VIP has a series at all.
 type vipFamily struct {
 	family
-	value func(v *VIPStatus) (float64, bool)
+	value func(v *status.VIPStatus) (float64, bool)
 }
 
 // vipFamilies are written one after the other, each a pass over the VIPs,
@@ -100,40 +102,40 @@ type vipFamily struct {
 var vipFamilies = []vipFamily{
 	{family{"rhi_vip_bird_agrees",
 		"1 if BIRD's table and exports matched the VIP's desired state in the last confirmation.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) {
+		func(v *status.VIPStatus) (float64, bool) {
 			// BIRD unreachable since: rhi_bird_up says so, agreement is unknown
-			return birdValue(v, func(b *VIPConfirm) (float64, bool) { return b2f(b.Agrees), !b.Stale })
+			return birdValue(v, func(b *status.VIPConfirm) (float64, bool) { return b2f(b.Agrees), !b.Stale })
 		}},
 	{family{"rhi_vip_bird_confirm_seconds",
 		"How long after the VIP's last change BIRD was first seen to agree; only for VIPs BIRD agrees with.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) {
+		func(v *status.VIPStatus) (float64, bool) {
 			// a latency is measured only when BIRD agrees
-			return birdValue(v, func(b *VIPConfirm) (float64, bool) {
+			return birdValue(v, func(b *status.VIPConfirm) (float64, bool) {
 				return b.Latency.Seconds(), !b.Stale && b.Agrees && b.Latency > 0
 			})
 		}},
 	{family{"rhi_vip_bird_renewals_total",
 		"Address renewals done because BIRD missed a change.", "counter", vipLabel},
-		func(v *VIPStatus) (float64, bool) {
-			return birdValue(v, func(b *VIPConfirm) (float64, bool) { return float64(b.Renewed), true })
+		func(v *status.VIPStatus) (float64, bool) {
+			return birdValue(v, func(b *status.VIPConfirm) (float64, bool) { return float64(b.Renewed), true })
 		}},
 	{family{"rhi_vip_desired",
 		"1 if rhi wants the VIP announced (health, hysteresis and policy).", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) { return b2f(v.Desired), true }},
+		func(v *status.VIPStatus) (float64, bool) { return b2f(v.Desired), true }},
 	{family{"rhi_vip_on_interface",
 		"1 if the VIP is on the interface.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) { return b2f(v.OnInterface), true }},
+		func(v *status.VIPStatus) (float64, bool) { return b2f(v.OnInterface), true }},
 	{family{"rhi_vip_drained",
 		"1 if the operator drained the VIP (rhi drain).", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) { return b2f(v.Drained), true }},
+		func(v *status.VIPStatus) (float64, bool) { return b2f(v.Drained), true }},
 	{family{"rhi_vip_draining",
 		"1 while a drain or a withdrawing stop keeps the VIP in last resort for its drain_grace, before withdrawing it.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) {
+		func(v *status.VIPStatus) (float64, bool) {
 			return b2f(v.DrainPhase == "draining" || v.DrainPhase == "stopping"), true
 		}},
 	{family{"rhi_vip_drain_deadline_seconds",
 		"When the VIP's drain_grace ends (Unix time); only while it is draining.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) {
+		func(v *status.VIPStatus) (float64, bool) {
 			if v.DrainDeadline.IsZero() {
 				return 0, false
 			}
@@ -141,18 +143,18 @@ var vipFamilies = []vipFamily{
 		}},
 	{family{"rhi_vip_degraded",
 		"1 if rhi wants the VIP announced degraded (from the degraded interface, with a longer AS path).", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) { return b2f(v.Tier == decide.TierDegraded), true }},
+		func(v *status.VIPStatus) (float64, bool) { return b2f(v.Tier == decide.TierDegraded), true }},
 	{family{"rhi_vip_failure_policy_active",
 		"1 if the failure policy decides the VIP (max_failed_polls reached).", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) {
+		func(v *status.VIPStatus) (float64, bool) {
 			return b2f(v.Reason == decide.ReasonPolicyWithdraw || v.Reason == decide.ReasonPolicyAnnounce), true
 		}},
 	{family{"rhi_vip_failed_polls",
 		"Consecutive polls that could not settle the VIP.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) { return float64(v.FailedPolls), true }},
+		func(v *status.VIPStatus) (float64, bool) { return float64(v.FailedPolls), true }},
 	{family{"rhi_vip_fail_open",
 		"1 while the fail-open guard keeps the VIP announced in last resort although its health fails; absent while the guard is off.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) {
+		func(v *status.VIPStatus) (float64, bool) {
 			if v.FailOpen == nil {
 				return 0, false
 			}
@@ -160,10 +162,10 @@ var vipFamilies = []vipFamily{
 		}},
 	{family{"rhi_vip_transitions_total",
 		"Changes of the VIP's desired state since start.", "counter", vipLabel},
-		func(v *VIPStatus) (float64, bool) { return float64(v.Transitions), true }},
+		func(v *status.VIPStatus) (float64, bool) { return float64(v.Transitions), true }},
 	{family{"rhi_probe_success",
 		"1 if the VIP's data-path probe was up in the last poll; only for VIPs with a probe.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) {
+		func(v *status.VIPStatus) (float64, bool) {
 			if v.Probe == nil {
 				return 0, false
 			}
@@ -171,7 +173,7 @@ var vipFamilies = []vipFamily{
 		}},
 	{family{"rhi_probe_duration_seconds",
 		"Latency of the VIP's data-path probe in the last poll; only for VIPs with a probe.", "gauge", vipLabel},
-		func(v *VIPStatus) (float64, bool) {
+		func(v *status.VIPStatus) (float64, bool) {
 			if v.Probe == nil {
 				return 0, false
 			}
@@ -180,7 +182,7 @@ var vipFamilies = []vipFamily{
 }
 
 // birdValue is f of the VIP's BIRD record; no series without one.
-func birdValue(v *VIPStatus, f func(*VIPConfirm) (float64, bool)) (float64, bool) {
+func birdValue(v *status.VIPStatus, f func(*status.VIPConfirm) (float64, bool)) (float64, bool) {
 	if v.Bird == nil {
 		return 0, false
 	}
@@ -208,24 +210,24 @@ func statusFamilies() []family {
 // and 0.56 s of CPU a scrape at 10,000 VIPs. Series of a family
 // are in config order, not sorted.
 type collector struct {
-	src Source
+	src status.Source
 	now func() time.Time
 }
 
 // write writes s's families to w.
-func (c *collector) write(w *textWriter, s *Status) {
+func (c *collector) write(w *textWriter, s *status.Status) {
 	c.writeReady(w, *s)
 	c.writeRest(w, s)
 }
 
 // writeReady writes rhi_ready: whether Judge finds s healthy now.
-func (c *collector) writeReady(w *textWriter, s Status) {
-	w.begin(&famReady).sample(b2f(Judge(s, c.now()) == nil))
+func (c *collector) writeReady(w *textWriter, s status.Status) {
+	w.begin(&famReady).sample(b2f(status.Judge(s, c.now()) == nil))
 }
 
 // writeRest writes s's families but rhi_ready, which depends on the
 // clock: what a shared /metrics document holds.
-func (c *collector) writeRest(w *textWriter, s *Status) {
+func (c *collector) writeRest(w *textWriter, s *status.Status) {
 	w.begin(&famDryRun).sample(b2f(s.DryRun))
 	if !s.Ready {
 		return
@@ -241,7 +243,7 @@ func (c *collector) writeRest(w *textWriter, s *Status) {
 	w.begin(&famConsecutive).sample(float64(s.ControlAPI.ConsecutiveFailedPolls))
 	pol := &s.ControlAPI.Polling
 	w.begin(&famInterval).sample(s.ControlAPI.PollInterval.Seconds())
-	w.begin(&famEffective).sample(s.ControlAPI.interval().Seconds())
+	w.begin(&famEffective).sample(s.ControlAPI.Interval().Seconds())
 	w.begin(&famPollCost).sample(pol.PollCost.Seconds())
 	w.begin(&famCostTotal).sample(pol.CostTotal.Seconds())
 	w.begin(&famFastPolls).sample(float64(pol.FastPolls))
@@ -287,7 +289,7 @@ func (c *collector) writeRest(w *textWriter, s *Status) {
 // share it. Keys that name one resource in different spellings
 // (`/upstreams/1`, `/apisix/upstreams/1`) are one upstream, read once:
 // one series, under the first key met.
-func writeUpstreams(w *textWriter, vips []VIPStatus) {
+func writeUpstreams(w *textWriter, vips []status.VIPStatus) {
 	n := 0
 	for i := range vips {
 		n += len(vips[i].Upstreams)
@@ -296,7 +298,7 @@ func writeUpstreams(w *textWriter, vips []VIPStatus) {
 		return
 	}
 	seen := make(map[string]struct{}, n)
-	ups := make([]*UpstreamStatus, 0, n)
+	ups := make([]*status.UpstreamStatus, 0, n)
 	for i := range vips {
 		for j := range vips[i].Upstreams {
 			u := &vips[i].Upstreams[j]

@@ -1,4 +1,4 @@
-package status
+package statushttp
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // metricsContentType is what /metrics always answers: the text format
@@ -84,7 +86,7 @@ func (h *handlers) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	tw := &textWriter{w: bw, filter: filter}
-	m.coll.writeReady(tw, SummaryOf(m.coll.src))
+	m.coll.writeReady(tw, status.SummaryOf(m.coll.src))
 	if filter == nil {
 		bw.Write(d.body) // straight to out once the buffer is empty: no copy
 	} else {

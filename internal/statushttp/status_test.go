@@ -1,4 +1,4 @@
-package status
+package statushttp
 
 import (
 	"encoding/json"
@@ -16,35 +16,37 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/router"
+
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
-type fixed struct{ s Status }
+type fixed struct{ s status.Status }
 
-func (f *fixed) Status() Status { return f.s }
+func (f *fixed) Status() status.Status { return f.s }
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-func sample() Status {
-	return Status{
-		SchemaVersion: SchemaVersion,
+func sample() status.Status {
+	return status.Status{
+		SchemaVersion: status.SchemaVersion,
 		Ready:         true,
 		LastTick:      t0.Add(30 * time.Millisecond),
-		Interface:     InterfaceStatus{Name: "rhi0", Exists: true, Up: true, WriteErrors: 7},
-		Bird: BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: t0, Agree: 1, Disagree: 1,
+		Interface:     status.InterfaceStatus{Name: "rhi0", Exists: true, Up: true, WriteErrors: 7},
+		Bird: status.BirdStatus{Enabled: true, Socket: "/run/bird/bird.ctl", LastCheck: t0, Agree: 1, Disagree: 1,
 			Protocols: []router.ProtocolState{{Name: "peer_4", State: "up", BGPState: "Established", Established: true}, {Name: "peer_6", State: "start", BGPState: "Active"}}},
-		ControlAPI: APIStatus{
+		ControlAPI: status.APIStatus{
 			URL: "http://127.0.0.1:9090", PollInterval: 3 * time.Second, Timeout: 5 * time.Second,
 			LastPoll: t0, Polls: 42, FailedPolls: 2, ConsecutiveFailedPolls: 1,
 			MaxFailedPolls: 3, LastSettled: t0.Add(-3*time.Second + 20*time.Millisecond),
 		},
-		VIPs: []VIPStatus{
+		VIPs: []status.VIPStatus{
 			{Address: "10.0.0.100/32", Condition: "all", Verdict: decide.Available, Reason: decide.ReasonHealthy,
 				Desired: true, OnInterface: true, Transitions: 3,
-				Bird:      &VIPConfirm{Agrees: true, InTable: true, Latency: 25 * time.Millisecond, CheckedAt: t0, Exported: map[string]bool{"peer_4": true}},
-				Upstreams: []UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up", Healthy: 1, Nodes: 2}}},
+				Bird:      &status.VIPConfirm{Agrees: true, InTable: true, Latency: 25 * time.Millisecond, CheckedAt: t0, Exported: map[string]bool{"peer_4": true}},
+				Upstreams: []status.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up", Healthy: 1, Nodes: 2}}},
 			{Address: "10.0.0.101/32", Condition: "any", Verdict: decide.Unknown, Reason: decide.ReasonPolicyWithdraw, Drained: true,
 				DrainPhase: "draining", DrainDeadline: t0.Add(4500 * time.Millisecond), FailedPolls: 4,
-				Upstreams: []UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}, {Key: "/apisix/upstreams/gone", Verdict: "not_found"}}},
+				Upstreams: []status.UpstreamStatus{{Key: "/apisix/upstreams/api", Verdict: "up"}, {Key: "/apisix/upstreams/gone", Verdict: "not_found"}}},
 		},
 	}
 }
@@ -113,11 +115,11 @@ func TestStatusJSON(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("/status: %d", code)
 	}
-	var got Status
+	var got status.Status
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("decode: %v\n%s", err, body)
 	}
-	if diff := cmp.Diff(sample(), got, cmpopts.IgnoreUnexported(VIPConfirm{})); diff != "" {
+	if diff := cmp.Diff(sample(), got, cmpopts.IgnoreUnexported(status.VIPConfirm{})); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(body, `"reason": "policy_withdraw"`) || !strings.Contains(body, `"verdict": "unknown"`) {
@@ -128,35 +130,35 @@ func TestStatusJSON(t *testing.T) {
 // TestJudge: the /healthz verdict for each way the daemon can be unwell,
 // and just inside each limit.
 func TestJudge(t *testing.T) {
-	with := func(f func(*Status)) Status { s := sample(); f(&s); return s }
+	with := func(f func(*status.Status)) status.Status { s := sample(); f(&s); return s }
 	tick := t0.Add(30 * time.Millisecond) // sample's LastTick
 	limit := 3*3*time.Second + 5*time.Second
 	tests := []struct {
 		name string
-		s    Status
+		s    status.Status
 		now  time.Time
 		want string // "" for healthy
 	}{
-		{"not ready", Status{}, t0, "not ready: no tick yet"},
+		{"not ready", status.Status{}, t0, "not ready: no tick yet"},
 		{"fresh", sample(), t0.Add(4 * time.Second), ""},
 		{"tick at the limit", sample(), tick.Add(limit), ""},
 		{"stalled", sample(), tick.Add(limit + time.Millisecond), "stalled: no tick finished for 14.001s (limit 14s: 3 poll intervals and the timeout)"},
-		{"writes failing, one tick short", with(func(s *Status) { s.Interface.FailedWrites = 2; s.Interface.Error = "permission denied" }), tick, ""},
-		{"writes failing", with(func(s *Status) {
+		{"writes failing, one tick short", with(func(s *status.Status) { s.Interface.FailedWrites = 2; s.Interface.Error = "permission denied" }), tick, ""},
+		{"writes failing", with(func(s *status.Status) {
 			s.Interface.FailedWrites = 3
 			s.Interface.Error = "vip \"10.0.0.100/32\": add: operation not permitted\nvip \"10.0.0.101/32\": add: operation not permitted"
 		}), tick, // one line, whatever the error
 			`interface rhi0 could not be written in the last 3 ticks (max_failed_polls 3): vip "10.0.0.100/32": add: operation not permitted; vip "10.0.0.101/32": add: operation not permitted`},
-		{"unsettled, one poll short", with(func(s *Status) { s.ControlAPI.UnsettledPolls = 2 }), tick, ""},
-		{"unsettled", with(func(s *Status) { s.ControlAPI.UnsettledPolls = 3 }), t0.Add(6 * time.Second),
+		{"unsettled, one poll short", with(func(s *status.Status) { s.ControlAPI.UnsettledPolls = 2 }), tick, ""},
+		{"unsettled", with(func(s *status.Status) { s.ControlAPI.UnsettledPolls = 3 }), t0.Add(6 * time.Second),
 			"control API: the last 3 polls settled no VIP (max_failed_polls 3; last 8.98s ago)"},
-		{"never settled", with(func(s *Status) { s.ControlAPI.UnsettledPolls = 4; s.ControlAPI.LastSettled = time.Time{} }), tick,
+		{"never settled", with(func(s *status.Status) { s.ControlAPI.UnsettledPolls = 4; s.ControlAPI.LastSettled = time.Time{} }), tick,
 			"control API: the last 4 polls settled no VIP (max_failed_polls 3; none since start)"},
-		{"BIRD away is not judged", with(func(s *Status) { s.Bird.Error = "connection refused" }), tick, ""},
+		{"BIRD away is not judged", with(func(s *status.Status) { s.Bird.Error = "connection refused" }), tick, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Judge(tt.s, tt.now)
+			err := status.Judge(tt.s, tt.now)
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -175,13 +177,13 @@ func TestHealthz(t *testing.T) {
 	unwell.Interface.FailedWrites, unwell.Interface.Error = 5, "operation not permitted"
 	tests := []struct {
 		name  string
-		s     Status
+		s     status.Status
 		now   time.Time
 		code  int
 		body  string
 		ready string
 	}{
-		{"not ready", Status{}, t0, 503, "not ready", "rhi_ready 0"},
+		{"not ready", status.Status{}, t0, 503, "not ready", "rhi_ready 0"},
 		{"fresh", sample(), t0.Add(4 * time.Second), 200, "ok", "rhi_ready 1"},
 		{"stalled", sample(), t0.Add(time.Minute), 503, "stalled", "rhi_ready 0"},
 		{"writes failing", unwell, t0, 503, "could not be written", "rhi_ready 0"},
@@ -230,7 +232,7 @@ func TestMetricsBirdAway(t *testing.T) {
 func TestMetricsConfirmOnlyAgreeing(t *testing.T) {
 	s := sample()
 	s.VIPs[1].Address = "2001:db8::1/128"
-	s.VIPs[1].Bird = &VIPConfirm{Expected: "present", Problem: "no Established protocol carries IPv6", CheckedAt: t0, DisagreeingSince: t0}
+	s.VIPs[1].Bird = &status.VIPConfirm{Expected: "present", Problem: "no Established protocol carries IPv6", CheckedAt: t0, DisagreeingSince: t0}
 	src := &fixed{s}
 	_, body := get(t, Handler(src, NewMetrics(src, "v"), func() time.Time { return t0 }), "/metrics")
 	for _, line := range []string{`rhi_vip_bird_agrees{vip="2001:db8::1/128"} 0`, `rhi_vip_bird_confirm_seconds{vip="10.0.0.100/32"} 0.025`} {
@@ -291,23 +293,23 @@ func TestStatusStreamsAsTheEncoder(t *testing.T) {
 	none := sample()
 	none.VIPs = nil
 	empty := sample()
-	empty.VIPs = []VIPStatus{}
-	for name, s := range map[string]Status{"many": many, "one": one, "nil": none, "empty": empty, "not ready": {SchemaVersion: SchemaVersion}} {
+	empty.VIPs = []status.VIPStatus{}
+	for name, s := range map[string]status.Status{"many": many, "one": one, "nil": none, "empty": empty, "not ready": {SchemaVersion: status.SchemaVersion}} {
 		checkStreamsAsEncoder(t, name, s)
 	}
 }
 
 // status10000 is sample() with 10,000 VIPs.
-func status10000() Status { return statusN(10000) }
+func status10000() status.Status { return statusN(10000) }
 
 // statusN is the sample status with n VIPs, each over an upstream of its own.
-func statusN(n int) Status {
+func statusN(n int) status.Status {
 	s := sample()
-	vips := make([]VIPStatus, 0, n)
+	vips := make([]status.VIPStatus, 0, n)
 	for i := range n {
 		v := s.VIPs[i%2]
 		v.Address = fmt.Sprintf("10.%d.%d.%d/32", i>>16, i>>8&255, i&255)
-		v.Upstreams = []UpstreamStatus{{Key: fmt.Sprintf("/apisix/upstreams/u%d", i), Verdict: "up", Healthy: 1, Nodes: 2}}
+		v.Upstreams = []status.UpstreamStatus{{Key: fmt.Sprintf("/apisix/upstreams/u%d", i), Verdict: "up", Healthy: 1, Nodes: 2}}
 		vips = append(vips, v)
 	}
 	s.VIPs = vips
@@ -352,7 +354,7 @@ func BenchmarkStatusJSON10000(b *testing.B) {
 
 // checkStreamsAsEncoder fails unless /status of s is byte for byte what one
 // indenting json.Encoder writes.
-func checkStreamsAsEncoder(t *testing.T, name string, s Status) {
+func checkStreamsAsEncoder(t *testing.T, name string, s status.Status) {
 	t.Helper()
 	var want strings.Builder
 	enc := json.NewEncoder(&want)
@@ -369,13 +371,13 @@ func checkStreamsAsEncoder(t *testing.T, name string, s Status) {
 // summarized is a Summarizer whose Status and Summary say different
 // things, and that counts the calls to each.
 type summarized struct {
-	status, summary Status
+	status, summary status.Status
 	statuses        int
 	summaries       int
 }
 
-func (s *summarized) Status() Status  { s.statuses++; return s.status }
-func (s *summarized) Summary() Status { s.summaries++; return s.summary }
+func (s *summarized) Status() status.Status  { s.statuses++; return s.status }
+func (s *summarized) Summary() status.Status { s.summaries++; return s.summary }
 
 // TestHealthzReadsTheSummary: /healthz judges a Summarizer's Summary, not
 // its whole Status (5 MB at 10,000 VIPs), and a plain Source's
@@ -384,21 +386,21 @@ func TestHealthzReadsTheSummary(t *testing.T) {
 	clock := func() time.Time { return t0.Add(4 * time.Second) }
 	for _, tt := range []struct {
 		name            string
-		status, summary Status
+		status, summary status.Status
 		code            int
 	}{
-		{"summary healthy", Status{}, sample(), 200},
-		{"summary unwell", sample(), Status{}, 503},
+		{"summary healthy", status.Status{}, sample(), 200},
+		{"summary unwell", sample(), status.Status{}, 503},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := &summarized{status: tt.status, summary: tt.summary}
 			code, _ := get(t, Handler(src, NewMetrics(&fixed{sample()}, "dev"), clock), "/healthz")
 			if code != tt.code || src.statuses != 0 || src.summaries != 1 {
-				t.Errorf("got %d after %d Status and %d Summary calls, want %d after 0 and 1", code, src.statuses, src.summaries, tt.code)
+				t.Errorf("got %d after %d status.Status and %d Summary calls, want %d after 0 and 1", code, src.statuses, src.summaries, tt.code)
 			}
 		})
 	}
-	if got := SummaryOf(&fixed{sample()}); !reflect.DeepEqual(got, sample()) {
-		t.Errorf("SummaryOf a plain Source = %+v, want its Status", got)
+	if got := status.SummaryOf(&fixed{sample()}); !reflect.DeepEqual(got, sample()) {
+		t.Errorf("SummaryOf a plain status.Source = %+v, want its status.Status", got)
 	}
 }

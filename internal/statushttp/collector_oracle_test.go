@@ -1,6 +1,6 @@
 // The oracle of collector.go: the pre-issue-15 collector, verbatim.
 
-package status
+package statushttp
 
 import (
 	"time"
@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
+
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 var (
@@ -94,7 +96,7 @@ var pollingDescs = func() map[string]*prometheus.Desc {
 // oracle of the text the collector writes: client_golang const metrics,
 // gathered and encoded by expfmt. Its code is unchanged but for its name.
 type constCollector struct {
-	src Source
+	src status.Source
 	now func() time.Time
 }
 
@@ -117,7 +119,7 @@ func (c *constCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	gauge(descReady, b2f(Judge(s, c.now()) == nil))
+	gauge(descReady, b2f(status.Judge(s, c.now()) == nil))
 	gauge(descDryRun, b2f(s.DryRun))
 	if !s.Ready {
 		return

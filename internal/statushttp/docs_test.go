@@ -1,4 +1,4 @@
-package status
+package statushttp
 
 import (
 	"os"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/internal/router"
+
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // metricsDoc is the metrics reference that operators read.
@@ -148,7 +150,7 @@ func TestStatusJSONDocumented(t *testing.T) {
 		t.Fatalf("read the status reference: %v", err)
 	}
 	text := string(b)
-	fields := jsonFields(reflect.TypeOf(Status{}), "")
+	fields := jsonFields(reflect.TypeOf(status.Status{}), "")
 	if len(fields) < 40 {
 		t.Fatalf("found only %d fields; the walk no longer sees the json tags: %v", len(fields), fields)
 	}

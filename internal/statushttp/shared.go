@@ -1,21 +1,10 @@
-package status
+package statushttp
 
 import (
 	"context"
 	"sync"
 	"weak"
 )
-
-// Versioned is a Source that tells cheaply when its Status changes:
-// StatusVersion returns a number that grows whenever Status would return
-// something different (it may grow without a change), and true; false
-// when it cannot tell. The handlers render a Versioned Source's Status
-// once per version and share the bytes among every reader; a Source that
-// cannot tell is rendered for each request (still one render at a time).
-// It must be safe to call from any goroutine.
-type Versioned interface {
-	StatusVersion() (uint64, bool)
-}
 
 // maxLiveDocs bounds the rendered documents of one kind (/status, or the
 // status part of /metrics) that one handler keeps alive at once for its

@@ -1,4 +1,4 @@
-package status
+package statushttp
 
 import (
 	"bufio"
@@ -27,6 +27,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/router"
+
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 func TestMetricsUnmanaged(t *testing.T) {
@@ -61,7 +63,7 @@ func TestMetricsUnmanaged(t *testing.T) {
 // oracleText is the status families as a plain client_golang collector
 // writes them (constCollector: const metrics gathered by a pedantic registry
 // and encoded by expfmt).
-func oracleText(t testing.TB, s Status, now time.Time) string {
+func oracleText(t testing.TB, s status.Status, now time.Time) string {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(&constCollector{src: &fixed{s}, now: func() time.Time { return now }})
@@ -79,7 +81,7 @@ func oracleText(t testing.TB, s Status, now time.Time) string {
 }
 
 // collectorText is the status families as the collector writes them.
-func collectorText(s Status, now time.Time) string {
+func collectorText(s status.Status, now time.Time) string {
 	var b bytes.Buffer
 	bw := bufio.NewWriter(&b)
 	(&collector{src: &fixed{s}, now: func() time.Time { return now }}).write(&textWriter{w: bw}, &s)
@@ -155,7 +157,7 @@ func familyBlocks(t *testing.T, text string) map[string][]string {
 
 // oddStatus is sample() with every value that formatting or escaping could
 // get wrong, and every family that only some states have.
-func oddStatus() Status {
+func oddStatus() status.Status {
 	s := sample()
 	odd := "a\"b\\c\nd ü✓ \\n"
 	s.DryRun = true
@@ -168,30 +170,30 @@ func oddStatus() Status {
 	s.Bird.Protocols = append(s.Bird.Protocols, router.ProtocolState{Name: odd, Established: true})
 	v := s.VIPs[0]
 	v.Address, v.Tier, v.Reason, v.FailedPolls, v.Transitions = odd, decide.TierDegraded, decide.ReasonPolicyAnnounce, 1234567, 1<<53+1
-	v.Bird = &VIPConfirm{Agrees: true, Latency: 1500 * time.Microsecond, Renewed: 7}
-	v.Probe = &ProbeStatus{Result: "up", LatencySeconds: 0.1234567890123}
-	v.FailOpen = &VIPFailOpen{OtherSites: 2}
-	s.FailOpen = &FailOpenStatus{Known: false, Error: "no ADD-PATH", LastResortInterface: "rhi2"}
-	v.Upstreams = []UpstreamStatus{{Key: odd, Verdict: "failed", Healthy: 3, Nodes: 1e7}, {Key: "/apisix/upstreams/api", Verdict: "down"}}
+	v.Bird = &status.VIPConfirm{Agrees: true, Latency: 1500 * time.Microsecond, Renewed: 7}
+	v.Probe = &status.ProbeStatus{Result: "up", LatencySeconds: 0.1234567890123}
+	v.FailOpen = &status.VIPFailOpen{OtherSites: 2}
+	s.FailOpen = &status.FailOpenStatus{Known: false, Error: "no ADD-PATH", LastResortInterface: "rhi2"}
+	v.Upstreams = []status.UpstreamStatus{{Key: odd, Verdict: "failed", Healthy: 3, Nodes: 1e7}, {Key: "/apisix/upstreams/api", Verdict: "down"}}
 	s.VIPs = append(s.VIPs, v)
 	for i, lat := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 1e-9, 0, 1, 2.5e21} {
 		w := s.VIPs[1]
 		w.Address = fmt.Sprintf("2001:db8::%x/128", i)
-		w.Probe = &ProbeStatus{Result: "down", LatencySeconds: lat}
-		w.FailOpen = &VIPFailOpen{OtherSites: i - 1}
+		w.Probe = &status.ProbeStatus{Result: "down", LatencySeconds: lat}
+		w.FailOpen = &status.VIPFailOpen{OtherSites: i - 1}
 		if i%2 == 0 {
 			w.Tier = decide.TierLastResort
 		}
-		w.Bird = &VIPConfirm{Agrees: i%3 == 0, Stale: i%4 == 1, Latency: time.Duration(i) * time.Second, Renewed: i}
-		w.Upstreams = []UpstreamStatus{{Key: fmt.Sprintf("u%d", i%3), Verdict: verdicts[i%len(verdicts)], Healthy: i, Nodes: 2 * i}}
+		w.Bird = &status.VIPConfirm{Agrees: i%3 == 0, Stale: i%4 == 1, Latency: time.Duration(i) * time.Second, Renewed: i}
+		w.Upstreams = []status.UpstreamStatus{{Key: fmt.Sprintf("u%d", i%3), Verdict: verdicts[i%len(verdicts)], Healthy: i, Nodes: 2 * i}}
 		s.VIPs = append(s.VIPs, w)
 	}
 	return s
 }
 
 // oracleCases are the statuses the collector is compared on.
-func oracleCases() map[string]Status {
-	cases := map[string]Status{
+func oracleCases() map[string]status.Status {
+	cases := map[string]status.Status{
 		"sample": sample(),
 		"odd":    oddStatus(),
 		// Enough VIPs for two /24s; the writer does not change with
@@ -204,7 +206,7 @@ func oracleCases() map[string]Status {
 	none.VIPs = nil
 	cases["no VIPs"] = none
 	empty := sample()
-	empty.VIPs = []VIPStatus{}
+	empty.VIPs = []status.VIPStatus{}
 	cases["empty VIPs"] = empty
 	away := oddStatus()
 	away.Bird.Error = "dial unix /run/bird/bird.ctl: connect: connection refused"
@@ -213,7 +215,7 @@ func oracleCases() map[string]Status {
 	unknown.Bird.LastCheck = time.Time{}
 	cases["BIRD not asked yet"] = unknown
 	off := sample()
-	off.Bird = BirdStatus{}
+	off.Bird = status.BirdStatus{}
 	cases["BIRD off"] = off
 	noProto := sample()
 	noProto.Bird.Protocols = nil
@@ -301,7 +303,7 @@ func TestStatusFamiliesAsDescribed(t *testing.T) {
 
 // oldHandler is /metrics the plain way: promhttp over the
 // registry with the const-metric collector registered in it.
-func oldHandler(t *testing.T, m *Metrics, src Source) http.Handler {
+func oldHandler(t *testing.T, m *Metrics, src status.Source) http.Handler {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&constCollector{src: src, now: m.coll.now})
@@ -477,9 +479,9 @@ func TestMetricsInvalidUTF8(t *testing.T) {
 // series of each upstream family, under the first key.
 func TestMetricsUpstreamSpellings(t *testing.T) {
 	s := sample()
-	s.VIPs = []VIPStatus{
-		{Address: "10.0.0.1/32", Upstreams: []UpstreamStatus{{Key: "/upstreams/1", Verdict: "up", Healthy: 1, Nodes: 2}}},
-		{Address: "10.0.0.2/32", Upstreams: []UpstreamStatus{{Key: "/apisix/upstreams/1", Verdict: "up", Healthy: 1, Nodes: 2}}},
+	s.VIPs = []status.VIPStatus{
+		{Address: "10.0.0.1/32", Upstreams: []status.UpstreamStatus{{Key: "/upstreams/1", Verdict: "up", Healthy: 1, Nodes: 2}}},
+		{Address: "10.0.0.2/32", Upstreams: []status.UpstreamStatus{{Key: "/apisix/upstreams/1", Verdict: "up", Healthy: 1, Nodes: 2}}},
 	}
 	src := &fixed{s}
 	_, body := get(t, Handler(src, NewMetrics(src, "v1"), func() time.Time { return t0 }), "/metrics")

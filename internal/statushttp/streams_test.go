@@ -1,4 +1,4 @@
-package status
+package statushttp
 
 import (
 	"compress/gzip"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // TestStatusStreamsOddStrings: /status written one VIP at a time is the
@@ -22,10 +24,10 @@ func TestStatusStreamsOddStrings(t *testing.T) {
 	s.Drain.Error = odd
 	for i := range s.VIPs {
 		s.VIPs[i].Description = odd
-		s.VIPs[i].Upstreams = append(s.VIPs[i].Upstreams, UpstreamStatus{Key: odd, Error: "[]"})
+		s.VIPs[i].Upstreams = append(s.VIPs[i].Upstreams, status.UpstreamStatus{Key: odd, Error: "[]"})
 	}
 	s.VIPs[0].Upstreams = nil
-	s.VIPs[0].Probe = &ProbeStatus{Target: odd, Result: "up", LatencySeconds: 1e-300}
+	s.VIPs[0].Probe = &status.ProbeStatus{Target: odd, Result: "up", LatencySeconds: 1e-300}
 	checkStreamsAsEncoder(t, "odd strings", s)
 }
 

@@ -1,4 +1,4 @@
-package status
+package statushttp
 
 import (
 	"bufio"
@@ -17,12 +17,14 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // versioned is a Versioned Source that counts its renders and whose
 // Status may be held up by block.
 type versioned struct {
-	s       Status
+	s       status.Status
 	version atomic.Uint64
 	renders atomic.Int64
 	running atomic.Int64 // Status calls in progress
@@ -33,13 +35,13 @@ type versioned struct {
 func (v *versioned) StatusVersion() (uint64, bool) { return v.version.Load(), true }
 
 // Summary is what rhi_ready is judged on; it is no render.
-func (v *versioned) Summary() Status {
+func (v *versioned) Summary() status.Status {
 	s := v.s
 	s.VIPs = nil
 	return s
 }
 
-func (v *versioned) Status() Status {
+func (v *versioned) Status() status.Status {
 	n := v.running.Add(1)
 	defer v.running.Add(-1)
 	for {
@@ -252,7 +254,7 @@ func TestStalledReaderCutOff(t *testing.T) {
 }
 
 // renderedStatus is /status of src, read through a recorder.
-func renderedStatus(t *testing.T, src Source) string {
+func renderedStatus(t *testing.T, src status.Source) string {
 	t.Helper()
 	_, body := get(t, Handler(src, NewMetrics(src, "dev"), time.Now), "/status")
 	return body
