@@ -143,7 +143,7 @@ func (d *Daemon) regrid(t ticker) {
 		return
 	}
 	if b.stretchedSince.IsZero() {
-		b.stretchedSince = d.now()
+		b.stretchedSince = d.env.now()
 	}
 	// Stretches follow the measured cost, which moves a little every
 	// poll: warn once, then say it at debug.

@@ -108,14 +108,6 @@ type Daemon struct {
 	log    logrus.FieldLogger
 	health HealthSource
 	ann    Announcer
-	now    func() time.Time
-	ready  func()
-	newHS  func(*config.Config) HealthSource
-	onPoll func(time.Duration, int)
-	dryRun bool
-	// newTicker makes the poll, confirmation and drain tickers;
-	// newRealTicker but in tests.
-	newTicker func(time.Duration) ticker
 
 	reloads  chan reloadReq
 	conf     *confirmer                 // nil without a Confirmer
@@ -152,39 +144,47 @@ type Daemon struct {
 	probes probes   // the data-path probes of the last poll
 	fo     failOpen // the fail-open guard (guard.go)
 	gr     graces   // drain_grace deadlines (grace.go)
-	// sleep waits through a withdrawing shutdown's grace; realSleep but
-	// in tests.
-	sleep func(time.Duration)
 
 	fast   fastPolls  // moving upstreams, polled alone (fastpoll.go)
 	budget pollBudget // the control API's time rhi takes (budget.go)
+	env    loopEnv    // the clock, tickers and hooks it was given
+}
+
+// loopEnv is what the loop is given besides its parts: the clock, the
+// tickers, the callbacks and the dry-run switch. Tests put fakes here.
+type loopEnv struct {
+	now    func() time.Time
+	ready  func()
+	newHS  func(*config.Config) HealthSource
+	onPoll func(time.Duration, int)
+	dryRun bool
+	// newTicker makes the poll, confirmation and drain tickers;
+	// newRealTicker but in tests.
+	newTicker func(time.Duration) ticker
+	// sleep waits through a withdrawing shutdown's grace; realSleep but
+	// in tests.
+	sleep func(time.Duration)
 }
 
 // New builds a daemon for a validated config.
 func New(cfg *config.Config, deps Deps) *Daemon {
 	d := &Daemon{
-		log:       deps.Log,
-		health:    deps.Health,
-		ann:       deps.Announcer,
-		now:       deps.Now,
-		ready:     deps.Ready,
-		newHS:     deps.NewHealth,
-		onPoll:    deps.OnPoll,
-		dryRun:    deps.DryRun,
-		own:       ownership{file: deps.Record},
-		newTicker: newRealTicker,
-		reloads:   make(chan reloadReq, 1),
-		renewals:  make(chan map[netip.Prefix]bool, 1),
-		hints:     make(chan struct{}, 1),
-		drainW:    drain.NewWatcher(cfg.DrainFile),
-		drains:    make(chan drain.Update, 1),
-		orphans:   map[netip.Prefix]bool{},
-		tier:      tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
-		fo:        newFailOpen(deps.Guard),
-		sleep:     realSleep,
+		log:      deps.Log,
+		health:   deps.Health,
+		ann:      deps.Announcer,
+		own:      ownership{file: deps.Record},
+		reloads:  make(chan reloadReq, 1),
+		renewals: make(chan map[netip.Prefix]bool, 1),
+		hints:    make(chan struct{}, 1),
+		drainW:   drain.NewWatcher(cfg.DrainFile),
+		drains:   make(chan drain.Update, 1),
+		orphans:  map[netip.Prefix]bool{},
+		tier:     tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
+		fo:       newFailOpen(deps.Guard),
+		env:      loopEnv{now: deps.Now, ready: deps.Ready, newHS: deps.NewHealth, onPoll: deps.OnPoll, dryRun: deps.DryRun, newTicker: newRealTicker, sleep: realSleep},
 	}
-	if d.now == nil {
-		d.now = time.Now
+	if d.env.now == nil {
+		d.env.now = time.Now
 	}
 	if d.log == nil {
 		l := logrus.New()
@@ -192,7 +192,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		d.log = l
 	}
 	if deps.Confirmer != nil {
-		d.conf = newConfirmer(deps.Confirmer, cfg.Bird.Socket, d.log, d.now, d.queueRenew)
+		d.conf = newConfirmer(deps.Confirmer, cfg.Bird.Socket, d.log, d.env.now, d.queueRenew)
 	}
 	d.probes.src = deps.Prober
 	if d.probes.src == nil {
@@ -262,14 +262,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.watchDrain(ctx)()
 	defer d.startGuard(ctx)()
 	d.tick(ctx)
-	if d.ready != nil {
-		d.ready()
+	if d.env.ready != nil {
+		d.env.ready()
 	}
 	// Polls follow the ticker's grid and never overlap: a poll that runs
 	// past the next tick skips it (skipLate) instead of starting the next
 	// poll the moment it ends, so a stalled control API is polled at the
 	// interval, not back to back.
-	t := d.newTicker(d.cfg.PollInterval)
+	t := d.env.newTicker(d.cfg.PollInterval)
 	defer t.Stop()
 	defer d.gr.stopTimer()
 	for {
@@ -318,7 +318,7 @@ func (d *Daemon) startConfirmer(ctx context.Context) (<-chan time.Time, func()) 
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { d.conf.run(cctx); close(done) }()
-	ct := d.newTicker(confirmEvery)
+	ct := d.env.newTicker(confirmEvery)
 	return ct.C(), func() { ct.Stop(); cancel(); <-done }
 }
 
@@ -353,8 +353,8 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 // the interface holds, like at start-up.
 func (d *Daemon) applyReload(cfg *config.Config) {
 	old := d.cfg
-	if d.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout || old.PollMode != cfg.PollMode) {
-		if h := d.newHS(cfg); h != nil {
+	if d.env.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout || old.PollMode != cfg.PollMode) {
+		if h := d.env.newHS(cfg); h != nil {
 			if c, ok := d.health.(idleCloser); ok && h != d.health {
 				c.CloseIdleConnections() // it would keep them for 50 s
 			}
@@ -367,7 +367,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 	gone, added := d.vs.reload(cfg.VIPs, func(p netip.Prefix) decide.State {
 		// The last Set saw it as foreign, being unowned then.
 		return decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
-	}, d.now())
+	}, d.env.now())
 	for _, p := range gone {
 		d.endGrace(p)
 		d.orphans[p] = true
@@ -385,7 +385,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 
 // tick is one turn of the loop: poll, decide, apply, publish.
 func (d *Daemon) tick(ctx context.Context) {
-	start := d.now()
+	start := d.env.now()
 	if !d.started && !d.start(ctx) {
 		return // the interface could not be read: nothing is known, nothing is touched
 	}
@@ -401,18 +401,18 @@ func (d *Daemon) tick(ctx context.Context) {
 		return // shutting down: a poll cut short says nothing about health
 	}
 	d.noteMoving(snap)
-	polled := d.now()
+	polled := d.env.now()
 	unreadable := d.upstreams.note(d.log, d.plan, snap, d.cfg.FailurePolicy)
 	d.stats.polled(unreadable)
-	if d.onPoll != nil {
-		d.onPoll(polled.Sub(start), unreadable)
+	if d.env.onPoll != nil {
+		d.env.onPoll(polled.Sub(start), unreadable)
 	}
 
 	changes := decide.TickStates(d.cfg, snap, d.probes.outcomes, d.vs.state)
 	d.stats.settled(d.anySettled(), polled)
 	d.applyChanges(ctx, changes, polled)
 	d.last = pollRun{snap: snap, start: start, end: polled, resources: d.plan.Resources()}
-	d.tickEnd = d.now()
+	d.tickEnd = d.env.now()
 	d.publish()
 }
 
@@ -496,7 +496,7 @@ func (d *Daemon) start(ctx context.Context) bool {
 		return false
 	}
 	d.iface = st
-	now := d.now()
+	now := d.env.now()
 	present := 0
 	// Health's state starts from the tiers it decides: a VIP found in last
 	// resort was not announced by health, and placement keeps it there
@@ -542,7 +542,7 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	// A repair or a link coming or going changes what BIRD should see even
 	// when the set of present addresses ends as it was.
 	moved = st.Changed > 0 || st.Up != d.iface.Up || st.Exists != d.iface.Exists || d.tier.moved
-	now := d.now()
+	now := d.env.now()
 	// One walk over the two sorted lists finds the VIPs whose presence
 	// changed: at 10,000 VIPs, two binary searches per VIP were a quarter
 	// of a tick.
@@ -680,7 +680,7 @@ func (d *Daemon) shutdown() error {
 		d.log.WithError(err).Error("stopping; withdrawing VIPs failed")
 		return err
 	}
-	if d.dryRun { // Set logged what it would delete; BIRD has nothing to confirm
+	if d.env.dryRun { // Set logged what it would delete; BIRD has nothing to confirm
 		d.log.WithField("on_shutdown", "withdraw").Info("stopping; dry run: VIPs left as they are")
 		return nil
 	}
@@ -705,12 +705,12 @@ func (d *Daemon) waitWithdrawn() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownConfirm)
 	defer cancel()
-	start := d.now()
+	start := d.env.now()
 	var last router.Report
 	for {
 		last = d.conf.check.Check(ctx, job.In)
 		if last.VIPsAgree() { // a session down carries nothing: withdrawn all the same
-			d.log.WithField("after", d.now().Sub(start).Round(time.Millisecond)).Info("BIRD confirms every VIP withdrawn")
+			d.log.WithField("after", d.env.now().Sub(start).Round(time.Millisecond)).Info("BIRD confirms every VIP withdrawn")
 			return
 		}
 		select {
@@ -753,7 +753,7 @@ func (d *Daemon) confirmJob() confirmJob {
 			tier = d.vs.placed[i].Tier
 		}
 		want := tier.Present()
-		if d.dryRun {
+		if d.env.dryRun {
 			want = d.onAny(p) // a dry run changes nothing: BIRD is held to the interface as it is
 		}
 		exp := router.Absent

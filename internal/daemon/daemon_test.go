@@ -419,7 +419,7 @@ func TestRunReloadPollsAtOnce(t *testing.T) {
 	r.link.sets = make(chan struct{}, 16)
 	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	ready := make(chan struct{})
-	r.d.ready = func() { close(ready) }
+	r.d.env.ready = func() { close(ready) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- r.d.Run(ctx) }()
@@ -474,7 +474,7 @@ func TestReloadRebuildsHealthSource(t *testing.T) {
 	cfg := seed(config.Withdraw)
 	r := newRig(t, cfg, newFakeLink())
 	built := 0
-	r.d.newHS = func(*config.Config) HealthSource { built++; return r.health }
+	r.d.env.newHS = func(*config.Config) HealthSource { built++; return r.health }
 	r.tick(t)
 	for _, edit := range []func(c *config.Config){
 		func(c *config.Config) {},
@@ -567,7 +567,7 @@ func TestLateTicksAreSkipped(t *testing.T) {
 	link.sets = make(chan struct{}, 16)
 	d := New(cfg, Deps{Health: h, Announcer: link})
 	polls := make(chan *fakeTicker, 1)
-	d.newTicker = func(every time.Duration) ticker {
+	d.env.newTicker = func(every time.Duration) ticker {
 		ft := newFakeTicker()
 		if every == cfg.PollInterval {
 			polls <- ft

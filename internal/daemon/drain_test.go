@@ -184,7 +184,7 @@ func TestRunFIFOAtDrainFile(t *testing.T) {
 	r, path := drainRig(t, "10.0.0.100/32")
 	// The loop polls and the watcher looks as fast as they go: the FIFO
 	// must neither stop the one nor be reported more than once by the other.
-	r.d.newTicker = func(time.Duration) ticker { return busyTicker{} }
+	r.d.env.newTicker = func(time.Duration) ticker { return busyTicker{} }
 	writeDrain(t, path, false) // read at start: a FIFO there at start drains all (TestBadDrainFileAtStartDrainsAll)
 	r.health.polled = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -237,7 +237,7 @@ func TestRunAppliesDrainsBeforeTheFirstTick(t *testing.T) {
 	writeDrain(t, path, false, "10.0.0.101")
 	var writes []string // what the interface held when the first tick ended
 	ready := make(chan struct{})
-	r.d.ready = func() { writes = append(writes, r.link.text()); close(ready) }
+	r.d.env.ready = func() { writes = append(writes, r.link.text()); close(ready) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- r.d.Run(ctx) }()

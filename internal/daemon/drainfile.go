@@ -18,7 +18,7 @@ import (
 // function that stops the watcher.
 func (d *Daemon) watchDrain(ctx context.Context) (stop func()) {
 	wctx, cancel := context.WithCancel(ctx)
-	t := d.newTicker(drain.Every)
+	t := d.env.newTicker(drain.Every)
 	done := make(chan struct{})
 	go func() { d.drainW.Run(wctx, t.C(), d.drains); close(done) }()
 	select {
@@ -66,7 +66,7 @@ func (d *Daemon) noteDrain(u drain.Update) bool {
 	}
 	set := u.Set
 	changed := false
-	now := d.now()
+	now := d.env.now()
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
 		was, on := d.drained.Has(p), set.Has(p)

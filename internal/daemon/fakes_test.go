@@ -312,7 +312,7 @@ func (busyTicker) Stop()               {}
 // busyPolls makes d's poll ticker (the one for every) a busyTicker; the
 // others never fire.
 func busyPolls(d *Daemon, every time.Duration) {
-	d.newTicker = func(d time.Duration) ticker {
+	d.env.newTicker = func(d time.Duration) ticker {
 		if d == every {
 			return busyTicker{}
 		}

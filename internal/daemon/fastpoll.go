@@ -141,7 +141,7 @@ func (d *Daemon) armFast() {
 			f.t = nil
 		}
 	case f.t == nil:
-		f.t, f.every = d.newTicker(every), every
+		f.t, f.every = d.env.newTicker(every), every
 	case f.every != every:
 		f.t.Reset(every)
 		f.every = every
@@ -184,7 +184,7 @@ func (d *Daemon) fastTick(ctx context.Context) {
 		return // shutting down
 	}
 	f.polls++
-	polled := d.now()
+	polled := d.env.now()
 	// The snapshot views hold is never changed: a new one, with the
 	// readings that could be read.
 	merged := maps.Clone(d.last.snap)
@@ -280,7 +280,7 @@ func (d *Daemon) stepFast(ctx context.Context, vips []int, merged health.Snapsho
 	d.upstreams.note(d.log, d.plan, merged, d.cfg.FailurePolicy)
 	d.applyChanges(ctx, changes, polled)
 	d.last.snap = merged
-	d.tickEnd = d.now()
+	d.tickEnd = d.env.now()
 	d.publish()
 }
 

@@ -81,7 +81,7 @@ func newFastRig(t *testing.T, cfg *config.Config, link *fakeLink) *fastRig {
 	log.Level = logrus.DebugLevel
 	r := &fastRig{h: &stepHealth{res: map[string]health.Result{}}, link: link, clock: &clock{t: time.Unix(1_700_000_000, 0)}, logs: hook}
 	r.d = New(cfg, Deps{Health: r.h, Announcer: link, Log: log, Now: r.clock.now})
-	r.d.newTicker = func(every time.Duration) ticker {
+	r.d.env.newTicker = func(every time.Duration) ticker {
 		r.made = append(r.made, every)
 		return newFakeTicker()
 	}

@@ -111,7 +111,7 @@ func (d *Daemon) armGrace(now time.Time) {
 	if first.IsZero() {
 		return
 	}
-	d.gr.timer, d.gr.armed = d.newTicker(first.Sub(now)), first
+	d.gr.timer, d.gr.armed = d.env.newTicker(first.Sub(now)), first
 }
 
 // graceDue is the timer firing: a grace has ended, so the VIP is placed
@@ -137,10 +137,10 @@ func (d *Daemon) graceDeadlines() map[netip.Prefix]time.Time {
 // down. A dry run, a daemon that never started, a missing last-resort
 // interface or graces of 0 step nothing down.
 func (d *Daemon) stepDownAll() int {
-	if d.dryRun || !d.started || !d.vs.ready {
+	if d.env.dryRun || !d.started || !d.vs.ready {
 		return 0
 	}
-	now := d.now()
+	now := d.env.now()
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
 		if _, running := d.gr.until[p]; running || d.drained.Has(p) {
@@ -170,11 +170,11 @@ func (d *Daemon) stepDownAll() int {
 		return 0
 	}
 	d.publish()
-	wait := last.Sub(d.now())
+	wait := last.Sub(d.env.now())
 	d.log.WithFields(logrus.Fields{"on_shutdown": "withdraw", "vips": n, "until": last.Format(time.RFC3339Nano), "wait": wait.Round(time.Millisecond)}).
 		Info("stopping; VIPs announced in last resort (GRACEFUL_SHUTDOWN) for their drain_grace before they are withdrawn")
 	if wait > 0 {
-		d.sleep(wait)
+		d.env.sleep(wait)
 	}
 	return n
 }
@@ -212,7 +212,7 @@ func renderDrain(vs *status.VIPStatus, v *view, p netip.Prefix, pl place.Placeme
 // without a control socket cannot wait for the grace itself). The other
 // VIPs stay as they are.
 func (d *Daemon) finishDrains() {
-	if d.dryRun || !d.started || !d.vs.ready || len(d.gr.until) == 0 {
+	if d.env.dryRun || !d.started || !d.vs.ready || len(d.gr.until) == 0 {
 		return
 	}
 	var last time.Time
@@ -221,10 +221,10 @@ func (d *Daemon) finishDrains() {
 			last = t
 		}
 	}
-	if wait := last.Sub(d.now()); wait > 0 {
+	if wait := last.Sub(d.env.now()); wait > 0 {
 		d.log.WithFields(logrus.Fields{"on_shutdown": "keep", "vips": len(d.gr.until), "until": last.Format(time.RFC3339Nano), "wait": wait.Round(time.Millisecond)}).
 			Info("stopping; waiting for the drains in their grace to end, then withdrawing those VIPs")
-		d.sleep(wait)
+		d.env.sleep(wait)
 	}
 	d.gr.until = nil
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)

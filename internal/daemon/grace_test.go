@@ -35,12 +35,12 @@ func newGraceRig(t *testing.T, lr *fakeLink) *graceRig {
 	}
 	cfg.VIPs[2].DrainGrace = 0
 	r := &graceRig{ladderRig: newLadderRig(t, cfg, newFakeLink(), newFakeLink(), lr), path: cfg.DrainFile}
-	r.d.newTicker = func(d time.Duration) ticker {
+	r.d.env.newTicker = func(d time.Duration) ticker {
 		r.timers = append(r.timers, d)
 		r.timer = newFakeTicker()
 		return r.timer
 	}
-	r.d.sleep = func(d time.Duration) { r.clock.advance(d) }
+	r.d.env.sleep = func(d time.Duration) { r.clock.advance(d) }
 	return r
 }
 
@@ -192,7 +192,7 @@ func TestShutdownStepsDownForTheGrace(t *testing.T) {
 	var slept []time.Duration
 	var during string
 	var phase string
-	r.d.sleep = func(d time.Duration) {
+	r.d.env.sleep = func(d time.Duration) {
 		slept = append(slept, d)
 		during = r.where()
 		phase = r.status(t, v100).DrainPhase
@@ -221,7 +221,7 @@ func TestShutdownGraceZeroWithdrawsAtOnce(t *testing.T) {
 		r.d.cfg.VIPs[i].DrainGrace = 0
 	}
 	r.tick(t)
-	r.d.sleep = func(d time.Duration) { t.Errorf("slept %v with drain_grace 0s", d) }
+	r.d.env.sleep = func(d time.Duration) { t.Errorf("slept %v with drain_grace 0s", d) }
 	if err := r.d.shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestShutdownKeepFinishesDrains(t *testing.T) {
 	r.expect(t, "rhi2", decide.TierLastResort, place.ReasonDraining)
 	r.clock.advance(2 * time.Second)
 	var slept []time.Duration
-	r.d.sleep = func(d time.Duration) { slept = append(slept, d); r.clock.advance(d) }
+	r.d.env.sleep = func(d time.Duration) { slept = append(slept, d); r.clock.advance(d) }
 	if err := r.d.shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestDrainGraceFailOpenKeepsLastResort(t *testing.T) {
 		cfg.VIPs[i].DrainGrace = 5 * time.Second
 	}
 	r := &graceRig{ladderRig: newLadderRig(t, cfg, newFakeLink(), newFakeLink(), newFakeLink()), path: cfg.DrainFile}
-	r.d.newTicker = func(time.Duration) ticker { r.timer = newFakeTicker(); return r.timer }
+	r.d.env.newTicker = func(time.Duration) ticker { r.timer = newFakeTicker(); return r.timer }
 	r.tick(t)
 	r.answer()
 	r.answer()

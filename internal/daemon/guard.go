@@ -91,7 +91,7 @@ func (d *Daemon) startGuard(ctx context.Context) func() {
 		return func() {}
 	}
 	gctx, cancel := context.WithCancel(ctx)
-	t := d.newTicker(guardEvery)
+	t := d.env.newTicker(guardEvery)
 	done := make(chan struct{})
 	go func() { d.askLoop(gctx, t.C()); close(done) }()
 	return func() { t.Stop(); cancel(); <-done }
@@ -122,7 +122,7 @@ func (d *Daemon) askLoop(ctx context.Context, tick <-chan time.Time) {
 		if ctx.Err() != nil {
 			return
 		}
-		v.At = d.now()
+		v.At = d.env.now()
 		offerLatest(d.fo.answers, v)
 	}
 }

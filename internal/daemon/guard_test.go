@@ -573,7 +573,7 @@ func TestRunAsksBird(t *testing.T) {
 	// guardEvery fires together.
 	var mu sync.Mutex
 	var tickers []*fakeTicker
-	d.newTicker = func(every time.Duration) ticker {
+	d.env.newTicker = func(every time.Duration) ticker {
 		ft := newFakeTicker()
 		if every == guardEvery {
 			mu.Lock()

@@ -95,7 +95,7 @@ func (d *Daemon) adoptRecord(st vip.State) {
 		}
 		d.orphans[p] = true
 		msg := "vip that rhi put on the interface is no longer in the config; withdrawing"
-		if d.dryRun {
+		if d.env.dryRun {
 			msg = "vip that rhi put on the interface is no longer in the config; would withdraw it (dry run: left in place)"
 		}
 		e.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Warn(msg)
@@ -263,7 +263,7 @@ func (d *Daemon) noteUnmanaged(st vip.State) {
 		e = e.WithField("not_listed", len(now)-len(listed))
 	}
 	switch {
-	case d.cfg.Unmanaged == config.UnmanagedWithdraw && d.dryRun:
+	case d.cfg.Unmanaged == config.UnmanagedWithdraw && d.env.dryRun:
 		e.Warn("addresses on the interface that rhi does not manage, announced without a health check; would withdraw them (dry run: left in place)")
 		return
 	case d.cfg.Unmanaged == config.UnmanagedWithdraw:

@@ -402,7 +402,7 @@ func TestDryRunSaysWould(t *testing.T) {
 	cfg := seed(config.Withdraw)
 	cfg.Unmanaged = "withdraw"
 	r, _ := ownRig(t, cfg, link, "10.0.0.103/32")
-	r.d.dryRun = true
+	r.d.env.dryRun = true
 	r.d.ann = dryLink{link}
 	link.peers = []vip.Peer{{Local: netip.MustParseAddr("10.9.0.1"), Peer: netip.MustParsePrefix("10.0.0.99/32")}}
 	r.tick(t)

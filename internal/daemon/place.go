@@ -20,7 +20,7 @@ func (d *Daemon) placeAll() bool {
 	}
 	fo := d.cfg.FailOpen.Enabled()
 	in := place.Input{FailOpen: fo, LastResort: d.tier.lastResort(), Phase: d.phase()}
-	now := d.now()
+	now := d.env.now()
 	changed := false
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address

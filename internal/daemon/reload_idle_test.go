@@ -66,7 +66,7 @@ func TestReloadClosesOldClient(t *testing.T) {
 	cfg.ControlURL = ts.URL
 	r := newRig(t, cfg, newFakeLink())
 	r.d.health = newClient(cfg)
-	r.d.newHS = newClient
+	r.d.env.newHS = newClient
 	r.tick(t)
 	for i := range 40 {
 		next := seed(config.Withdraw)

@@ -237,7 +237,7 @@ func (d *Daemon) publish() {
 // Status renders the last tick's results. It is safe to call from any
 // goroutine; before the first tick it reports Ready false.
 func (d *Daemon) Status() status.Status {
-	s := status.Status{SchemaVersion: status.SchemaVersion, DryRun: d.dryRun}
+	s := status.Status{SchemaVersion: status.SchemaVersion, DryRun: d.env.dryRun}
 	d.views.read(func(v *view) {
 		if v != nil {
 			d.render(&s, v)
@@ -269,7 +269,7 @@ var _ status.Summarizer = (*Daemon)(nil)
 // the top-level fields, and at 10,000 VIPs Status builds ~5 MB for them
 // to throw away. It is safe to call from any goroutine.
 func (d *Daemon) Summary() status.Status {
-	s := status.Status{SchemaVersion: status.SchemaVersion, DryRun: d.dryRun}
+	s := status.Status{SchemaVersion: status.SchemaVersion, DryRun: d.env.dryRun}
 	d.views.read(func(v *view) {
 		if v != nil {
 			d.renderSummary(&s, v)

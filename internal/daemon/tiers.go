@@ -341,7 +341,7 @@ func (d *Daemon) tierExpected(i int, tier decide.Tier) string {
 	if !d.tier.on() || !(v.Degraded.On() || d.cfg.FailOpen.Enabled() || tier == decide.TierLastResort) {
 		return ""
 	}
-	if d.dryRun {
+	if d.env.dryRun {
 		tier = d.current(v.Address)
 	}
 	switch tier {
