@@ -122,7 +122,7 @@ func TestConfirmMissedNetlink(t *testing.T) {
 	r.confirm(t)
 	var m map[netip.Prefix]bool
 	select {
-	case m = <-r.d.renewals:
+	case m = <-r.d.in.renewals:
 	default:
 		t.Fatal("no renewal requested")
 	}
@@ -224,7 +224,7 @@ func TestNoRenewalOnADownLink(t *testing.T) {
 		r.confirm(t)
 	}
 	select {
-	case m := <-r.d.renewals:
+	case m := <-r.d.in.renewals:
 		t.Fatalf("renewal requested on a down link: %v", m)
 	default:
 	}
@@ -238,7 +238,7 @@ func TestNoRenewalOnADownLink(t *testing.T) {
 func (r *rig) takeRenewals(t *testing.T) map[netip.Prefix]bool {
 	t.Helper()
 	select {
-	case m := <-r.d.renewals:
+	case m := <-r.d.in.renewals:
 		r.d.renew(context.Background(), m)
 		return m
 	default:
@@ -406,7 +406,7 @@ func TestNoRenewalWithoutDirect(t *testing.T) {
 		r.clock.advance(confirm.RenewAfter)
 	}
 	select {
-	case m := <-r.d.renewals:
+	case m := <-r.d.in.renewals:
 		t.Fatalf("renewal requested with no direct protocol up: %v", m)
 	default:
 	}

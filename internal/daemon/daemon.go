@@ -109,12 +109,8 @@ type Daemon struct {
 	health HealthSource
 	ann    Announcer
 
-	reloads  chan reloadReq
-	conf     *confirmer                 // nil without a Confirmer
-	renewals chan map[netip.Prefix]bool // from the confirmer to the loop
-	hints    chan struct{}              // the interface may have changed
-	drainW   *drain.Watcher             // looks at drain_file off the loop
-	drains   chan drain.Update          // from the drain watcher to the loop
+	conf   *confirmer     // nil without a Confirmer
+	drainW *drain.Watcher // looks at drain_file off the loop
 
 	// Owned by the loop goroutine.
 	cfg       *config.Config
@@ -148,6 +144,17 @@ type Daemon struct {
 	fast   fastPolls  // moving upstreams, polled alone (fastpoll.go)
 	budget pollBudget // the control API's time rhi takes (budget.go)
 	env    loopEnv    // the clock, tickers and hooks it was given
+	in     inbox      // what reaches the loop from other goroutines
+}
+
+// inbox holds the channels other goroutines hand the loop work on: reloads,
+// addresses to renew from the confirmer, interface hints and drain updates.
+// Each has room for one value.
+type inbox struct {
+	reloads  chan reloadReq
+	renewals chan map[netip.Prefix]bool // from the confirmer to the loop
+	hints    chan struct{}              // the interface may have changed
+	drains   chan drain.Update          // from the drain watcher to the loop
 }
 
 // loopEnv is what the loop is given besides its parts: the clock, the
@@ -169,19 +176,24 @@ type loopEnv struct {
 // New builds a daemon for a validated config.
 func New(cfg *config.Config, deps Deps) *Daemon {
 	d := &Daemon{
-		log:      deps.Log,
-		health:   deps.Health,
-		ann:      deps.Announcer,
-		own:      ownership{file: deps.Record},
-		reloads:  make(chan reloadReq, 1),
-		renewals: make(chan map[netip.Prefix]bool, 1),
-		hints:    make(chan struct{}, 1),
-		drainW:   drain.NewWatcher(cfg.DrainFile),
-		drains:   make(chan drain.Update, 1),
-		orphans:  map[netip.Prefix]bool{},
-		tier:     tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
-		fo:       newFailOpen(deps.Guard),
-		env:      loopEnv{now: deps.Now, ready: deps.Ready, newHS: deps.NewHealth, onPoll: deps.OnPoll, dryRun: deps.DryRun, newTicker: newRealTicker, sleep: realSleep},
+		log:     deps.Log,
+		health:  deps.Health,
+		ann:     deps.Announcer,
+		own:     ownership{file: deps.Record},
+		drainW:  drain.NewWatcher(cfg.DrainFile),
+		orphans: map[netip.Prefix]bool{},
+		tier:    tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
+		fo:      newFailOpen(deps.Guard),
+		env: loopEnv{
+			now: deps.Now, ready: deps.Ready, newHS: deps.NewHealth, onPoll: deps.OnPoll,
+			dryRun: deps.DryRun, newTicker: newRealTicker, sleep: realSleep,
+		},
+		in: inbox{
+			reloads:  make(chan reloadReq, 1),
+			renewals: make(chan map[netip.Prefix]bool, 1),
+			hints:    make(chan struct{}, 1),
+			drains:   make(chan drain.Update, 1),
+		},
 	}
 	if d.env.now == nil {
 		d.env.now = time.Now
@@ -207,9 +219,9 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 func (d *Daemon) queueRenew(m map[netip.Prefix]bool) {
 	for {
 		select {
-		case d.renewals <- m:
+		case d.in.renewals <- m:
 			return
-		case old := <-d.renewals:
+		case old := <-d.in.renewals:
 			for p, present := range old {
 				if _, ok := m[p]; !ok {
 					m[p] = present
@@ -234,7 +246,7 @@ type reloadReq struct {
 // serializes its reloads and bounds the wait (cmd/rhi's reload does).
 func (d *Daemon) Reload(cfg *config.Config) <-chan struct{} {
 	r := reloadReq{cfg: cfg, applied: make(chan struct{})}
-	offerLatest(d.reloads, r)
+	offerLatest(d.in.reloads, r)
 	return r.applied
 }
 
@@ -278,7 +290,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return d.shutdown()
 		case <-d.gr.c():
 			d.graceDue(ctx)
-		case r := <-d.reloads:
+		case r := <-d.in.reloads:
 			d.applyReload(r.cfg)
 			close(r.applied)
 			t.Reset(d.cfg.PollInterval)
@@ -295,13 +307,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			skipLate(d.fast.C())
 		case <-confirmC:
 			d.requestConfirm()
-		case m := <-d.renewals:
+		case m := <-d.in.renewals:
 			d.renew(ctx, m)
-		case u := <-d.drains:
+		case u := <-d.in.drains:
 			d.takeDrain(ctx, u)
 		case a := <-d.fo.answers:
 			d.takeGuard(ctx, a)
-		case <-d.hints:
+		case <-d.in.hints:
 			d.reapply(ctx)
 		}
 	}
@@ -457,7 +469,7 @@ func (d *Daemon) anySettled() bool {
 // polling. It never blocks; hints that arrive together count once.
 func (d *Daemon) Hint() {
 	select {
-	case d.hints <- struct{}{}:
+	case d.in.hints <- struct{}{}:
 	default:
 	}
 }

@@ -457,10 +457,10 @@ func TestHintReappliesWithoutPolling(t *testing.T) {
 	r.link.do(func(l *fakeLink) { delete(l.addrs, netip.MustParsePrefix("10.0.0.100/32")) })
 	r.d.Hint()
 	r.d.Hint() // hints that arrive together count once
-	if n := len(r.d.hints); n != 1 {
+	if n := len(r.d.in.hints); n != 1 {
 		t.Fatalf("%d hints queued, want 1", n)
 	}
-	<-r.d.hints
+	<-r.d.in.hints
 	r.d.reapply(context.Background())
 	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
 	if r.health.polls != polls {

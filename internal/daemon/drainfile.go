@@ -20,9 +20,9 @@ func (d *Daemon) watchDrain(ctx context.Context) (stop func()) {
 	wctx, cancel := context.WithCancel(ctx)
 	t := d.env.newTicker(drain.Every)
 	done := make(chan struct{})
-	go func() { d.drainW.Run(wctx, t.C(), d.drains); close(done) }()
+	go func() { d.drainW.Run(wctx, t.C(), d.in.drains); close(done) }()
 	select {
-	case u := <-d.drains:
+	case u := <-d.in.drains:
 		d.takeDrain(ctx, u)
 	case <-ctx.Done():
 	}
