@@ -124,12 +124,12 @@ func (b *pollBudget) spread() time.Duration {
 // regrid sets the regular grid to the interval the budget allows, logging
 // once when it stretches the configured one.
 func (d *Daemon) regrid(t ticker) {
-	reg, _ := d.budget.intervals(d.cfg, d.fast.n > 0)
+	reg, _ := d.polls.budget.intervals(d.cfg, d.polls.fast.n > 0)
 	if reg > d.cfg.PollInterval {
 		// The estimate moves a little every poll; the grid need not.
 		reg = reg.Round(10 * time.Millisecond)
 	}
-	b := &d.budget
+	b := &d.polls.budget
 	if reg == b.effective {
 		return
 	}
@@ -163,8 +163,8 @@ func (d *Daemon) regrid(t ticker) {
 // notePolling files the pace of the polls for /status and /metrics: the
 // intervals the budget allows now, what the polls cost, what moves.
 func (d *Daemon) notePolling() {
-	b := &d.budget
-	reg, fast := b.intervals(d.cfg, d.fast.n > 0)
+	b := &d.polls.budget
+	reg, fast := b.intervals(d.cfg, d.polls.fast.n > 0)
 	if reg > d.cfg.PollInterval {
 		reg = reg.Round(10 * time.Millisecond)
 	}
@@ -175,9 +175,9 @@ func (d *Daemon) notePolling() {
 	if b.last.ListRead {
 		entries = b.last.ListEntries
 	}
-	d.stats.polling = status.PollingStatus{
+	d.polls.stats.polling = status.PollingStatus{
 		EffectiveInterval: reg, StretchedSince: b.stretchedSince, FastInterval: fast,
-		Moving: d.fast.n, FastPolls: d.fast.polls, BudgetPercent: float64(d.cfg.PollBudget),
+		Moving: d.polls.fast.n, FastPolls: d.polls.fast.polls, BudgetPercent: float64(d.cfg.PollBudget),
 		PollCost: b.last.Busy, CostTotal: b.spent, ListEntries: entries,
 	}
 }

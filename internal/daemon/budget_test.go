@@ -95,8 +95,8 @@ func TestBudgetStretchesTheGrid(t *testing.T) {
 		r.d.tick(context.Background())
 		r.d.regrid(grid)
 	}
-	if grid.last != 200*time.Millisecond || !r.d.budget.stretchedSince.IsZero() {
-		t.Errorf("cost gone: grid at %v, stretched since %v; want the configured 200ms", grid.last, r.d.budget.stretchedSince)
+	if grid.last != 200*time.Millisecond || !r.d.polls.budget.stretchedSince.IsZero() {
+		t.Errorf("cost gone: grid at %v, stretched since %v; want the configured 200ms", grid.last, r.d.polls.budget.stretchedSince)
 	}
 }
 

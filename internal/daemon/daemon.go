@@ -120,31 +120,38 @@ type Daemon struct {
 	orphans   map[netip.Prefix]bool // dropped by a reload, still to withdraw
 	owned     map[netip.Prefix]bool // desired presence, built by a tick that sets it (setOwned)
 	steady    steadyOwned           // what the last Set was told (setOwned)
-	upstreams upstreamLog
 	iface     vip.State
 	writes    ifaceWrites
 	started   bool
 	stopping  bool // shutdown withdraws every VIP: placement's stopping phase
 	drained   drain.Set
 	drainErr  string
-	last      pollRun // the last tick's poll
-	confirmed bool    // a confirmation has been requested at least once
-	stats     pollStats
-	tickEnd   time.Time // end of the last tick
+	confirmed bool // a confirmation has been requested at least once
 	own       ownership
 	unmanaged unmanagedAddrs
 	tier      tiers // the lower interfaces, if any
 
 	views views // what Status renders
 
-	probes probes   // the data-path probes of the last poll
-	fo     failOpen // the fail-open guard (guard.go)
-	gr     graces   // drain_grace deadlines (grace.go)
+	fo failOpen // the fail-open guard (guard.go)
+	gr graces   // drain_grace deadlines (grace.go)
 
-	fast   fastPolls  // moving upstreams, polled alone (fastpoll.go)
-	budget pollBudget // the control API's time rhi takes (budget.go)
-	env    loopEnv    // the clock, tickers and hooks it was given
-	in     inbox      // what reaches the loop from other goroutines
+	env   loopEnv   // the clock, tickers and hooks it was given
+	in    inbox     // what reaches the loop from other goroutines
+	polls pollState // what the polls learnt and cost
+}
+
+// pollState is what the loop keeps of its polls: the last one, the counts,
+// the upstreams' log, the data-path probes, the fast polls of moving
+// upstreams and the budget of the control API's time they spend.
+type pollState struct {
+	last      pollRun // the last tick's poll
+	stats     pollStats
+	tickEnd   time.Time  // end of the last tick
+	fast      fastPolls  // moving upstreams, polled alone (fastpoll.go)
+	budget    pollBudget // the control API's time rhi takes (budget.go)
+	upstreams upstreamLog
+	probes    probes // the data-path probes of the last poll
 }
 
 // inbox holds the channels other goroutines hand the loop work on: reloads,
@@ -206,9 +213,9 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 	if deps.Confirmer != nil {
 		d.conf = newConfirmer(deps.Confirmer, cfg.Bird.Socket, d.log, d.env.now, d.queueRenew)
 	}
-	d.probes.src = deps.Prober
-	if d.probes.src == nil {
-		d.probes.src = probe.New(probe.Options{})
+	d.polls.probes.src = deps.Prober
+	if d.polls.probes.src == nil {
+		d.polls.probes.src = probe.New(probe.Options{})
 	}
 	d.setConfig(cfg)
 	return d
@@ -294,7 +301,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.applyReload(r.cfg)
 			close(r.applied)
 			t.Reset(d.cfg.PollInterval)
-			d.budget.effective = d.cfg.PollInterval
+			d.polls.budget.effective = d.cfg.PollInterval
 			d.tick(ctx)
 			d.regrid(t)
 			skipLate(t.C())
@@ -302,9 +309,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.tick(ctx)
 			d.regrid(t)
 			skipLate(t.C())
-		case <-d.fast.C():
+		case <-d.polls.fast.C():
 			d.fastTick(ctx)
-			skipLate(d.fast.C())
+			skipLate(d.polls.fast.C())
 		case <-confirmC:
 			d.requestConfirm()
 		case m := <-d.in.renewals:
@@ -406,7 +413,7 @@ func (d *Daemon) tick(ctx context.Context) {
 	// fresh poll, and a reload that changes the timeout builds a new client.
 	// ctx only cancels the poll on shutdown.
 	// The probes run alongside, under the same deadline (probe.go).
-	probed := d.probes.start(ctx, d.cfg, d.cfg.Timeout)
+	probed := d.polls.probes.start(ctx, d.cfg, d.cfg.Timeout)
 	snap := d.poll(ctx)
 	probed()
 	if ctx.Err() != nil {
@@ -414,17 +421,17 @@ func (d *Daemon) tick(ctx context.Context) {
 	}
 	d.noteMoving(snap)
 	polled := d.env.now()
-	unreadable := d.upstreams.note(d.log, d.plan, snap, d.cfg.FailurePolicy)
-	d.stats.polled(unreadable)
+	unreadable := d.polls.upstreams.note(d.log, d.plan, snap, d.cfg.FailurePolicy)
+	d.polls.stats.polled(unreadable)
 	if d.env.onPoll != nil {
 		d.env.onPoll(polled.Sub(start), unreadable)
 	}
 
-	changes := decide.TickStates(d.cfg, snap, d.probes.outcomes, d.vs.state)
-	d.stats.settled(d.anySettled(), polled)
+	changes := decide.TickStates(d.cfg, snap, d.polls.probes.outcomes, d.vs.state)
+	d.polls.stats.settled(d.anySettled(), polled)
 	d.applyChanges(ctx, changes, polled)
-	d.last = pollRun{snap: snap, start: start, end: polled, resources: d.plan.Resources()}
-	d.tickEnd = d.env.now()
+	d.polls.last = pollRun{snap: snap, start: start, end: polled, resources: d.plan.Resources()}
+	d.polls.tickEnd = d.env.now()
 	d.publish()
 }
 
@@ -432,8 +439,8 @@ func (d *Daemon) tick(ctx context.Context) {
 // takes one.
 func (d *Daemon) poll(ctx context.Context) health.Snapshot {
 	if p, ok := d.health.(costPoller); ok {
-		snap, cost := p.PollPlanWith(ctx, d.plan, health.PollOptions{Spread: d.budget.spread()})
-		d.budget.regCost(cost)
+		snap, cost := p.PollPlanWith(ctx, d.plan, health.PollOptions{Spread: d.polls.budget.spread()})
+		d.polls.budget.regCost(cost)
 		return snap
 	}
 	if p, ok := d.health.(planPoller); ok {

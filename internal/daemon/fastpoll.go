@@ -116,7 +116,7 @@ func (f *fastPolls) C() <-chan time.Time {
 // noteMoving files the readings of a regular poll and the probes' outcomes,
 // and starts or stops the fast ticker.
 func (d *Daemon) noteMoving(snap health.Snapshot) {
-	f := &d.fast
+	f := &d.polls.fast
 	f.reindex(d.plan, d.cfg)
 	ups := d.plan.Upstreams()
 	for j, keys := range f.keysOf {
@@ -124,7 +124,7 @@ func (d *Daemon) noteMoving(snap health.Snapshot) {
 			f.set(j, f.read(j, snap[ups[keys[0]].Key]))
 		}
 	}
-	f.noteProbes(d.probes.outcomes, len(d.cfg.VIPs))
+	f.noteProbes(d.polls.probes.outcomes, len(d.cfg.VIPs))
 	d.armFast()
 	d.notePolling()
 }
@@ -132,8 +132,8 @@ func (d *Daemon) noteMoving(snap health.Snapshot) {
 // armFast runs the fast ticker while something moves, at the interval the
 // budget allows, and stops it otherwise.
 func (d *Daemon) armFast() {
-	f := &d.fast
-	every := d.budget.fastInterval(d.cfg)
+	f := &d.polls.fast
+	every := d.polls.budget.fastInterval(d.cfg)
 	switch {
 	case f.n == 0 || every == 0:
 		if f.t != nil {
@@ -153,7 +153,7 @@ func (d *Daemon) armFast() {
 // them it is one more poll (rise and fall count it). The other VIPs are not
 // stepped, and the other upstreams keep the regular poll's reading.
 func (d *Daemon) fastTick(ctx context.Context) {
-	f := &d.fast
+	f := &d.polls.fast
 	if !d.started || f.n == 0 || f.plan != d.plan {
 		d.armFast()
 		return
@@ -175,7 +175,7 @@ func (d *Daemon) fastTick(ctx context.Context) {
 	if cp, ok := d.health.(costPoller); ok {
 		var cost health.PollCost
 		snap, cost = cp.PollPlanWith(ctx, health.NewPlan(keys), health.PollOptions{NoList: true})
-		d.budget.fastCost(cost)
+		d.polls.budget.fastCost(cost)
 	} else {
 		snap = d.health.Poll(ctx, keys)
 	}
@@ -187,7 +187,7 @@ func (d *Daemon) fastTick(ctx context.Context) {
 	polled := d.env.now()
 	// The snapshot views hold is never changed: a new one, with the
 	// readings that could be read.
-	merged := maps.Clone(d.last.snap)
+	merged := maps.Clone(d.polls.last.snap)
 	readOK := false
 	for _, j := range res {
 		r := snap[ups[f.keysOf[j][0]].Key]
@@ -226,7 +226,7 @@ func (f *fastPolls) vipsTouched(res []int) []int {
 // deadline, and returns a function that waits for them and files their
 // results as a regular poll's would be.
 func (d *Daemon) fastProbes(ctx context.Context, vips []int) (wait func()) {
-	p := &d.probes
+	p := &d.polls.probes
 	if len(p.outcomes) != len(d.cfg.VIPs) {
 		return func() {} // no VIP has a probe
 	}
@@ -264,23 +264,23 @@ func (d *Daemon) stepFast(ctx context.Context, vips []int, merged health.Snapsho
 	sub.VIPs = make([]config.VIP, len(vips))
 	states := make([]decide.State, len(vips))
 	var probes []decide.Probe
-	if len(d.probes.outcomes) == len(d.cfg.VIPs) {
+	if len(d.polls.probes.outcomes) == len(d.cfg.VIPs) {
 		probes = make([]decide.Probe, len(vips))
 	}
 	for k, v := range vips {
 		sub.VIPs[k], states[k] = d.cfg.VIPs[v], d.vs.state[v]
 		if probes != nil {
-			probes[k] = d.probes.outcomes[v]
+			probes[k] = d.polls.probes.outcomes[v]
 		}
 	}
 	changes := decide.TickStates(&sub, merged, probes, states)
 	for k, v := range vips {
 		d.vs.state[v] = states[k]
 	}
-	d.upstreams.note(d.log, d.plan, merged, d.cfg.FailurePolicy)
+	d.polls.upstreams.note(d.log, d.plan, merged, d.cfg.FailurePolicy)
 	d.applyChanges(ctx, changes, polled)
-	d.last.snap = merged
-	d.tickEnd = d.env.now()
+	d.polls.last.snap = merged
+	d.polls.tickEnd = d.env.now()
 	d.publish()
 }
 

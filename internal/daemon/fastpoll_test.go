@@ -105,14 +105,14 @@ func TestFastPollsFollowMovingUpstream(t *testing.T) {
 	}
 	r.clock.advance(3 * time.Second)
 	r.d.tick(context.Background())
-	if r.d.fast.n != 0 || r.d.fast.t != nil {
-		t.Fatalf("nothing moves, yet %d upstreams are fast-polled", r.d.fast.n)
+	if r.d.polls.fast.n != 0 || r.d.polls.fast.t != nil {
+		t.Fatalf("nothing moves, yet %d upstreams are fast-polled", r.d.polls.fast.n)
 	}
 	r.h.res[api] = up(2, 2, 1) // one node mostly_healthy
 	r.clock.advance(3 * time.Second)
 	r.d.tick(context.Background())
-	if r.d.fast.n != 1 || r.d.fast.t == nil || r.made[len(r.made)-1] != 100*time.Millisecond {
-		t.Fatalf("after mostly_healthy: %d moving, ticker %v (made %v); want 1, a 100ms ticker", r.d.fast.n, r.d.fast.t, r.made)
+	if r.d.polls.fast.n != 1 || r.d.polls.fast.t == nil || r.made[len(r.made)-1] != 100*time.Millisecond {
+		t.Fatalf("after mostly_healthy: %d moving, ticker %v (made %v); want 1, a 100ms ticker", r.d.polls.fast.n, r.d.polls.fast.t, r.made)
 	}
 	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102")
 
@@ -130,8 +130,8 @@ func TestFastPollsFollowMovingUpstream(t *testing.T) {
 
 	r.clock.advance(100 * time.Millisecond)
 	r.d.fastTick(context.Background()) // the same reading: settled
-	if r.d.fast.n != 0 || r.d.fast.t != nil {
-		t.Errorf("settled, yet %d moving (ticker %v)", r.d.fast.n, r.d.fast.t)
+	if r.d.polls.fast.n != 0 || r.d.polls.fast.t != nil {
+		t.Errorf("settled, yet %d moving (ticker %v)", r.d.polls.fast.n, r.d.polls.fast.t)
 	}
 	r.expect(t, "10.0.0.101 10.0.0.102")
 }
@@ -151,8 +151,8 @@ func TestFastPollsCountForFall(t *testing.T) {
 	r.h.res[api] = up(0, 2, 0)
 	r.d.fastTick(context.Background())
 	r.expect(t, "10.0.0.100 10.0.0.101 10.0.0.102") // one unavailable reading
-	if r.d.fast.n != 1 {
-		t.Fatalf("the healthy count changed: still moving, got %d", r.d.fast.n)
+	if r.d.polls.fast.n != 1 {
+		t.Fatalf("the healthy count changed: still moving, got %d", r.d.polls.fast.n)
 	}
 	r.d.fastTick(context.Background())
 	r.expect(t, "10.0.0.101 10.0.0.102")
@@ -176,7 +176,7 @@ func TestFastPollFailureIsNotAFailedPoll(t *testing.T) {
 	if got := r.d.vs.state[0].FailedPolls; got != 0 {
 		t.Errorf("failed fast polls counted %d failed polls, want 0", got)
 	}
-	if r.d.fast.n != 0 || r.d.fast.t != nil {
+	if r.d.polls.fast.n != 0 || r.d.polls.fast.t != nil {
 		t.Errorf("an unreadable upstream is still fast-polled")
 	}
 	if n := len(r.h.calls); n != 3 {
@@ -197,8 +197,8 @@ func TestFastPollBothSpellings(t *testing.T) {
 	r.d.tick(context.Background())
 	r.h.res[api], r.h.res["/upstreams/api"] = up(2, 2, 1), up(2, 2, 1)
 	r.d.tick(context.Background())
-	if r.d.fast.n != 1 {
-		t.Fatalf("%d resources moving, want 1", r.d.fast.n)
+	if r.d.polls.fast.n != 1 {
+		t.Fatalf("%d resources moving, want 1", r.d.polls.fast.n)
 	}
 	r.h.res[api], r.h.res["/upstreams/api"] = up(0, 2, 0), up(0, 2, 0)
 	r.d.fastTick(context.Background())
@@ -220,7 +220,7 @@ func TestFastPollsOff(t *testing.T) {
 		r.h.res[k] = up(2, 2, 1)
 	}
 	r.d.tick(context.Background())
-	if r.d.fast.t != nil {
+	if r.d.polls.fast.t != nil {
 		t.Errorf("a fast ticker runs with fast polls off")
 	}
 }

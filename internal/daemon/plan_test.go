@@ -43,7 +43,7 @@ func TestReloadPlansTheNewKeys(t *testing.T) {
 	r.d.health = client
 	check := func(step string, keys ...string) {
 		t.Helper()
-		got := describeSnap(r.d.last.snap)
+		got := describeSnap(r.d.polls.last.snap)
 		want := describeSnap(client.Poll(context.Background(), r.d.keys))
 		if !maps.Equal(got, want) {
 			t.Fatalf("%s: planned poll %v, unplanned %v", step, got, want)
@@ -71,7 +71,7 @@ func TestReloadPlansTheNewKeys(t *testing.T) {
 	r.tick(t)
 	want := []string{api, "/apisix/routes/r1", "/apisix/upstreams/bad", "/apisix/upstreams/new", "/other/upstreams/api"}
 	check("reloaded", want...)
-	snap := r.d.last.snap
+	snap := r.d.polls.last.snap
 	for key, verdict := range map[string]health.Verdict{
 		"/other/upstreams/api": health.Up, api: health.Up, "/apisix/upstreams/new": health.Down,
 		"/apisix/routes/r1": health.Up, "/apisix/upstreams/bad": health.Failed,
@@ -89,7 +89,7 @@ func TestReloadPlansTheNewKeys(t *testing.T) {
 	srv.SetAllStatus(health.Ref{Type: "upstreams", ID: "new"}, "healthy")
 	r.tick(t)
 	check("after another caller's poll", want...)
-	if v := r.d.last.snap["/apisix/upstreams/new"].Verdict; v != health.Up {
+	if v := r.d.polls.last.snap["/apisix/upstreams/new"].Verdict; v != health.Up {
 		t.Fatalf("new is %v after it turned healthy", v)
 	}
 

@@ -60,7 +60,7 @@ func probedRig(t *testing.T, policy config.Action) (*rig, *fakeProber) {
 	cfg.VIPs[0].Probe = &s
 	r := newRig(t, cfg, newFakeLink())
 	fp := &fakeProber{outcomes: map[string]probe.Outcome{probeURL: probe.Up}}
-	r.d.probes.src = fp
+	r.d.polls.probes.src = fp
 	r.health.set(health.Up, api, auth, admin, primary, reserve)
 	return r, fp
 }

@@ -219,15 +219,15 @@ func (vs *views) read(f func(*view)) {
 func (d *Daemon) publish() {
 	v := d.views.next()
 	v.vips.fill(d)
-	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.last, d.iface, d.writes, d.stats
-	v.probes = append(v.probes[:0], d.probes.results...)
+	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.polls.last, d.iface, d.writes, d.polls.stats
+	v.probes = append(v.probes[:0], d.polls.probes.results...)
 	v.orphans = v.orphans[:0]
 	for p := range d.orphans {
 		v.orphans = append(v.orphans, p)
 	}
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
 	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
-	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.tickEnd
+	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.polls.tickEnd
 	v.degraded, v.lastResort = d.tier.low[degIdx].iface, d.tier.low[lrIdx].iface
 	v.viewErr, v.viewAt = d.viewUnknown(), d.fo.last.At
 	v.graces = d.graceDeadlines()
