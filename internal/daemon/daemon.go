@@ -109,8 +109,7 @@ type Daemon struct {
 	health HealthSource
 	ann    Announcer
 
-	conf   *confirmer     // nil without a Confirmer
-	drainW *drain.Watcher // looks at drain_file off the loop
+	conf *confirmer // nil without a Confirmer
 
 	// Owned by the loop goroutine.
 	cfg       *config.Config
@@ -124,8 +123,6 @@ type Daemon struct {
 	writes    ifaceWrites
 	started   bool
 	stopping  bool // shutdown withdraws every VIP: placement's stopping phase
-	drained   drain.Set
-	drainErr  string
 	confirmed bool // a confirmation has been requested at least once
 	own       ownership
 	unmanaged unmanagedAddrs
@@ -134,11 +131,20 @@ type Daemon struct {
 	views views // what Status renders
 
 	fo failOpen // the fail-open guard (guard.go)
-	gr graces   // drain_grace deadlines (grace.go)
 
-	env   loopEnv   // the clock, tickers and hooks it was given
-	in    inbox     // what reaches the loop from other goroutines
-	polls pollState // what the polls learnt and cost
+	env    loopEnv    // the clock, tickers and hooks it was given
+	in     inbox      // what reaches the loop from other goroutines
+	polls  pollState  // what the polls learnt and cost
+	drains drainState // drain_file and drain_grace
+}
+
+// drainState is the loop's view of drain_file: its watcher, the drains in
+// force, why the file could not be read, and the drain_grace deadlines.
+type drainState struct {
+	drainW   *drain.Watcher // looks at drain_file off the loop
+	drained  drain.Set
+	drainErr string
+	gr       graces // drain_grace deadlines (grace.go)
 }
 
 // pollState is what the loop keeps of its polls: the last one, the counts,
@@ -187,7 +193,6 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		health:  deps.Health,
 		ann:     deps.Announcer,
 		own:     ownership{file: deps.Record},
-		drainW:  drain.NewWatcher(cfg.DrainFile),
 		orphans: map[netip.Prefix]bool{},
 		tier:    tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
 		fo:      newFailOpen(deps.Guard),
@@ -201,6 +206,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 			hints:    make(chan struct{}, 1),
 			drains:   make(chan drain.Update, 1),
 		},
+		drains: drainState{drainW: drain.NewWatcher(cfg.DrainFile)},
 	}
 	if d.env.now == nil {
 		d.env.now = time.Now
@@ -290,12 +296,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// interval, not back to back.
 	t := d.env.newTicker(d.cfg.PollInterval)
 	defer t.Stop()
-	defer d.gr.stopTimer()
+	defer d.drains.gr.stopTimer()
 	for {
 		select {
 		case <-ctx.Done():
 			return d.shutdown()
-		case <-d.gr.c():
+		case <-d.drains.gr.c():
 			d.graceDue(ctx)
 		case r := <-d.in.reloads:
 			d.applyReload(r.cfg)
@@ -381,7 +387,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 		}
 	}
 	if old.DrainFile != cfg.DrainFile {
-		d.drainW.SetPath(cfg.DrainFile)
+		d.drains.drainW.SetPath(cfg.DrainFile)
 	}
 	gone, added := d.vs.reload(cfg.VIPs, func(p netip.Prefix) decide.State {
 		// The last Set saw it as foreign, being unowned then.
@@ -666,7 +672,7 @@ func (d *Daemon) shutdown() error {
 	// Placement's stopping phase, the graces over, places every VIP
 	// withdrawn; the VIPs leave the interfaces as it says, and /status
 	// says why.
-	d.stopping, d.gr.until = true, nil
+	d.stopping, d.drains.gr.until = true, nil
 	d.placeAll()
 	d.owned = make(map[netip.Prefix]bool, len(d.vs.state)+len(d.orphans))
 	d.steady.valid = false

@@ -30,7 +30,7 @@ func drainRig(t *testing.T, present ...string) (*rig, string) {
 // drain.Every, and the loop take what it sends.
 func (r *rig) look(t *testing.T) {
 	t.Helper()
-	if u, ok := r.d.drainW.Check(context.Background()); ok {
+	if u, ok := r.d.drains.drainW.Check(context.Background()); ok {
 		r.d.takeDrain(context.Background(), u)
 	}
 }

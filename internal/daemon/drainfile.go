@@ -20,7 +20,7 @@ func (d *Daemon) watchDrain(ctx context.Context) (stop func()) {
 	wctx, cancel := context.WithCancel(ctx)
 	t := d.env.newTicker(drain.Every)
 	done := make(chan struct{})
-	go func() { d.drainW.Run(wctx, t.C(), d.in.drains); close(done) }()
+	go func() { d.drains.drainW.Run(wctx, t.C(), d.in.drains); close(done) }()
 	select {
 	case u := <-d.in.drains:
 		d.takeDrain(ctx, u)
@@ -56,20 +56,20 @@ func (d *Daemon) noteDrain(u drain.Update) bool {
 		// At start-up no drain is in force yet: forgetting the file's would
 		// put a VIP under maintenance back into service on the first tick.
 		d.log.WithField("drain_file", path).WithError(u.Err).Error("cannot read the drain file, and no version of it was ever read: every VIP is treated as drained until it can be read")
-		d.drainErr = u.Err.Error() + " (every VIP treated as drained until the file can be read)"
+		d.drains.drainErr = u.Err.Error() + " (every VIP treated as drained until the file can be read)"
 	case u.Err != nil:
 		d.log.WithField("drain_file", path).WithError(u.Err).Error("cannot read the drain file; keeping the drains already in force")
-		d.drainErr = u.Err.Error()
-	case d.drainErr != "":
+		d.drains.drainErr = u.Err.Error()
+	case d.drains.drainErr != "":
 		d.log.WithField("drain_file", path).Info("drain file readable again")
-		d.drainErr = ""
+		d.drains.drainErr = ""
 	}
 	set := u.Set
 	changed := false
 	now := d.env.now()
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		was, on := d.drained.Has(p), set.Has(p)
+		was, on := d.drains.drained.Has(p), set.Has(p)
 		if was == on {
 			continue
 		}
@@ -100,6 +100,6 @@ func (d *Daemon) noteDrain(u drain.Update) bool {
 			}
 		}
 	}
-	d.drained = set
+	d.drains.drained = set
 	return changed
 }

@@ -60,19 +60,19 @@ func (d *Daemon) startGrace(i int, now time.Time) {
 	if g <= 0 {
 		return
 	}
-	if d.gr.until == nil {
-		d.gr.until = map[netip.Prefix]time.Time{}
+	if d.drains.gr.until == nil {
+		d.drains.gr.until = map[netip.Prefix]time.Time{}
 	}
-	d.gr.until[d.cfg.VIPs[i].Address] = now.Add(g)
+	d.drains.gr.until[d.cfg.VIPs[i].Address] = now.Add(g)
 }
 
 // endGrace forgets p's grace: it was undrained or left the config.
-func (d *Daemon) endGrace(p netip.Prefix) { delete(d.gr.until, p) }
+func (d *Daemon) endGrace(p netip.Prefix) { delete(d.drains.gr.until, p) }
 
 // graceInput fills the drain's part of in for p at now: whether its
 // grace runs.
 func (d *Daemon) graceInput(in *place.Input, p netip.Prefix, now time.Time) {
-	in.Grace = d.gr.in(p, now)
+	in.Grace = d.drains.gr.in(p, now)
 }
 
 // noteNoLastResort logs, once while the last-resort interface stays
@@ -80,13 +80,13 @@ func (d *Daemon) graceInput(in *place.Input, p netip.Prefix, now time.Time) {
 // step down.
 func (d *Daemon) noteNoLastResort(p netip.Prefix, in place.Input) {
 	if in.LastResort {
-		d.gr.noLR = false
+		d.drains.gr.noLR = false
 		return
 	}
-	if d.gr.noLR || !in.Grace || !(in.Drained || in.Phase == place.Stopping) || !in.Current.Present() {
+	if d.drains.gr.noLR || !in.Grace || !(in.Drained || in.Phase == place.Stopping) || !in.Current.Present() {
 		return
 	}
-	d.gr.noLR = true
+	d.drains.gr.noLR = true
 	d.log.WithFields(logrus.Fields{"vip": p.String(), "iface": d.cfg.LastResort.Interface, "action": "withdraw"}).
 		Warn("the last-resort interface is missing: drained and stopping VIPs are withdrawn at once, without their drain_grace (logged once until it is back)")
 }
@@ -95,39 +95,39 @@ func (d *Daemon) noteNoLastResort(p netip.Prefix, in place.Input) {
 // earliest deadline left, if it is not armed for it already.
 func (d *Daemon) armGrace(now time.Time) {
 	var first time.Time
-	for p, t := range d.gr.until {
+	for p, t := range d.drains.gr.until {
 		if !now.Before(t) {
-			delete(d.gr.until, p)
+			delete(d.drains.gr.until, p)
 			continue
 		}
 		if first.IsZero() || t.Before(first) {
 			first = t
 		}
 	}
-	if first.Equal(d.gr.armed) && (d.gr.timer != nil || first.IsZero()) {
+	if first.Equal(d.drains.gr.armed) && (d.drains.gr.timer != nil || first.IsZero()) {
 		return
 	}
-	d.gr.stopTimer()
+	d.drains.gr.stopTimer()
 	if first.IsZero() {
 		return
 	}
-	d.gr.timer, d.gr.armed = d.env.newTicker(first.Sub(now)), first
+	d.drains.gr.timer, d.drains.gr.armed = d.env.newTicker(first.Sub(now)), first
 }
 
 // graceDue is the timer firing: a grace has ended, so the VIP is placed
 // again (withdrawn) at once and BIRD asked to confirm.
 func (d *Daemon) graceDue(ctx context.Context) {
-	d.gr.stopTimer()
+	d.drains.gr.stopTimer()
 	d.reapply(ctx)
 }
 
 // graceDeadlines is a copy of the running graces for a view; nil when
 // none runs.
 func (d *Daemon) graceDeadlines() map[netip.Prefix]time.Time {
-	if len(d.gr.until) == 0 {
+	if len(d.drains.gr.until) == 0 {
 		return nil
 	}
-	return maps.Clone(d.gr.until)
+	return maps.Clone(d.drains.gr.until)
 }
 
 // stepDownAll is the first half of on_shutdown: withdraw. Every VIP that
@@ -143,7 +143,7 @@ func (d *Daemon) stepDownAll() int {
 	now := d.env.now()
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		if _, running := d.gr.until[p]; running || d.drained.Has(p) {
+		if _, running := d.drains.gr.until[p]; running || d.drains.drained.Has(p) {
 			continue // a drain keeps its own deadline; one whose grace is over stays withdrawn
 		}
 		d.startGrace(i, now)
@@ -152,13 +152,13 @@ func (d *Daemon) stepDownAll() int {
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	_, err := d.apply(ctx)
 	cancel()
-	d.gr.stopTimer()
+	d.drains.gr.stopTimer()
 	var last time.Time
 	n := 0
 	for i := range d.cfg.VIPs {
 		if pl := d.vs.placed[i]; pl.Tier == decide.TierLastResort && pl.Reason == place.ReasonStopping {
 			n++
-			if t := d.gr.until[d.cfg.VIPs[i].Address]; t.After(last) {
+			if t := d.drains.gr.until[d.cfg.VIPs[i].Address]; t.After(last) {
 				last = t
 			}
 		}
@@ -212,25 +212,25 @@ func renderDrain(vs *status.VIPStatus, v *view, p netip.Prefix, pl place.Placeme
 // without a control socket cannot wait for the grace itself). The other
 // VIPs stay as they are.
 func (d *Daemon) finishDrains() {
-	if d.env.dryRun || !d.started || !d.vs.ready || len(d.gr.until) == 0 {
+	if d.env.dryRun || !d.started || !d.vs.ready || len(d.drains.gr.until) == 0 {
 		return
 	}
 	var last time.Time
-	for _, t := range d.gr.until {
+	for _, t := range d.drains.gr.until {
 		if t.After(last) {
 			last = t
 		}
 	}
 	if wait := last.Sub(d.env.now()); wait > 0 {
-		d.log.WithFields(logrus.Fields{"on_shutdown": "keep", "vips": len(d.gr.until), "until": last.Format(time.RFC3339Nano), "wait": wait.Round(time.Millisecond)}).
+		d.log.WithFields(logrus.Fields{"on_shutdown": "keep", "vips": len(d.drains.gr.until), "until": last.Format(time.RFC3339Nano), "wait": wait.Round(time.Millisecond)}).
 			Info("stopping; waiting for the drains in their grace to end, then withdrawing those VIPs")
 		d.env.sleep(wait)
 	}
-	d.gr.until = nil
+	d.drains.gr.until = nil
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	defer cancel()
 	if _, err := d.apply(ctx); err != nil {
 		d.log.WithError(err).Error("stopping; withdrawing the drained VIPs failed")
 	}
-	d.gr.stopTimer()
+	d.drains.gr.stopTimer()
 }

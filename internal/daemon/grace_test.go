@@ -47,7 +47,7 @@ func newGraceRig(t *testing.T, lr *fakeLink) *graceRig {
 // look has the loop take the drain file as it is now.
 func (r *graceRig) look(t *testing.T) {
 	t.Helper()
-	if u, ok := r.d.drainW.Check(context.Background()); ok {
+	if u, ok := r.d.drains.drainW.Check(context.Background()); ok {
 		r.d.takeDrain(context.Background(), u)
 	}
 }
@@ -95,7 +95,7 @@ func TestDrainGraceStepsDownThenWithdraws(t *testing.T) {
 	if vs := r.status(t, v100); vs.DrainPhase != PhaseDrained || !vs.DrainDeadline.IsZero() {
 		t.Errorf("after the grace: phase %q deadline %v, want drained", vs.DrainPhase, vs.DrainDeadline)
 	}
-	if r.d.gr.timer != nil {
+	if r.d.drains.gr.timer != nil {
 		t.Error("a grace timer is still armed with no grace running")
 	}
 	r.tick(t)
@@ -120,7 +120,7 @@ func TestUndrainDuringGraceBringsItBackAtOnce(t *testing.T) {
 	if vs := r.status(t, v100); vs.DrainPhase != "" || !vs.DrainDeadline.IsZero() {
 		t.Errorf("undrained: phase %q deadline %v", vs.DrainPhase, vs.DrainDeadline)
 	}
-	if r.d.gr.timer != nil {
+	if r.d.drains.gr.timer != nil {
 		t.Error("the grace timer is still armed after the undrain")
 	}
 	// Drained again later: a new, full grace.

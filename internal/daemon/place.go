@@ -24,7 +24,7 @@ func (d *Daemon) placeAll() bool {
 	changed := false
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		in.Health, in.Drained, in.Current, in.Guard = d.vs.state[i], d.drained.Has(p), d.current(p), 0
+		in.Health, in.Drained, in.Current, in.Guard = d.vs.state[i], d.drains.drained.Has(p), d.current(p), 0
 		if fo && !in.Health.Announced {
 			in.Guard = d.verdict(p)
 		}
@@ -70,7 +70,7 @@ func (d *Daemon) logPlacement(p netip.Prefix, from, to place.Placement) {
 	case place.ReasonOthersServing:
 		e.WithField("action", "withdraw").Info("fail-open guard: enough other sites serve the vip; withdrawing it")
 	case place.ReasonDraining:
-		e.WithFields(logrus.Fields{"action": "last_resort", "until": d.gr.until[p].Format(time.RFC3339Nano)}).
+		e.WithFields(logrus.Fields{"action": "last_resort", "until": d.drains.gr.until[p].Format(time.RFC3339Nano)}).
 			Info("vip drained: announced in last resort (GRACEFUL_SHUTDOWN) until its drain_grace ends, then withdrawn")
 	case place.ReasonDrained:
 		if from.Reason == place.ReasonDraining {

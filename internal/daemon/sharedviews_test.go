@@ -74,7 +74,7 @@ func TestSharedSlicesUnderReaders(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				ds.VIPs = map[netip.Prefix]bool{cfg.VIPs[rng.IntN(len(cfg.VIPs))].Address: true}
 			}
-			d.drained = ds
+			d.drains.drained = ds
 			d.reapply(context.Background())
 		case 3:
 			next := *cfg

@@ -227,7 +227,7 @@ func (d *Daemon) publish() {
 	}
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)
 	v.unmanaged, v.recordErr = d.unmanaged.list, d.own.err
-	v.drained, v.drainErr, v.tickEnd = d.drained, d.drainErr, d.polls.tickEnd
+	v.drained, v.drainErr, v.tickEnd = d.drains.drained, d.drains.drainErr, d.polls.tickEnd
 	v.degraded, v.lastResort = d.tier.low[degIdx].iface, d.tier.low[lrIdx].iface
 	v.viewErr, v.viewAt = d.viewUnknown(), d.fo.last.At
 	v.graces = d.graceDeadlines()

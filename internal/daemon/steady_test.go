@@ -97,7 +97,7 @@ func TestSteadyTicksRandomly(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					ds.VIPs = map[netip.Prefix]bool{cfg.VIPs[rng.IntN(len(cfg.VIPs))].Address: true}
 				}
-				both(func(s side) { s.d.drained = ds; s.d.reapply(context.Background()) })
+				both(func(s side) { s.d.drains.drained = ds; s.d.reapply(context.Background()) })
 			case 3:
 				next := *cfg
 				next.VIPs = slices.Clone(cfg.VIPs)

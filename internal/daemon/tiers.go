@@ -179,7 +179,7 @@ func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 	if !t.on() {
 		return d.ann.Set(ctx, d.owned)
 	}
-	if !t.needed(d.cfg) && len(d.gr.until) == 0 && !d.stopping { // a drain's grace steps down to last resort
+	if !t.needed(d.cfg) && len(d.drains.gr.until) == 0 && !d.stopping { // a drain's grace steps down to last resort
 		st, err := d.ann.Set(ctx, d.owned)
 		for i := range t.low {
 			t.low[i].prev = t.low[i].iface

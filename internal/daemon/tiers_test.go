@@ -142,12 +142,12 @@ func TestDegradedTierDrainAndShutdown(t *testing.T) {
 	r.tick(t, 1)
 	r.expect(t, "", "10.0.0.100", decide.TierDegraded)
 	writeDrain(t, r.d.cfg.DrainFile, true)
-	if u, ok := r.d.drainW.Check(context.Background()); ok {
+	if u, ok := r.d.drains.drainW.Check(context.Background()); ok {
 		r.d.takeDrain(context.Background(), u)
 	}
 	r.expect(t, "", "", decide.TierWithdrawn)
 	writeDrain(t, r.d.cfg.DrainFile, false)
-	if u, ok := r.d.drainW.Check(context.Background()); ok {
+	if u, ok := r.d.drains.drainW.Check(context.Background()); ok {
 		r.d.takeDrain(context.Background(), u)
 	}
 	r.expect(t, "", "10.0.0.100", decide.TierDegraded)

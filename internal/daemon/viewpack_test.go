@@ -131,7 +131,7 @@ func TestSummaryIsStatusWithoutLists(t *testing.T) {
 	next.VIPs = next.VIPs[:2]
 	next.Bird.Socket = "/run/bird/bird.ctl"
 	r.d.applyReload(next)
-	r.d.drained = drain.Set{VIPs: map[netip.Prefix]bool{netip.MustParsePrefix("10.0.0.100/32"): true}}
+	r.d.drains.drained = drain.Set{VIPs: map[netip.Prefix]bool{netip.MustParsePrefix("10.0.0.100/32"): true}}
 	r.health.set(health.Down, auth)
 	r.tick(t)
 	r.confirm(t)
