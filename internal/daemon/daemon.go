@@ -108,34 +108,52 @@ type Daemon struct {
 	log    logrus.FieldLogger
 	health HealthSource
 	ann    Announcer
+	env    loopEnv // the clock, tickers and hooks it was given
 
 	conf *confirmer // nil without a Confirmer
+	in   inbox      // what reaches the loop from other goroutines
 
 	// Owned by the loop goroutine.
 	cfg       *config.Config
-	keys      []health.Upstream     // distinct upstream keys of cfg, with their parsed refs
-	plan      *health.Plan          // of keys, for a planPoller; keys is never changed in place
-	vs        vipStates             // per-VIP state, in config order
-	orphans   map[netip.Prefix]bool // dropped by a reload, still to withdraw
-	owned     map[netip.Prefix]bool // desired presence, built by a tick that sets it (setOwned)
-	steady    steadyOwned           // what the last Set was told (setOwned)
-	iface     vip.State
-	writes    ifaceWrites
+	keys      []health.Upstream // distinct upstream keys of cfg, with their parsed refs
+	plan      *health.Plan      // of keys, for a planPoller; keys is never changed in place
+	vs        vipStates         // per-VIP state, in config order
+	stage     loopStage         // how far the loop has come
+	set       setState          // what the loop wants on the interface
+	ifc       ifaceState        // the VIP interface as last read and written
+	polls     pollState         // what the polls learnt and cost
+	drains    drainState        // drain_file and drain_grace
+	own       ownership
+	unmanaged unmanagedAddrs
+	tier      tiers    // the lower interfaces, if any
+	fo        failOpen // the fail-open guard (guard.go)
+
+	views views // what Status renders
+}
+
+// setState is what the loop wants on the interface and what it last told
+// the announcer: the desired presence, the VIPs a reload dropped that are
+// still to withdraw, and the last Set's input.
+type setState struct {
+	owned   map[netip.Prefix]bool // desired presence, built by a tick that sets it (setOwned)
+	orphans map[netip.Prefix]bool // dropped by a reload, still to withdraw
+	steady  steadyOwned           // what the last Set was told (setOwned)
+}
+
+// loopStage is how far the loop has come: whether its first tick took the
+// interface's state, whether shutdown has begun, and whether a confirmation
+// has been asked for yet.
+type loopStage struct {
 	started   bool
 	stopping  bool // shutdown withdraws every VIP: placement's stopping phase
 	confirmed bool // a confirmation has been requested at least once
-	own       ownership
-	unmanaged unmanagedAddrs
-	tier      tiers // the lower interfaces, if any
+}
 
-	views views // what Status renders
-
-	fo failOpen // the fail-open guard (guard.go)
-
-	env    loopEnv    // the clock, tickers and hooks it was given
-	in     inbox      // what reaches the loop from other goroutines
-	polls  pollState  // what the polls learnt and cost
-	drains drainState // drain_file and drain_grace
+// ifaceState is what the loop knows of the VIP interface: what it held at
+// the last read, and how its reads and writes went.
+type ifaceState struct {
+	iface  vip.State
+	writes ifaceWrites
 }
 
 // drainState is the loop's view of drain_file: its watcher, the drains in
@@ -189,13 +207,12 @@ type loopEnv struct {
 // New builds a daemon for a validated config.
 func New(cfg *config.Config, deps Deps) *Daemon {
 	d := &Daemon{
-		log:     deps.Log,
-		health:  deps.Health,
-		ann:     deps.Announcer,
-		own:     ownership{file: deps.Record},
-		orphans: map[netip.Prefix]bool{},
-		tier:    tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
-		fo:      newFailOpen(deps.Guard),
+		log:    deps.Log,
+		health: deps.Health,
+		ann:    deps.Announcer,
+		own:    ownership{file: deps.Record},
+		tier:   tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
+		fo:     newFailOpen(deps.Guard),
 		env: loopEnv{
 			now: deps.Now, ready: deps.Ready, newHS: deps.NewHealth, onPoll: deps.OnPoll,
 			dryRun: deps.DryRun, newTicker: newRealTicker, sleep: realSleep,
@@ -207,6 +224,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 			drains:   make(chan drain.Update, 1),
 		},
 		drains: drainState{drainW: drain.NewWatcher(cfg.DrainFile)},
+		set:    setState{orphans: map[netip.Prefix]bool{}},
 	}
 	if d.env.now == nil {
 		d.env.now = time.Now
@@ -391,18 +409,18 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 	}
 	gone, added := d.vs.reload(cfg.VIPs, func(p netip.Prefix) decide.State {
 		// The last Set saw it as foreign, being unowned then.
-		return decide.Initial(d.iface.Has(p) || slices.Contains(d.iface.Foreign, p))
+		return decide.Initial(d.ifc.iface.Has(p) || slices.Contains(d.ifc.iface.Foreign, p))
 	}, d.env.now())
 	for _, p := range gone {
 		d.endGrace(p)
-		d.orphans[p] = true
+		d.set.orphans[p] = true
 		d.log.WithFields(logrus.Fields{"vip": p.String(), "action": "withdraw", "reason": "removed_from_config"}).Info("vip removed from config; withdrawing")
 	}
 	d.setConfig(cfg)
 	d.own.dirty = d.own.dirty || len(gone) > 0 || added > 0 || old.Interface != cfg.Interface
-	if d.started {
+	if d.stage.started {
 		for i := range cfg.VIPs {
-			delete(d.orphans, cfg.VIPs[i].Address)
+			delete(d.set.orphans, cfg.VIPs[i].Address)
 		}
 	}
 	d.log.WithFields(logrus.Fields{"vips": len(cfg.VIPs), "added": added, "removed": len(gone)}).Info("configuration reloaded")
@@ -411,7 +429,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 // tick is one turn of the loop: poll, decide, apply, publish.
 func (d *Daemon) tick(ctx context.Context) {
 	start := d.env.now()
-	if !d.started && !d.start(ctx) {
+	if !d.stage.started && !d.start(ctx) {
 		return // the interface could not be read: nothing is known, nothing is touched
 	}
 	// No deadline here: the health client applies apisix_timeout itself
@@ -490,7 +508,7 @@ func (d *Daemon) Hint() {
 // reapply sets the interface to what the last tick decided, and has BIRD
 // confirm the result.
 func (d *Daemon) reapply(ctx context.Context) {
-	if !d.started {
+	if !d.stage.started {
 		return
 	}
 	d.apply(ctx)
@@ -520,7 +538,7 @@ func (d *Daemon) start(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
-	d.iface = st
+	d.ifc.iface = st
 	now := d.env.now()
 	present := 0
 	// Health's state starts from the tiers it decides: a VIP found in last
@@ -534,7 +552,7 @@ func (d *Daemon) start(ctx context.Context) bool {
 	}
 	d.seedTier()
 	d.adoptRecord(d.allIfaces(st))
-	d.started = true
+	d.stage.started = true
 	d.log.WithFields(logrus.Fields{"iface": d.cfg.Interface, "vips": len(d.cfg.VIPs), "present": present}).Info("started; initial VIP state taken from the interface")
 	return true
 }
@@ -566,34 +584,34 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	}
 	// A repair or a link coming or going changes what BIRD should see even
 	// when the set of present addresses ends as it was.
-	moved = st.Changed > 0 || st.Up != d.iface.Up || st.Exists != d.iface.Exists || d.tier.moved
+	moved = st.Changed > 0 || st.Up != d.ifc.iface.Up || st.Exists != d.ifc.iface.Exists || d.tier.moved
 	now := d.env.now()
 	// One walk over the two sorted lists finds the VIPs whose presence
 	// changed: at 10,000 VIPs, two binary searches per VIP were a quarter
 	// of a tick.
-	vip.EachDifference(st.Present, d.iface.Present, func(p netip.Prefix) {
+	vip.EachDifference(st.Present, d.ifc.iface.Present, func(p netip.Prefix) {
 		if !d.isOwned(p) {
 			return
 		}
 		moved = true
-		if i, ok := d.vs.at(p); ok && d.tier.presenceChanged(p, st, d.iface) {
+		if i, ok := d.vs.at(p); ok && d.tier.presenceChanged(p, st, d.ifc.iface) {
 			d.vs.touch(i, now, false)
 		}
 	})
-	for p := range d.orphans {
-		if !st.Has(p) && !d.tier.has(p) && !d.owned[p] {
-			delete(d.orphans, p)
+	for p := range d.set.orphans {
+		if !st.Has(p) && !d.tier.has(p) && !d.set.owned[p] {
+			delete(d.set.orphans, p)
 			d.own.dirty = true
 		}
 	}
 	d.noteUnmanaged(d.tier.withForeign(st))
-	d.iface = st
+	d.ifc.iface = st
 	return moved, err
 }
 
 // noteWrite records and logs the outcome of a Set.
 func (d *Daemon) noteWrite(err error) {
-	news, cleared := d.writes.wrote(err)
+	news, cleared := d.ifc.writes.wrote(err)
 	switch {
 	case cleared:
 		d.log.WithField("iface", d.cfg.Interface).Info("interface errors cleared")
@@ -604,7 +622,7 @@ func (d *Daemon) noteWrite(err error) {
 
 // noteIfaceErr records and logs an error reading the interface.
 func (d *Daemon) noteIfaceErr(err error) {
-	d.logIfaceErr(err, d.writes.noteErr(err))
+	d.logIfaceErr(err, d.ifc.writes.noteErr(err))
 }
 
 // logIfaceErr logs an interface error loudly when it is news, quietly
@@ -672,15 +690,15 @@ func (d *Daemon) shutdown() error {
 	// Placement's stopping phase, the graces over, places every VIP
 	// withdrawn; the VIPs leave the interfaces as it says, and /status
 	// says why.
-	d.stopping, d.drains.gr.until = true, nil
+	d.stage.stopping, d.drains.gr.until = true, nil
 	d.placeAll()
-	d.owned = make(map[netip.Prefix]bool, len(d.vs.state)+len(d.orphans))
-	d.steady.valid = false
+	d.set.owned = make(map[netip.Prefix]bool, len(d.vs.state)+len(d.set.orphans))
+	d.set.steady.valid = false
 	for i := range d.vs.state {
-		d.owned[d.vs.vips[i].Address] = d.desiredAt(i)
+		d.set.owned[d.vs.vips[i].Address] = d.desiredAt(i)
 	}
-	for p := range d.orphans {
-		d.owned[p] = false
+	for p := range d.set.orphans {
+		d.set.owned[p] = false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	defer cancel()
@@ -690,9 +708,9 @@ func (d *Daemon) shutdown() error {
 	if degErr != nil {
 		d.log.WithError(degErr).Error("stopping; withdrawing VIPs from the lower interfaces failed")
 	}
-	st, err := d.ann.Set(ctx, d.owned)
-	if known := known(st, err, d.iface); known.Exists || err == nil {
-		d.iface = known
+	st, err := d.ann.Set(ctx, d.set.owned)
+	if known := known(st, err, d.ifc.iface); known.Exists || err == nil {
+		d.ifc.iface = known
 	}
 	d.publish()
 	err = errors.Join(err, degErr)
@@ -709,7 +727,7 @@ func (d *Daemon) shutdown() error {
 		d.log.WithField("on_shutdown", "withdraw").Info("stopping; dry run: VIPs left as they are")
 		return nil
 	}
-	d.log.WithFields(logrus.Fields{"on_shutdown": "withdraw", "vips": len(d.owned)}).Info("stopping; VIPs withdrawn")
+	d.log.WithFields(logrus.Fields{"on_shutdown": "withdraw", "vips": len(d.set.owned)}).Info("stopping; VIPs withdrawn")
 	d.waitWithdrawn()
 	return nil
 }
@@ -758,7 +776,7 @@ func (d *Daemon) requestConfirm() {
 	if d.conf == nil {
 		return
 	}
-	d.confirmed = true
+	d.stage.confirmed = true
 	d.conf.submit(d.confirmJob())
 }
 
@@ -766,7 +784,7 @@ func (d *Daemon) requestConfirm() {
 // ones still being withdrawn as absent.
 func (d *Daemon) confirmJob() confirmJob {
 	in := router.Input{
-		VIPs:            make([]router.VIP, 0, len(d.cfg.VIPs)+len(d.orphans)),
+		VIPs:            make([]router.VIP, 0, len(d.cfg.VIPs)+len(d.set.orphans)),
 		Protocols:       d.cfg.Bird.Protocols,
 		ExchangeTimeout: d.cfg.Bird.Timeout,
 		SiteID:          uint32(d.cfg.SiteID), // 0: not checked
@@ -787,19 +805,19 @@ func (d *Daemon) confirmJob() confirmJob {
 		}
 		in.VIPs = append(in.VIPs, router.VIP{Prefix: p, Expected: exp, OnInterface: d.onAny(p), Tier: d.tierExpected(i, tier)})
 	}
-	for p := range d.orphans {
+	for p := range d.set.orphans {
 		in.VIPs = append(in.VIPs, router.VIP{Prefix: p, Expected: router.Absent, OnInterface: d.onAny(p)})
 	}
 	at := make([]time.Time, len(in.VIPs)) // orphans: zero, as they have none
 	copy(at, d.vs.since)
-	return confirmJob{In: in, ChangedAt: at, IfaceUp: d.iface.Exists && d.iface.Up}
+	return confirmJob{In: in, ChangedAt: at, IfaceUp: d.ifc.iface.Exists && d.ifc.iface.Up}
 }
 
 // renew re-notifies BIRD about addresses it missed, if rhi still wants them
 // as the confirmer saw them.
 func (d *Daemon) renew(ctx context.Context, m map[netip.Prefix]bool) {
 	n := 0
-	if !d.iface.Up {
+	if !d.ifc.iface.Up {
 		return // BIRD drops a down link's routes: nothing was missed
 	}
 	for p, present := range m {
@@ -835,13 +853,13 @@ func (d *Daemon) applyChanges(ctx context.Context, changes []decide.Change, poll
 	}
 	d.expireView(polled)
 	moved, err := d.apply(ctx)
-	d.writes.ticked(err)
+	d.ifc.writes.ticked(err)
 	// Logged once the interface is set: at 1,000 VIPs writing the lines
 	// takes longer than the changes, and must not delay them.
 	for _, c := range changes {
 		d.logChange(c)
 	}
-	if len(changes) > 0 || moved || !d.confirmed {
+	if len(changes) > 0 || moved || !d.stage.confirmed {
 		d.requestConfirm()
 	}
 }

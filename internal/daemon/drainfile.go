@@ -38,7 +38,7 @@ func (d *Daemon) takeDrain(ctx context.Context, u drain.Update) {
 	switch {
 	case d.noteDrain(u):
 		d.reapply(ctx)
-	case d.started:
+	case d.stage.started:
 		d.publish() // the error, or its end
 	}
 }

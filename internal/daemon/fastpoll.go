@@ -154,7 +154,7 @@ func (d *Daemon) armFast() {
 // stepped, and the other upstreams keep the regular poll's reading.
 func (d *Daemon) fastTick(ctx context.Context) {
 	f := &d.polls.fast
-	if !d.started || f.n == 0 || f.plan != d.plan {
+	if !d.stage.started || f.n == 0 || f.plan != d.plan {
 		d.armFast()
 		return
 	}

@@ -137,7 +137,7 @@ func (d *Daemon) graceDeadlines() map[netip.Prefix]time.Time {
 // down. A dry run, a daemon that never started, a missing last-resort
 // interface or graces of 0 step nothing down.
 func (d *Daemon) stepDownAll() int {
-	if d.env.dryRun || !d.started || !d.vs.ready {
+	if d.env.dryRun || !d.stage.started || !d.vs.ready {
 		return 0
 	}
 	now := d.env.now()
@@ -148,7 +148,7 @@ func (d *Daemon) stepDownAll() int {
 		}
 		d.startGrace(i, now)
 	}
-	d.stopping = true
+	d.stage.stopping = true
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	_, err := d.apply(ctx)
 	cancel()
@@ -212,7 +212,7 @@ func renderDrain(vs *status.VIPStatus, v *view, p netip.Prefix, pl place.Placeme
 // without a control socket cannot wait for the grace itself). The other
 // VIPs stay as they are.
 func (d *Daemon) finishDrains() {
-	if d.env.dryRun || !d.started || !d.vs.ready || len(d.drains.gr.until) == 0 {
+	if d.env.dryRun || !d.stage.started || !d.vs.ready || len(d.drains.gr.until) == 0 {
 		return
 	}
 	var last time.Time

@@ -131,7 +131,7 @@ func (d *Daemon) askLoop(ctx context.Context, tick <-chan time.Time) {
 // if that moves a VIP.
 func (d *Daemon) takeGuard(ctx context.Context, v guard.View) {
 	d.noteView(v)
-	if !d.started || !d.placeAll() {
+	if !d.stage.started || !d.placeAll() {
 		return
 	}
 	d.apply(ctx)
@@ -171,7 +171,7 @@ func (d *Daemon) fellAt(p netip.Prefix, announced bool, at time.Time) {
 // BIRD to ask); running otherwise.
 func (d *Daemon) phase() place.Phase {
 	switch {
-	case d.stopping:
+	case d.stage.stopping:
 		return place.Stopping
 	case d.fo.ask != nil && !d.fo.answered && d.cfg.FailOpen.Enabled():
 		return place.Starting

@@ -93,7 +93,7 @@ func (d *Daemon) adoptRecord(st vip.State) {
 		if d.owns(p) || !st.Has(p) {
 			continue
 		}
-		d.orphans[p] = true
+		d.set.orphans[p] = true
 		msg := "vip that rhi put on the interface is no longer in the config; withdrawing"
 		if d.env.dryRun {
 			msg = "vip that rhi put on the interface is no longer in the config; would withdraw it (dry run: left in place)"
@@ -109,17 +109,17 @@ func (d *Daemon) adoptRecord(st vip.State) {
 // Set; meanwhile holdUnrecorded keeps off the interface every VIP the
 // record does not list yet.
 func (d *Daemon) saveRecord() {
-	r := owned.Record{Iface: d.cfg.Interface, VIPs: make([]netip.Prefix, 0, len(d.cfg.VIPs)+len(d.orphans))}
+	r := owned.Record{Iface: d.cfg.Interface, VIPs: make([]netip.Prefix, 0, len(d.cfg.VIPs)+len(d.set.orphans))}
 	for i := range d.cfg.VIPs {
 		r.VIPs = append(r.VIPs, d.cfg.VIPs[i].Address)
 	}
-	for p := range d.orphans {
+	for p := range d.set.orphans {
 		r.VIPs = append(r.VIPs, p)
 	}
 	d.own.save(r, d.log)
 }
 
-// withdrawUnmanaged adds the unmanaged addresses last seen to d.owned as
+// withdrawUnmanaged adds the unmanaged addresses last seen to d.set.owned as
 // unwanted, under unmanaged_addresses: withdraw, so that Set deletes them,
 // and deletes the unmanaged point-to-point entries (Set cannot: the kernel
 // names them by local address and peer). A failed delete is logged once
@@ -129,8 +129,8 @@ func (d *Daemon) withdrawUnmanaged(ctx context.Context) {
 		return
 	}
 	for _, p := range d.unmanaged.list {
-		if _, ok := d.owned[p]; !ok {
-			d.owned[p] = false
+		if _, ok := d.set.owned[p]; !ok {
+			d.set.owned[p] = false
 		}
 	}
 	if len(d.unmanaged.peers) == 0 {
@@ -159,9 +159,9 @@ func (d *Daemon) withdrawUnmanaged(ctx context.Context) {
 func (d *Daemon) holdUnrecorded() {
 	held := 0
 	if d.own.dirty && d.own.file != nil {
-		for p, want := range d.owned {
+		for p, want := range d.set.owned {
 			if want && !d.own.recorded[p] && !d.onAny(p) { // on rhi1 too
-				d.owned[p] = false
+				d.set.owned[p] = false
 				held++
 			}
 		}
@@ -244,7 +244,7 @@ const maxListedUnmanaged = 100
 // change of that set. Addresses being withdrawn under
 // unmanaged_addresses: withdraw stay listed until they are gone.
 func (d *Daemon) noteUnmanaged(st vip.State) {
-	if !d.unmanaged.update(st, func(p netip.Prefix) bool { return d.owns(p) || d.orphans[p] }) {
+	if !d.unmanaged.update(st, func(p netip.Prefix) bool { return d.owns(p) || d.set.orphans[p] }) {
 		return
 	}
 	now := d.unmanaged.list
@@ -316,9 +316,9 @@ type steadyOwned struct {
 // was told, with no record to write, nothing held back and no degraded
 // tier, it asks the announcer to set the interface as before without an
 // owned map (steadySetter), which it may decline: then, and on every
-// other tick, it builds d.owned and calls Set.
+// other tick, it builds d.set.owned and calls Set.
 func (d *Daemon) setOwned(ctx context.Context) (vip.State, error) {
-	s := &d.steady
+	s := &d.set.steady
 	s.now = s.now[:0]
 	for i := range d.cfg.VIPs {
 		s.now = append(s.now, d.desiredAt(i))
@@ -331,35 +331,35 @@ func (d *Daemon) setOwned(ctx context.Context) (vip.State, error) {
 			return st, err
 		}
 	}
-	if d.owned == nil {
-		d.owned = make(map[netip.Prefix]bool, len(d.cfg.VIPs)+len(d.orphans))
+	if d.set.owned == nil {
+		d.set.owned = make(map[netip.Prefix]bool, len(d.cfg.VIPs)+len(d.set.orphans))
 	}
-	clear(d.owned)
+	clear(d.set.owned)
 	for i := range d.cfg.VIPs {
-		d.owned[d.cfg.VIPs[i].Address] = s.now[i]
+		d.set.owned[d.cfg.VIPs[i].Address] = s.now[i]
 	}
-	for p := range d.orphans {
-		d.owned[p] = false
+	for p := range d.set.orphans {
+		d.set.owned[p] = false
 	}
 	if d.own.dirty {
 		d.saveRecord() // before any address is added
 	}
 	d.holdUnrecorded()
 	d.withdrawUnmanaged(ctx)
-	s.valid = !d.tier.on() && d.own.held == 0 && len(d.owned) == len(d.cfg.VIPs)
+	s.valid = !d.tier.on() && d.own.held == 0 && len(d.set.owned) == len(d.cfg.VIPs)
 	s.gen, s.want = d.vs.gen, append(s.want[:0], s.now...)
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
 	return d.setInterfaces(actx)
 }
 
-// dropOwned lets d.owned go after a tick when the next one may need none
+// dropOwned lets d.set.owned go after a tick when the next one may need none
 // (0.77 MB at 10,000 VIPs): with an announcer that can set the
 // interface as before (steadySetter) and no degraded tier. Otherwise it is
 // kept, cleared and refilled by every tick, rather than made anew.
 func (d *Daemon) dropOwned() {
 	if _, ok := d.ann.(steadySetter); ok && !d.tier.on() {
-		d.owned = nil
+		d.set.owned = nil
 	}
 }
 
@@ -367,18 +367,18 @@ func (d *Daemon) dropOwned() {
 // previous one, with nothing else to do first: no record to write, no
 // VIP held back, no unmanaged entry to delete, no degraded tier.
 func (d *Daemon) sameOwned() bool {
-	s := &d.steady
+	s := &d.set.steady
 	return s.valid && s.gen == d.vs.gen && !d.tier.on() && !d.own.dirty && d.own.held == 0 &&
-		len(d.orphans) == 0 && (d.cfg.Unmanaged != config.UnmanagedWithdraw || len(d.unmanaged.list)+len(d.unmanaged.peers) == 0) &&
+		len(d.set.orphans) == 0 && (d.cfg.Unmanaged != config.UnmanagedWithdraw || len(d.unmanaged.list)+len(d.unmanaged.peers) == 0) &&
 		slices.Equal(s.now, s.want)
 }
 
-// isOwned reports whether p was in what this tick's Set was told: d.owned,
+// isOwned reports whether p was in what this tick's Set was told: d.set.owned,
 // or, when the announcer set the interface as before (setOwned), the
 // config's VIPs.
 func (d *Daemon) isOwned(p netip.Prefix) bool {
-	if d.owned != nil {
-		_, ok := d.owned[p]
+	if d.set.owned != nil {
+		_, ok := d.set.owned[p]
 		return ok
 	}
 	return d.owns(p)

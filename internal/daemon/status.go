@@ -219,10 +219,10 @@ func (vs *views) read(f func(*view)) {
 func (d *Daemon) publish() {
 	v := d.views.next()
 	v.vips.fill(d)
-	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.polls.last, d.iface, d.writes, d.polls.stats
+	v.cfg, v.run, v.iface, v.writes, v.stats = d.cfg, d.polls.last, d.ifc.iface, d.ifc.writes, d.polls.stats
 	v.probes = append(v.probes[:0], d.polls.probes.results...)
 	v.orphans = v.orphans[:0]
-	for p := range d.orphans {
+	for p := range d.set.orphans {
 		v.orphans = append(v.orphans, p)
 	}
 	slices.SortFunc(v.orphans, netip.Prefix.Compare)

@@ -154,7 +154,7 @@ func (t *tiers) withForeign(main vip.State) vip.State {
 }
 
 // onAny reports whether p is on any of rhi's interfaces.
-func (d *Daemon) onAny(p netip.Prefix) bool { return d.iface.Has(p) || d.tier.has(p) }
+func (d *Daemon) onAny(p netip.Prefix) bool { return d.ifc.iface.Has(p) || d.tier.has(p) }
 
 // current is where p is now: the lowest tier whose interface holds it
 // (BIRD exports a VIP on two interfaces at the lower tier).
@@ -164,23 +164,23 @@ func (d *Daemon) current(p netip.Prefix) decide.Tier {
 		return decide.TierLastResort
 	case d.tier.holds(degIdx, p):
 		return decide.TierDegraded
-	case d.iface.Has(p):
+	case d.ifc.iface.Has(p):
 		return decide.TierAnnounced
 	}
 	return decide.TierWithdrawn
 }
 
-// setInterfaces sets the interfaces to d.owned: the main one alone
+// setInterfaces sets the interfaces to d.set.owned: the main one alone
 // without lower tiers; else every one, through the ladder, each VIP on the
 // interface its placement names. It returns what the main interface holds
 // and its error; a lower interface's error is logged once per change.
 func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 	t := &d.tier
 	if !t.on() {
-		return d.ann.Set(ctx, d.owned)
+		return d.ann.Set(ctx, d.set.owned)
 	}
-	if !t.needed(d.cfg) && len(d.drains.gr.until) == 0 && !d.stopping { // a drain's grace steps down to last resort
-		st, err := d.ann.Set(ctx, d.owned)
+	if !t.needed(d.cfg) && len(d.drains.gr.until) == 0 && !d.stage.stopping { // a drain's grace steps down to last resort
+		st, err := d.ann.Set(ctx, d.set.owned)
 		for i := range t.low {
 			t.low[i].prev = t.low[i].iface
 		}
@@ -192,7 +192,7 @@ func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 	}
 	clear(t.places)
 	var wants [4]bool
-	for p, want := range d.owned {
+	for p, want := range d.set.owned {
 		pl := vip.Off
 		if want {
 			pl = d.rung(p)
@@ -278,7 +278,7 @@ func (d *Daemon) withdrawLower(ctx context.Context) error {
 		if l.ann == nil {
 			continue
 		}
-		st, err := l.ann.Set(ctx, d.owned)
+		st, err := l.ann.Set(ctx, d.set.owned)
 		missing := errors.Is(err, vip.ErrNoInterface)
 		if err == nil || st.Exists || missing {
 			l.iface = st // else it could not be read: keep the last view
@@ -293,7 +293,7 @@ func (d *Daemon) withdrawLower(ctx context.Context) error {
 // announcerOf is the announcer of the interface p is on.
 func (d *Daemon) announcerOf(p netip.Prefix) Announcer {
 	for i := range d.tier.low {
-		if !d.iface.Has(p) && d.tier.holds(i, p) {
+		if !d.ifc.iface.Has(p) && d.tier.holds(i, p) {
 			return d.tier.low[i].ann
 		}
 	}

@@ -206,8 +206,8 @@ func TestDegradedTierOrphanOnRhi1(t *testing.T) {
 	if r.main.text() != "" || r.deg.text() != "" {
 		t.Errorf("after the reload: rhi0 %q rhi1 %q", r.main.text(), r.deg.text())
 	}
-	if len(r.d.orphans) != 0 {
-		t.Errorf("orphans left: %v", r.d.orphans)
+	if len(r.d.set.orphans) != 0 {
+		t.Errorf("orphans left: %v", r.d.set.orphans)
 	}
 }
 
@@ -277,8 +277,8 @@ func TestDegradedTierOwnership(t *testing.T) {
 	if got := r.d.Status().Interface.Unmanaged; !slices.Equal(got, []string{"10.0.0.77/32"}) {
 		t.Errorf("unmanaged %v, want [10.0.0.77/32]", got)
 	}
-	if len(r.d.orphans) != 0 {
-		t.Errorf("orphans left: %v", r.d.orphans)
+	if len(r.d.set.orphans) != 0 {
+		t.Errorf("orphans left: %v", r.d.set.orphans)
 	}
 	r.d.cfg.Unmanaged = config.UnmanagedWithdraw
 	r.tick(t, 1)
