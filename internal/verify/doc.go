@@ -2,7 +2,8 @@
 // for each VIP, whether the address is on the interface, whether BIRD's
 // table holds it from a direct protocol, and whether each selected BGP
 // protocol exports it. The daemon runs it after changes and on a timer
-// (package confirm); `rhi verify` runs it on demand and prints the Report.
+// (package confirm); `rhi verify` runs it on demand and prints the report
+// (router.Report: the words of the check live in package router).
 //
 // What `rhi verify` holds BIRD to is a Want: the running daemon's decisions
 // (ExpectFromDaemon) or, when the daemon does not answer, one fresh poll of
