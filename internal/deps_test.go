@@ -1,7 +1,8 @@
 package internal_test
 
 // The dependency rules of the module's shape: shared words and the pure core
-// build without the HTTP client; status and confirm do no I/O; the daemon
+// build without the HTTP client; status, confirm and the router's words do
+// no I/O; what `rhi verify` expects is learnt without BIRD; the daemon
 // reaches BIRD and APISIX only through interfaces it owns, wired in cmd/rhi;
 // only the APISIX client knows APISIX's control-API paths.
 //
@@ -35,6 +36,8 @@ var forbidden = []struct {
 }{
 	{"internal/health", []string{"net/http"}},
 	{"internal/decide", []string{"net/http"}},
+	{"internal/router", []string{"net/http", module + "/bird", module + "/internal/guardbird"}},
+	{"internal/expect", []string{module + "/bird", module + "/internal/guardbird"}},
 	{"internal/status", []string{"net/http", module + "/bird", module + "/internal/guardbird"}},
 	{"internal/confirm", []string{"net/http", module + "/bird", module + "/internal/guardbird"}},
 	{"internal/daemon", []string{module + "/bird", module + "/internal/guardbird", module + "/internal/apisix"}},

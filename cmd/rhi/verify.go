@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/expect"
 	"github.com/rhi-daemon/rhi/internal/probe"
 	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
@@ -177,7 +178,7 @@ func verifyWith(ctx context.Context, args []string, stdout, stderr io.Writer, de
 // verifyRun is what one run found: what rhi wants, what BIRD said, and the
 // exit code.
 type verifyRun struct {
-	want *verify.Want // nil when nobody could say
+	want *expect.Want // nil when nobody could say
 	rep  router.Report
 	code int
 }
@@ -187,7 +188,7 @@ type verifyRun struct {
 // the expectation was learnt before it.
 func runVerify(ctx context.Context, cfg *config.Config, socket string, deps verifyDeps) (*verifyRun, error) {
 	run := &verifyRun{code: exitBadInput}
-	w, err := expect(ctx, cfg)
+	w, err := expectation(ctx, cfg)
 	if err != nil {
 		return run, err
 	}
@@ -307,8 +308,8 @@ func (o verifyOutput) table(run *verifyRun) int {
 }
 
 // wantLine is the sentence that opens the human report.
-func wantLine(w *verify.Want) string {
-	if w.Source == verify.FromDaemon {
+func wantLine(w *expect.Want) string {
+	if w.Source == expect.SourceDaemon {
 		return "expected state from the running daemon on " + w.Address
 	}
 	return fmt.Sprintf("expected state from a fresh poll of %s (%s)", w.Address, w.Fallback)
@@ -340,7 +341,7 @@ func presence(on bool) string {
 // expect learns what rhi wants: from the running daemon when it answers,
 // else from one fresh poll of the control API, made as the daemon makes
 // it. The error says why neither worked.
-func expect(ctx context.Context, cfg *config.Config) (*verify.Want, error) {
+func expectation(ctx context.Context, cfg *config.Config) (*expect.Want, error) {
 	var fallback string
 	if cfg.ControlSocket == "" {
 		fallback = "control_socket is empty: no daemon to ask"
@@ -354,14 +355,14 @@ func expect(ctx context.Context, cfg *config.Config) (*verify.Want, error) {
 		case !st.Ready:
 			fallback = fmt.Sprintf("the daemon on %s has not finished its first tick", cfg.ControlSocket)
 		default:
-			return verify.ExpectFromDaemon(cfg, running(st))
+			return expect.FromDaemon(cfg, running(st))
 		}
 	}
 	client, err := newHealth(cfg) // the daemon's client: same URL, timeout and poll mode
 	if err != nil {
 		return nil, fmt.Errorf("no expected state: %s; %w", fallback, err)
 	}
-	w, err := verify.ExpectFromPollProbed(ctx, cfg, client, probe.New(probe.Options{Version: version}))
+	w, err := expect.FromPollProbed(ctx, cfg, client, probe.New(probe.Options{Version: version}))
 	if err != nil {
 		return nil, fmt.Errorf("no expected state: %s; %w", fallback, err)
 	}
@@ -370,10 +371,10 @@ func expect(ctx context.Context, cfg *config.Config) (*verify.Want, error) {
 }
 
 // running is what the daemon's status says it manages.
-func running(st status.Status) verify.Running {
-	r := verify.Running{Interface: st.Interface.Name, Withdrawing: st.Interface.Withdrawing}
+func running(st status.Status) expect.Running {
+	r := expect.Running{Interface: st.Interface.Name, Withdrawing: st.Interface.Withdrawing}
 	for _, v := range st.VIPs {
-		r.VIPs = append(r.VIPs, verify.RunningVIP{Address: v.Address, Desired: v.Desired, Why: capacityWhy(v), Tier: string(v.Tier)})
+		r.VIPs = append(r.VIPs, expect.RunningVIP{Address: v.Address, Desired: v.Desired, Why: capacityWhy(v), Tier: string(v.Tier)})
 	}
 	return r
 }

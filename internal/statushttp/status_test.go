@@ -396,11 +396,11 @@ func TestHealthzReadsTheSummary(t *testing.T) {
 			src := &summarized{status: tt.status, summary: tt.summary}
 			code, _ := get(t, Handler(src, NewMetrics(&fixed{sample()}, "dev"), clock), "/healthz")
 			if code != tt.code || src.statuses != 0 || src.summaries != 1 {
-				t.Errorf("got %d after %d status.Status and %d Summary calls, want %d after 0 and 1", code, src.statuses, src.summaries, tt.code)
+				t.Errorf("got %d after %d Status and %d Summary calls, want %d after 0 and 1", code, src.statuses, src.summaries, tt.code)
 			}
 		})
 	}
 	if got := status.SummaryOf(&fixed{sample()}); !reflect.DeepEqual(got, sample()) {
-		t.Errorf("SummaryOf a plain status.Source = %+v, want its status.Status", got)
+		t.Errorf("SummaryOf a plain Source = %+v, want its Status", got)
 	}
 }

@@ -181,7 +181,7 @@ func checkCases() []checkCase {
 			wantExit: router.ExitMismatch,
 		},
 		{
-			name:      "S3 peer down: sessions not asked, no router.VIP carried",
+			name:      "S3 peer down: sessions not asked, no VIP carried",
 			situation: "peerdown-vip",
 			replies:   map[string]string{route6b: testdataNoT("bird2.0.12-show-route-vip6-table-master6-all.up-novip.txt")},
 			in:        router.Input{VIPs: []router.VIP{present(vip4), present(vip6), absent(vip6b)}},
@@ -230,7 +230,7 @@ func checkCases() []checkCase {
 			wantExit: router.ExitMismatch,
 		},
 		{
-			name:      "one of two sessions down: the other carries the router.VIP",
+			name:      "one of two sessions down: the other carries the VIP",
 			situation: "up-vip",
 			replies:   map[string]string{showProtocols: withPeerC(testdataNoT("lab-show-protocols-all.up-vip.txt"), testdataNoT("lab-show-protocols-all.peerdown-vip.txt"))},
 			in:        router.Input{VIPs: []router.VIP{present(vip4)}},
@@ -312,7 +312,7 @@ func checkCases() []checkCase {
 			wantExit: router.ExitConsistent,
 		},
 		{
-			name:      "two direct tables: each asked until one holds the router.VIP",
+			name:      "two direct tables: each asked until one holds the VIP",
 			situation: "up-vip",
 			replies: map[string]string{
 				showProtocols: withDirect(testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"), "other_direct", "master4", true),
@@ -329,7 +329,7 @@ func checkCases() []checkCase {
 			wantExit: router.ExitConsistent,
 		},
 		{
-			name:      "two direct tables: the first that holds the router.VIP ends the search",
+			name:      "two direct tables: the first that holds the VIP ends the search",
 			situation: "up-vip",
 			replies: map[string]string{
 				showProtocols: withDirect(testdataNoT("bird2.0.12-show-protocols-all.viptable-up-vip.txt"), "other_direct", "master4", false),
@@ -360,7 +360,7 @@ func checkCases() []checkCase {
 			wantExit: router.ExitConsistent,
 		},
 		{
-			name:      "direct protocol down: said once for the report, and per router.VIP",
+			name:      "direct protocol down: said once for the report, and per VIP",
 			situation: "up-novip", // the table is empty, as BIRD says once rhi_direct is down
 			replies: map[string]string{
 				showProtocols: testdataNoT("bird2.0.12-show-protocols-all.viptable-directdown-vip.txt"),
@@ -383,7 +383,7 @@ func checkCases() []checkCase {
 			wantExit: router.ExitMismatch,
 		},
 		{
-			name:      "no direct channel of the router.VIP's family",
+			name:      "no direct channel of the VIP's family",
 			situation: "up-vip",
 			replies: map[string]string{
 				showProtocols: withoutDirectIPv6(testdataNoT("lab-show-protocols-all.up-vip.txt")),

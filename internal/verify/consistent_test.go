@@ -21,7 +21,7 @@ func TestConsistentAndVIPsAgree(t *testing.T) {
 	}{
 		{"empty", router.Report{}, true, true},
 		{"all agree", router.Report{VIPs: []router.VIPReport{agree}, Protocols: []router.ProtocolState{{Name: "peer_b", Established: true}}}, true, true},
-		{"a router.VIP disagrees", router.Report{VIPs: []router.VIPReport{agree, disagree}}, false, false},
+		{"a VIP disagrees", router.Report{VIPs: []router.VIPReport{agree, disagree}}, false, false},
 		{"a session down", router.Report{VIPs: []router.VIPReport{agree}, Protocols: []router.ProtocolState{down}}, false, true},
 		{"a problem of the set", router.Report{VIPs: []router.VIPReport{agree}, Problems: []string{"no direct protocol for IPv4"}}, false, true},
 		{"not checked", router.Report{Err: errors.New("dial: refused")}, false, false},

@@ -5,10 +5,7 @@
 // (package confirm); `rhi verify` runs it on demand and prints the report
 // (router.Report: the words of the check live in package router).
 //
-// What `rhi verify` holds BIRD to is a Want: the running daemon's decisions
-// (ExpectFromDaemon) or, when the daemon does not answer, one fresh poll of
-// the control API (ExpectFromPoll), where a VIP one poll cannot settle is
-// not judged.
+// What `rhi verify` holds BIRD to comes from package expect.
 //
 // Check only reads: it never changes the interface or BIRD, and what BIRD
 // says never changes what rhi wants.

@@ -38,9 +38,9 @@ func TestRender(t *testing.T) {
 	reports := map[string]string{ // golden name → check case
 		"consistent":      "S1 announced, consistent",
 		"mismatch":        "withdrawn but BIRD still announces (missed netlink removal)",
-		"protocol-down":   "S3 peer down: sessions not asked, no router.VIP carried",
+		"protocol-down":   "S3 peer down: sessions not asked, no VIP carried",
 		"could-not-check": "BIRD stalls: each exchange has its own deadline",
-		"direct-down":     "direct protocol down: said once for the report, and per router.VIP",
+		"direct-down":     "direct protocol down: said once for the report, and per VIP",
 	}
 	cases := map[string]checkCase{}
 	for _, tc := range checkCases() {

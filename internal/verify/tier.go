@@ -9,7 +9,6 @@ import (
 
 	"github.com/rhi-daemon/rhi/bird"
 	birdconf "github.com/rhi-daemon/rhi/deploy/bird"
-	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/guardbird"
 	"github.com/rhi-daemon/rhi/internal/router"
 )
@@ -140,33 +139,6 @@ func tierProblems(vr router.VIPReport) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// runningTier is the tier `rhi verify` checks for a VIP of the running
-// daemon: the one its /status names (its placement), when the VIP is
-// present and the config uses the tiers (the VIP can be degraded, or the
-// fail-open guard is on; last resort always); "" otherwise. It is what the
-// daemon's own confirmation expects. (From a poll alone no tier is
-// checked: rise and fall need a history one poll lacks.)
-func runningTier(cfg *config.Config, p netip.Prefix, v RunningVIP) string {
-	if !v.Desired {
-		return ""
-	}
-	if v.Tier == router.TierLastResort {
-		return router.TierLastResort
-	}
-	if v.Tier != router.TierFull && v.Tier != router.TierDegraded {
-		return ""
-	}
-	for i := range cfg.VIPs {
-		if cfg.VIPs[i].Address == p {
-			if cfg.VIPs[i].Degraded.On() || cfg.FailOpen.Enabled() {
-				return v.Tier
-			}
-			return ""
-		}
-	}
-	return ""
 }
 
 // RouterSiteID asks BIRD for its router id ("show status") and returns it

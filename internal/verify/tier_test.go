@@ -11,7 +11,6 @@ import (
 
 	"github.com/rhi-daemon/rhi/bird"
 	"github.com/rhi-daemon/rhi/bird/birdtest"
-	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/router"
 )
 
@@ -79,7 +78,7 @@ func TestCheckTier(t *testing.T) {
 			}
 			for _, cmd := range srv.Commands() {
 				if cmd == export4 {
-					t.Errorf("asked %q for a router.VIP whose tier is checked", cmd)
+					t.Errorf("asked %q for a VIP whose tier is checked", cmd)
 				}
 			}
 		})
@@ -119,48 +118,6 @@ func TestCheckTierUnreadable(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestExpectFromDaemonTier: the daemon's tier is checked for a present VIP
-// whose degraded tier the config turns on, and only then.
-func TestExpectFromDaemonTier(t *testing.T) {
-	cfg := &config.Config{Interface: "rhi0", VIPs: []config.VIP{
-		{Address: vip4, Degraded: config.Degraded{Below: 50}},
-		{Address: vip6},
-	}}
-	w, err := ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{
-		{Address: vip4.String(), Desired: true, Tier: router.TierDegraded},
-		{Address: vip6.String(), Desired: true, Tier: router.TierFull},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := w.Input(nil, nil, 0)
-	if in.VIPs[0].Tier != router.TierDegraded || in.VIPs[1].Tier != "" {
-		t.Errorf("tiers %q %q, want %q and none", in.VIPs[0].Tier, in.VIPs[1].Tier, router.TierDegraded)
-	}
-	w, _ = ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{{Address: vip4.String(), Desired: false, Tier: "withdrawn"}}})
-	if tier := w.Input(nil, nil, 0).VIPs[0].Tier; tier != "" {
-		t.Errorf("withdrawn router.VIP checked for tier %q", tier)
-	}
-}
-
-// TestExpectFromDaemonLastResort: a VIP the daemon keeps in last resort is
-// checked present, exported at that tier, whatever its degraded tier; with
-// the guard on, a VIP at full weight is checked for it too.
-func TestExpectFromDaemonLastResort(t *testing.T) {
-	cfg := &config.Config{Interface: "rhi0", FailOpen: config.FailOpen{MinOtherSites: 1}, VIPs: []config.VIP{{Address: vip4}, {Address: vip6}}}
-	w, err := ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{
-		{Address: vip4.String(), Desired: true, Tier: router.TierLastResort},
-		{Address: vip6.String(), Desired: true, Tier: router.TierFull},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := w.Input(nil, nil, 0)
-	if in.VIPs[0].Tier != router.TierLastResort || in.VIPs[0].Expected != router.Present || in.VIPs[1].Tier != router.TierFull {
-		t.Errorf("got %+v", in.VIPs)
 	}
 }
 

@@ -1,4 +1,4 @@
-package verify
+package expect
 
 import (
 	"context"
@@ -35,19 +35,19 @@ func expectVIP(p netip.Prefix, cond config.Condition, ups ...string) config.VIP 
 
 var cmpWant = cmp.Options{cmpopts.EquateComparable(netip.Prefix{}), cmpopts.EquateEmpty()}
 
-func TestExpectFromDaemon(t *testing.T) {
+func TestFromDaemon(t *testing.T) {
 	cfg := expectConfig(expectVIP(ex1, config.All, "/apisix/upstreams/a"), expectVIP(ex3, config.All, "/apisix/upstreams/c"))
 	run := Running{
 		Interface:   "rhi1",
 		Withdrawing: []string{ex3.String()},
 		VIPs:        []RunningVIP{{Address: ex1.String(), Desired: true}, {Address: ex2.String()}},
 	}
-	got, err := ExpectFromDaemon(cfg, run)
+	got, err := FromDaemon(cfg, run)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &Want{
-		Source: FromDaemon, Address: "/run/rhi/control.sock", Interface: "rhi1",
+		Source: SourceDaemon, Address: "/run/rhi/control.sock", Interface: "rhi1",
 		VIPs: []Wanted{{Prefix: ex1, Present: true, Judged: true}, {Prefix: ex2, Judged: true}, {Prefix: ex3, Judged: true}},
 		Notes: []string{
 			"dropped from the config by a reload and still being withdrawn (checked as withdrawn): 10.255.0.3/32",
@@ -60,7 +60,7 @@ func TestExpectFromDaemon(t *testing.T) {
 	}
 
 	// A VIP of the file the daemon does not run yet is noted, not checked.
-	got, err = ExpectFromDaemon(expectConfig(expectVIP(ex1, config.All, "/apisix/upstreams/a"), expectVIP(ex2, config.All, "/apisix/upstreams/b")),
+	got, err = FromDaemon(expectConfig(expectVIP(ex1, config.All, "/apisix/upstreams/a"), expectVIP(ex2, config.All, "/apisix/upstreams/b")),
 		Running{VIPs: []RunningVIP{{Address: ex1.String()}}})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestExpectFromDaemon(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 
-	if _, err := ExpectFromDaemon(cfg, Running{VIPs: []RunningVIP{{Address: "10.255.0.300/32"}}}); err == nil || !strings.Contains(err.Error(), `vip "10.255.0.300/32"`) {
+	if _, err := FromDaemon(cfg, Running{VIPs: []RunningVIP{{Address: "10.255.0.300/32"}}}); err == nil || !strings.Contains(err.Error(), `vip "10.255.0.300/32"`) {
 		t.Errorf("bad address from the daemon: %v", err)
 	}
 }
@@ -93,7 +93,7 @@ func (f *fakePoller) Poll(_ context.Context, keys []health.Upstream) health.Snap
 	return out
 }
 
-func TestExpectFromPoll(t *testing.T) {
+func TestFromPoll(t *testing.T) {
 	cfg := expectConfig(
 		expectVIP(ex1, config.All, "/apisix/upstreams/a"),
 		expectVIP(ex2, config.All, "/apisix/upstreams/b"),
@@ -104,12 +104,12 @@ func TestExpectFromPoll(t *testing.T) {
 		"/apisix/upstreams/b": {Verdict: health.Down, Total: 2},
 		"/apisix/upstreams/c": {Verdict: health.Down, Total: 2},
 	}}
-	got, err := ExpectFromPoll(context.Background(), cfg, p)
+	got, err := FromPoll(context.Background(), cfg, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &Want{
-		Source: FromPoll, Address: "http://127.0.0.1:9090", Interface: "rhi0",
+		Source: SourcePoll, Address: "http://127.0.0.1:9090", Interface: "rhi0",
 		VIPs: []Wanted{
 			{Prefix: ex1, Present: true, Judged: true},
 			{Prefix: ex2, Judged: true},
@@ -124,7 +124,7 @@ func TestExpectFromPoll(t *testing.T) {
 	// resort or withdrawn: one poll cannot tell, so it is held to the
 	// interface.
 	cfg.FailOpen.MinOtherSites = 1
-	got, err = ExpectFromPoll(context.Background(), cfg, p)
+	got, err = FromPoll(context.Background(), cfg, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +134,14 @@ func TestExpectFromPoll(t *testing.T) {
 	cfg.FailOpen.MinOtherSites = 0
 
 	// Nothing answered: no expectation at all.
-	_, err = ExpectFromPoll(context.Background(), cfg, &fakePoller{})
+	_, err = FromPoll(context.Background(), cfg, &fakePoller{})
 	if err == nil || !strings.Contains(err.Error(), "control API at http://127.0.0.1:9090 did not answer: connection refused") {
 		t.Errorf("API away: %v", err)
 	}
 
 	// No upstream to ask: no poll.
 	none := &fakePoller{}
-	if _, err := ExpectFromPoll(context.Background(), expectConfig(), none); err != nil || none.polls != 0 {
+	if _, err := FromPoll(context.Background(), expectConfig(), none); err != nil || none.polls != 0 {
 		t.Errorf("no VIPs: err %v, %d polls", err, none.polls)
 	}
 }

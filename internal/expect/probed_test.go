@@ -1,4 +1,4 @@
-package verify
+package expect
 
 import (
 	"context"
@@ -29,9 +29,9 @@ func (u urlProber) Probe(_ context.Context, specs []probe.Spec) []probe.Result {
 	return out
 }
 
-// TestExpectFromPollProbed: the fresh poll judges thresholds and probes as
+// TestFromPollProbed: the fresh poll judges thresholds and probes as
 // the daemon does, and says what withdrew a VIP.
-func TestExpectFromPollProbed(t *testing.T) {
+func TestFromPollProbed(t *testing.T) {
 	withProbe := func(v config.VIP, url string) config.VIP {
 		s := probe.Defaults()
 		s.URL = url
@@ -54,7 +54,7 @@ func TestExpectFromPollProbed(t *testing.T) {
 		"http://127.0.0.1:1/down": {Outcome: probe.Down, Status: 503, Latency: 12 * time.Millisecond, Err: errors.New("GET http://127.0.0.1:1/down: status 503 (expected 200)")},
 		"http://127.0.0.1:1/gone": {Outcome: probe.Unreachable, Latency: 2 * time.Millisecond, Err: errors.New("connection refused")},
 	}
-	w, err := ExpectFromPollProbed(context.Background(), cfg, snap, pr)
+	w, err := FromPollProbed(context.Background(), cfg, snap, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestExpectFromPollProbed(t *testing.T) {
 	snap["/apisix/upstreams/a"] = health.Result{Verdict: health.Up, Healthy: 2, Total: 4}
 	pr["http://127.0.0.1:1/down"] = probe.Result{Outcome: probe.Up, Status: 200}
 	pr["http://127.0.0.1:1/gone"] = probe.Result{Outcome: probe.Up, Status: 200}
-	w, err = ExpectFromPollProbed(context.Background(), cfg, snap, pr)
+	w, err = FromPollProbed(context.Background(), cfg, snap, pr)
 	if err != nil {
 		t.Fatal(err)
 	}

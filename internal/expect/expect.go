@@ -1,4 +1,4 @@
-package verify
+package expect
 
 import (
 	"cmp"
@@ -17,14 +17,14 @@ import (
 
 // Where a Want comes from, in `rhi verify --json`.
 const (
-	FromDaemon = "daemon"
-	FromPoll   = "poll"
+	SourceDaemon = "daemon"
+	SourcePoll   = "poll"
 )
 
 // Want is what rhi wants, per VIP, and where that was learnt: the
 // expectation `rhi verify` holds BIRD to.
 type Want struct {
-	Source    string // FromDaemon or FromPoll
+	Source    string // SourceDaemon or SourcePoll
 	Address   string // control_socket, or the control API's URL
 	Fallback  string // why the daemon was not the source; "" when it was
 	Interface string // the interface the VIPs live on
@@ -45,7 +45,7 @@ type Wanted struct {
 }
 
 // Running is what the running daemon says it manages (its /status), as
-// ExpectFromDaemon needs it.
+// FromDaemon needs it.
 type Running struct {
 	Interface   string   // the interface it manages; "": the config's
 	Withdrawing []string // VIPs dropped by a reload, still on the interface
@@ -62,15 +62,15 @@ type RunningVIP struct {
 	Tier string // its /status tier: announced, degraded, last_resort, withdrawn
 }
 
-// ExpectFromDaemon takes the daemon's decisions. The daemon's VIPs are the
+// FromDaemon takes the daemon's decisions. The daemon's VIPs are the
 // ones checked, since they are what it announces; a config file that
 // differs (edited, not yet reloaded) is noted, not judged.
 //
 // VIPs a reload dropped that the daemon is still withdrawing are checked
 // as absent: the daemon owns them until they are gone, and BIRD must stop
 // exporting them.
-func ExpectFromDaemon(cfg *config.Config, run Running) (*Want, error) {
-	w := &Want{Source: FromDaemon, Address: cfg.ControlSocket, Interface: cmp.Or(run.Interface, cfg.Interface)}
+func FromDaemon(cfg *config.Config, run Running) (*Want, error) {
+	w := &Want{Source: SourceDaemon, Address: cfg.ControlSocket, Interface: cmp.Or(run.Interface, cfg.Interface)}
 	running := map[netip.Prefix]bool{}
 	for _, v := range run.VIPs {
 		p, err := netip.ParsePrefix(v.Address)
@@ -130,13 +130,13 @@ type Poller interface {
 	Poll(ctx context.Context, keys []health.Upstream) health.Snapshot
 }
 
-// ExpectFromPoll polls the control API once through p and evaluates each
+// FromPoll polls the control API once through p and evaluates each
 // VIP's condition. Rise/fall and the failure policy need a history that
 // one poll does not have: a settled verdict is taken as it is, an
 // unsettled one is not judged. The error says that the API did not answer
 // at all.
-func ExpectFromPoll(ctx context.Context, cfg *config.Config, p Poller) (*Want, error) {
-	w := &Want{Source: FromPoll, Address: cfg.ControlURL, Interface: cfg.Interface}
+func FromPoll(ctx context.Context, cfg *config.Config, p Poller) (*Want, error) {
+	w := &Want{Source: SourcePoll, Address: cfg.ControlURL, Interface: cfg.Interface}
 	var keys []health.Upstream
 	for _, v := range cfg.VIPs {
 		keys = append(keys, v.Upstreams...)
@@ -252,4 +252,31 @@ func expected(present bool) router.Expectation {
 		return router.Present
 	}
 	return router.Absent
+}
+
+// runningTier is the tier `rhi verify` checks for a VIP of the running
+// daemon: the one its /status names (its placement), when the VIP is
+// present and the config uses the tiers (the VIP can be degraded, or the
+// fail-open guard is on; last resort always); "" otherwise. It is what the
+// daemon's own confirmation expects. (From a poll alone no tier is
+// checked: rise and fall need a history one poll lacks.)
+func runningTier(cfg *config.Config, p netip.Prefix, v RunningVIP) string {
+	if !v.Desired {
+		return ""
+	}
+	if v.Tier == router.TierLastResort {
+		return router.TierLastResort
+	}
+	if v.Tier != router.TierFull && v.Tier != router.TierDegraded {
+		return ""
+	}
+	for i := range cfg.VIPs {
+		if cfg.VIPs[i].Address == p {
+			if cfg.VIPs[i].Degraded.On() || cfg.FailOpen.Enabled() {
+				return v.Tier
+			}
+			return ""
+		}
+	}
+	return ""
 }

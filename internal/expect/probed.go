@@ -1,4 +1,4 @@
-package verify
+package expect
 
 import (
 	"context"
@@ -17,12 +17,12 @@ type Prober interface {
 	Probe(ctx context.Context, specs []probe.Spec) []probe.Result
 }
 
-// ExpectFromPollProbed is ExpectFromPoll that also sends each VIP's probe
+// FromPollProbed is FromPoll that also sends each VIP's probe
 // through pr, alongside the poll and under apisix_timeout, and judges the
 // VIP as the daemon does (decide.WithProbe): a probe that is down makes it
 // unavailable, one that is unreachable leaves it unjudged. A nil pr, or a
-// config without probes, is ExpectFromPoll.
-func ExpectFromPollProbed(ctx context.Context, cfg *config.Config, p Poller, pr Prober) (*Want, error) {
+// config without probes, is FromPoll.
+func FromPollProbed(ctx context.Context, cfg *config.Config, p Poller, pr Prober) (*Want, error) {
 	var specs []probe.Spec
 	var idx []int
 	for i := range cfg.VIPs {
@@ -31,13 +31,13 @@ func ExpectFromPollProbed(ctx context.Context, cfg *config.Config, p Poller, pr 
 		}
 	}
 	if pr == nil || len(specs) == 0 {
-		return ExpectFromPoll(ctx, cfg, p)
+		return FromPoll(ctx, cfg, p)
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	done := make(chan []probe.Result, 1)
 	go func() { done <- pr.Probe(pctx, specs) }()
-	w, err := ExpectFromPoll(ctx, cfg, p)
+	w, err := FromPoll(ctx, cfg, p)
 	res := <-done
 	if err != nil {
 		return nil, err
