@@ -11,10 +11,10 @@
 #   updates ADC     how many BGP UPDATE messages FRR has received from ADC (a
 #                   withdrawal or a new announcement each counts; keepalives
 #                   do not)
-#   marked ADC OTHER  check that FRR holds a path of every VIP from ADC
-#                   marked last resort (GRACEFUL_SHUTDOWN and the large
-#                   community (ADC's AS, 1, 2)) and that each VIP's best path
-#                   is OTHER's; print them
+#   stepdown ADC OTHER SECS  wait until FRR holds a path of every VIP from
+#                   ADC marked last resort (GRACEFUL_SHUTDOWN and the large
+#                   community (ADC's AS, 1, 2)) and each VIP's best path is
+#                   OTHER's; print them
 #   gone ADC SECS   wait until FRR holds no path of any VIP from ADC
 #   probe RATE SECS STOPFILE  ICMP echo requests to the VIPs, RATE a second,
 #                   until STOPFILE exists (at most SECS seconds); prints
@@ -103,68 +103,88 @@ updates() {
 		python3 -c 'import json, sys; n = json.load(sys.stdin); print(next(iter(n.values()))["messageStats"]["updatesRecv"])'
 }
 
-# bgp_paths VIP: FRR's paths of VIP/32, one line each: "peer best marks
-# local-pref as-path", marks being gshut (GRACEFUL_SHUTDOWN) and each large
-# community, comma-separated ("-" for none), the AS path's blanks as "_".
+# bgp_paths VIP…: FRR's paths of each VIP/32 (one vtysh call), one line
+# each: "vip peer best marks local-pref as-path", marks being gshut
+# (GRACEFUL_SHUTDOWN) and each large community, comma-separated ("-" for
+# none), the AS path's blanks as "_".
 bgp_paths() {
-	vtysh -c "show bgp ipv4 unicast $1/32 json" | python3 -c '
+	local vip args=()
+	for vip in "$@"; do args+=(-c "show bgp ipv4 unicast $vip/32 json"); done
+	vtysh "${args[@]}" | python3 -c '
 import json, sys
-r = json.load(sys.stdin)
-for p in r.get("paths", []):
-    peer = (p.get("peer") or {}).get("peerId") or p.get("peerId") or ((p.get("nexthops") or [{}])[0]).get("ip", "?")
-    best = "best" if (p.get("bestpath") or {}).get("overall") else "-"
-    marks = []
-    com = (p.get("community") or {}).get("string", "").split()
-    if "graceful-shutdown" in com or "65535:0" in com:
-        marks.append("gshut")
-    marks += (p.get("largeCommunity") or {}).get("string", "").split()
-    path = (p.get("aspath") or {}).get("string", "") or "-"
-    print(peer, best, ",".join(marks) or "-", p.get("locPrf", "-"), path.replace(" ", "_"))
+text, i, dec = sys.stdin.read(), 0, json.JSONDecoder()
+while True:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text):
+        break
+    r, i = dec.raw_decode(text, i)
+    vip = r.get("prefix", "?").split("/")[0]
+    for p in r.get("paths", []):
+        peer = (p.get("peer") or {}).get("peerId") or p.get("peerId") or ((p.get("nexthops") or [{}])[0]).get("ip", "?")
+        best = "best" if (p.get("bestpath") or {}).get("overall") else "-"
+        marks = []
+        com = (p.get("community") or {}).get("string", "").split()
+        if "graceful-shutdown" in com or "65535:0" in com:
+            marks.append("gshut")
+        marks += (p.get("largeCommunity") or {}).get("string", "").split()
+        path = (p.get("aspath") or {}).get("string", "") or "-"
+        print(vip, peer, best, ",".join(marks) or "-", p.get("locPrf", "-"), path.replace(" ", "_"))
 '
 }
 
-marked() {
-	local adc=$1 other=$2 vip peer best marks pref path from bestof
+# stepdown ADC OTHER SECS: waits until FRR's best path of every VIP is
+# OTHER's while it still holds ADC's, marked last resort (GRACEFUL_SHUTDOWN
+# and the large community (ADC's AS, 1, 2)); fails at once when a VIP has
+# no path from ADC (withdrawn without stepping down, or never announced).
+stepdown() {
+	local adc=$1 other=$2 secs=$3 deadline paths vip peer best marks pref path ok
 	[[ ${LAB_ROLE[$adc]:-} == adc && ${LAB_ROLE[$other]:-} == adc ]] || lab_die "want two ADCs of $LAB_TOPOLOGY, got \"$adc\" and \"$other\""
-	for vip in "${LAB_VIPS[@]}"; do
-		from="" bestof=""
-		while read -r peer best marks pref path; do
-			[[ $best == best ]] && bestof=$peer
-			[[ $peer == "${LAB_ADDR[$adc]}" ]] || continue
-			from="$marks local-pref $pref as-path ${path//_/ }"
-			if [[ ,$marks, != *,gshut,* || ,$marks, != *,"${LAB_ASN[$adc]}":1:2,* ]]; then
-				echo "router: $vip: the path from $adc is not marked last resort: $from" >&2
+	deadline=$((SECONDS + secs))
+	echo "router: waiting up to ${secs}s for $adc's paths to be marked last resort, $other's best"
+	while :; do
+		paths=$(bgp_paths "${LAB_VIPS[@]}")
+		ok=1
+		for vip in "${LAB_VIPS[@]}"; do
+			if ! awk -v v="$vip" -v a="${LAB_ADDR[$adc]}" '$1 == v && $2 == a { f = 1 } END { exit !f }' <<<"$paths"; then
+				echo "router: $vip: no path from $adc" >&2
+				printf '%s\n' "$paths" >&2
 				return 1
 			fi
-		done < <(bgp_paths "$vip")
-		[[ -n $from ]] || {
-			echo "router: $vip: no path from $adc" >&2
+			awk -v v="$vip" -v a="${LAB_ADDR[$adc]}" -v o="${LAB_ADDR[$other]}" -v c="${LAB_ASN[$adc]}:1:2" '
+				$1 == v && $2 == a { m = index("," $4 ",", ",gshut,") && index("," $4 ",", "," c ",") }
+				$1 == v && $2 == o && $3 == "best" { b = 1 }
+				END { exit !(m && b) }' <<<"$paths" || ok=""
+		done
+		if [[ -n $ok ]]; then
+			while read -r vip peer best marks pref path; do
+				echo "router: $vip from $(owner "$peer"): ${best/-/not best}, $marks, local-pref $pref, as-path ${path//_/ }"
+			done <<<"$paths"
+			echo "router: every VIP best via $other, $adc's paths marked last resort"
+			return 0
+		fi
+		if ((SECONDS >= deadline)); then
+			echo "router: $adc's paths not marked last resort with $other's best after ${secs}s" >&2
+			printf '%s\n' "$paths" >&2
 			return 1
-		}
-		[[ $bestof == "${LAB_ADDR[$other]}" ]] || {
-			echo "router: $vip: best path from \"${bestof:-none}\", not $other" >&2
-			return 1
-		}
-		echo "router: $vip: best via $other; $adc's path: $from"
+		fi
+		sleep 0.1
 	done
 }
 
 gone() {
-	local adc=$1 secs=$2 vip left deadline
+	local adc=$1 secs=$2 left deadline
 	[[ ${LAB_ROLE[$adc]:-} == adc ]] || lab_die "\"$adc\" is not an ADC in $LAB_TOPOLOGY"
 	deadline=$((SECONDS + secs))
 	echo "router: waiting up to ${secs}s for every path from $adc to go"
 	while :; do
-		left=""
-		for vip in "${LAB_VIPS[@]}"; do
-			if bgp_paths "$vip" | grep -q "^${LAB_ADDR[$adc]} "; then left+=" $vip"; fi
-		done
+		left=$(bgp_paths "${LAB_VIPS[@]}" | awk -v a="${LAB_ADDR[$adc]}" '$2 == a { print $1 }' | paste -sd' ' -)
 		if [[ -z $left ]]; then
 			echo "router: no path from $adc"
 			return 0
 		fi
 		if ((SECONDS >= deadline)); then
-			echo "router: paths from $adc still there after ${secs}s:$left" >&2
+			echo "router: paths from $adc still there after ${secs}s: $left" >&2
 			return 1
 		fi
 		sleep 0.1
@@ -238,14 +258,14 @@ EOF
 
 case ${1:-} in
 show) show ;;
-marked) marked "${2:?usage: router.sh marked ADC OTHER}" "${3:?usage: router.sh marked ADC OTHER}" ;;
+stepdown) stepdown "${2:?usage: router.sh stepdown ADC OTHER SECONDS}" "${3:?usage: router.sh stepdown ADC OTHER SECONDS}" "${4:?usage: router.sh stepdown ADC OTHER SECONDS}" ;;
 gone) gone "${2:?usage: router.sh gone ADC SECONDS}" "${3:?usage: router.sh gone ADC SECONDS}" ;;
 probe) probe "${2:?usage: router.sh probe RATE SECONDS STOPFILE}" "${3:?usage: router.sh probe RATE SECONDS STOPFILE}" "${4:?usage: router.sh probe RATE SECONDS STOPFILE}" ;;
 wait) wait_for "${2:?usage: router.sh wait ADC SECONDS}" "${3:?usage: router.sh wait ADC SECONDS}" ;;
 hold) hold "${2:?usage: router.sh hold ADC SECONDS}" "${3:?usage: router.sh hold ADC SECONDS}" ;;
 updates) updates "${2:?usage: router.sh updates ADC}" ;;
 *)
-	echo "usage: router.sh show | wait ADC SECONDS | hold ADC SECONDS | updates ADC | marked ADC OTHER | gone ADC SECONDS | probe RATE SECONDS STOPFILE" >&2
+	echo "usage: router.sh show | wait ADC SECONDS | hold ADC SECONDS | updates ADC | stepdown ADC OTHER SECONDS | gone ADC SECONDS | probe RATE SECONDS STOPFILE" >&2
 	exit 2
 	;;
 esac
