@@ -75,7 +75,7 @@ on "$dc1" ip link show rhi2 >/dev/null || {
 	exit 1
 }
 echo "== $dc1: on_shutdown: withdraw"
-on "$dc1" "grep -qx 'on_shutdown: keep' $conf" || {
+on "$dc1" "sudo grep -qx 'on_shutdown: keep' $conf" || {
 	log "$dc1: $conf has no line \"on_shutdown: keep\" to change"
 	exit 1
 }
