@@ -113,7 +113,7 @@ trixie) want=3 ;;
 *) want=2 ;;
 esac
 for h in $adcs; do
-	v=$(on "$h" 'bird --version 2>&1' | sed -n 's/^BIRD version \([0-9][0-9.]*\).*/\1/p')
+	v=$(on "$h" 'sudo bird --version 2>&1' | sed -n 's/^BIRD version \([0-9][0-9.]*\).*/\1/p')
 	if [[ $v != "$want".* ]]; then
 		log "$h runs BIRD ${v:-(no version)}, want $want.x on $RHI_LAB_SUITE"
 		exit 1
