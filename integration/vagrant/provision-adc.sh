@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # provision-adc.sh HOST: turns a Debian 12 or 13 VM into one ADC of the Vagrant
-# lab: the rhi0 dummy (systemd-networkd, deploy/networkd), BIRD (deploy/bird;
+# lab: the rhi0, rhi1 and rhi2 dummies of the three tiers (systemd-networkd,
+# deploy/networkd), BIRD (deploy/bird;
 # Debian 12's bird2 or Debian 13's bird3), backends, APISIX in standalone mode
 # with active health checks and the warm-up units, and rhi under its systemd
 # unit with deploy/rhi.yaml.
@@ -70,11 +71,14 @@ if systemctl cat frr.service >/dev/null 2>&1; then
 	systemctl disable --now frr.service >/dev/null 2>&1
 fi
 
-# --- rhi0: the dummy that holds the VIPs, from deploy/networkd. ifupdown keeps
-# the VM's own interfaces; networkd manages only what its .network files match.
-log "rhi0 (systemd-networkd)"
+# --- rhi0, rhi1, rhi2: the dummies that hold the VIPs at full weight,
+# degraded and in last resort (where drain and a stop with on_shutdown:
+# withdraw step them down before withdrawing them), from deploy/networkd.
+# ifupdown keeps the VM's own interfaces; networkd manages only what its
+# .network files match.
+log "rhi0, rhi1, rhi2 (systemd-networkd)"
 changed=""
-for f in 50-rhi0.netdev 50-rhi0.network 50-rhi1.netdev 50-rhi1.network; do
+for f in 50-rhi{0,1,2}.netdev 50-rhi{0,1,2}.network; do
 	changed+=$(put "$repo/deploy/networkd/$f" "/etc/systemd/network/$f" 644 root:root)
 done
 # networkd's wait-online would wait for links it does not manage; the VM's
@@ -86,10 +90,10 @@ if [[ -n $changed ]]; then
 	networkctl reload
 fi
 for ((i = 0; i < 30; i++)); do
-	ip link show rhi0 >/dev/null 2>&1 && ip link show rhi1 >/dev/null 2>&1 && break
+	ip link show rhi0 >/dev/null 2>&1 && ip link show rhi1 >/dev/null 2>&1 && ip link show rhi2 >/dev/null 2>&1 && break
 	sleep 1
 done
-for l in rhi0 rhi1; do
+for l in rhi0 rhi1 rhi2; do
 	ip link show "$l" >/dev/null || lab_die "$l did not appear (journalctl -u systemd-networkd)"
 done
 

@@ -10,6 +10,9 @@
 #   guard    each ADC's rhi_guard4 (tiers.conf) holds the other's VIPs
 #   failover make vagrant-failover, RHI_LAB_FAILOVER_RUNS times (5)
 #   verify   make vagrant-verify
+#   graceful graceful.sh: systemctl stop rhi on dc1 with on_shutdown:
+#            withdraw: its paths marked last resort at the router for the
+#            grace, then withdrawn, no probe lost; rhi started again
 #   dc1      systemctl reload rhi, then systemctl restart rhi: the router's
 #            routes stay on dc1 and FRR receives no UPDATE from dc1 meanwhile;
 #            rhi SIGSTOPped: systemd's watchdog kills it and it comes back;
@@ -110,7 +113,7 @@ trixie) want=3 ;;
 *) want=2 ;;
 esac
 for h in $adcs; do
-	v=$(on "$h" 'bird --version 2>&1' | sed -n 's/^BIRD version \([0-9][0-9.]*\).*/\1/p')
+	v=$(on "$h" 'sudo bird --version 2>&1' | sed -n 's/^BIRD version \([0-9][0-9.]*\).*/\1/p')
 	if [[ $v != "$want".* ]]; then
 		log "$h runs BIRD ${v:-(no version)}, want $want.x on $RHI_LAB_SUITE"
 		exit 1
@@ -163,6 +166,11 @@ done
 
 step=verify
 timeout 300 integration/vagrant/verify.sh
+
+step=graceful
+RHI_LAB_FIGURES=$tmp/figures timeout 600 integration/vagrant/graceful.sh
+read -r _ lost moved withdrawn stopped < <(grep '^graceful ' "$tmp/figures")
+figure "stop (on_shutdown: withdraw): $lost probes lost, router moved after $moved s, withdrawn after $withdrawn s, stop took $stopped s"
 
 # hold_during SECS COMMAND…: runs COMMAND on dc1 while the router checks for
 # SECS seconds that every VIP stays on dc1; then FRR must have received no
