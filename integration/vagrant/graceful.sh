@@ -42,7 +42,7 @@ restore() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	on "$router" sudo touch "$stopfile" >/dev/null 2>&1 || true
 	echo "== restoring rhi on $dc1 (on_shutdown: keep)"
-	on "$dc1" "sudo sed -i 's/^on_shutdown: withdraw\$/on_shutdown: keep/' $conf && sudo systemctl start rhi" || rc=1
+	on "$dc1" "sudo sed -i -e 's/^on_shutdown: withdraw\$/on_shutdown: keep/' -e 's/^drain_grace: 15s\$/drain_grace: 5s/' $conf && sudo systemctl start rhi" || rc=1
 	if ! router_sh wait "$dc1" "$timeout" >/dev/null; then
 		log "the VIPs did not come back to $dc1"
 		rc=1
@@ -79,8 +79,10 @@ on "$dc1" "sudo grep -qx 'on_shutdown: keep' $conf" || {
 	log "$dc1: $conf has no line \"on_shutdown: keep\" to change"
 	exit 1
 }
-# A restart with the old on_shutdown (keep) does not flap; the new rhi reads withdraw.
-on "$dc1" "sudo sed -i 's/^on_shutdown: keep\$/on_shutdown: withdraw/' $conf && sudo systemctl restart rhi"
+# A restart with the old on_shutdown (keep) does not flap; the new rhi reads
+# withdraw. The grace is 15s here, not the default 5s: under CPU emulation one
+# look at the router takes 1-2 s, and the watcher must see the marked paths.
+on "$dc1" "sudo sed -i -e 's/^on_shutdown: keep\$/on_shutdown: withdraw/' -e 's/^drain_grace: 5s\$/drain_grace: 15s/' $conf && sudo systemctl restart rhi"
 router_sh wait "$dc1" "$timeout"
 since=$(on "$dc1" date '+%Y-%m-%d\ %H:%M:%S')
 
