@@ -77,9 +77,6 @@ type Viewer struct {
 	watch func(Execer) Execer
 }
 
-// Execer, Table, timed and isBirdError are shared with ask.go, the former
-// per-VIP question.
-
 // Bounds of the guard's replies. A dump lists every route of a guard
 // table: this host's own VIP route and one path per other site and
 // neighbour. The bounds leave room for 16 paths per VIP asked (BIRD 2
