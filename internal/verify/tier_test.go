@@ -52,14 +52,7 @@ func TestCheckTier(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			replies := lab(t, "up-vip")
 			replies[export4+" all"] = tc.reply
-			srv := birdtest.NewServer(t, replies)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			c, err := bird.Dial(ctx, srv.Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			ctx, c, srv := dialReplies(t, replies)
 			v := present(vip4)
 			v.Tier = tc.tier
 			rep := Check(ctx, c, router.Input{VIPs: []router.VIP{v, present(vip6)}})
@@ -101,14 +94,7 @@ func TestCheckTierUnreadable(t *testing.T) {
 			}
 			replies := lab(t, "up-vip")
 			replies[export4+" all"] = reply
-			srv := birdtest.NewServer(t, replies)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			c, err := bird.Dial(ctx, srv.Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			ctx, c, _ := dialReplies(t, replies)
 			for _, tier := range []string{router.TierFull, router.TierDegraded} {
 				v := present(vip4)
 				v.Tier = tier
@@ -198,14 +184,7 @@ func TestExportedLadderTier(t *testing.T) {
 func TestCheckSiteID(t *testing.T) {
 	replies := lab(t, "up-vip")
 	replies[export4+" all"] = testdata(t, "ladder-bird2.0.12-ebgp-export-full.txt")
-	srv := birdtest.NewServer(t, replies)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := bird.Dial(ctx, srv.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c, _ := dialReplies(t, replies)
 	v := present(vip4)
 	v.Tier = router.TierFull
 	for site, problem := range map[uint32]string{
@@ -243,14 +222,7 @@ func TestCheckSiteFromRouter(t *testing.T) {
 			if !tc.noStatus {
 				replies["show status"] = strings.Replace(status, "10.99.0.1", tc.routerID, 1)
 			}
-			srv := birdtest.NewServer(t, replies)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			c, err := bird.Dial(ctx, srv.Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			ctx, c, _ := dialReplies(t, replies)
 			rep := Check(ctx, c, router.Input{VIPs: []router.VIP{v}, SiteFromRouter: true})
 			if tc.noStatus {
 				if rep.Err == nil || !strings.Contains(rep.Err.Error(), "site identity") {
@@ -266,4 +238,19 @@ func TestCheckSiteFromRouter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dialReplies serves replies as a fake BIRD and dials it; the connection
+// and its 10 s deadline end with the test.
+func dialReplies(t *testing.T, replies map[string]string) (context.Context, *bird.Conn, *birdtest.Server) {
+	t.Helper()
+	srv := birdtest.NewServer(t, replies)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	c, err := bird.Dial(ctx, srv.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return ctx, c, srv
 }
