@@ -678,3 +678,32 @@ func TestGuardRestartUnsettled(t *testing.T) {
 		t.Errorf("health's reason %s, want the failure policy's withdrawal", r.d.vs.state[0].Reason)
 	}
 }
+
+// TestCurrentAllIsCurrent: placeAll's one walk over the interfaces
+// (currentAll) says for every VIP what current says of it alone, with
+// VIPs on the main interface, in last resort and on none.
+func TestCurrentAllIsCurrent(t *testing.T) {
+	r := newLadderRig(t, ladderSeed(), newFakeLink(), newFakeLink(), newFakeLink())
+	check := func(when string) map[decide.Tier]int {
+		t.Helper()
+		seen := map[decide.Tier]int{}
+		cur := r.d.currentAll(nil)
+		for i, v := range r.d.cfg.VIPs {
+			want := r.d.current(v.Address)
+			if got := tierAt[cur[i]]; got != want {
+				t.Errorf("%s: %s: currentAll says %q, current %q", when, v.Address, got, want)
+			}
+			seen[want]++
+		}
+		return seen
+	}
+	check("before the first tick")
+	r.view.set(v100, 7)
+	r.tick(t)
+	check("healthy")
+	r.fail()
+	r.tick(t)
+	if seen := check("v100 failing"); seen[decide.TierLastResort] != 1 || seen[decide.TierAnnounced] == 0 {
+		t.Errorf("tiers seen %v, want one VIP in last resort and others announced", seen)
+	}
+}

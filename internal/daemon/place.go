@@ -22,9 +22,10 @@ func (d *Daemon) placeAll() bool {
 	in := place.Input{FailOpen: fo, LastResort: d.tier.lastResort(), Phase: d.phase()}
 	now := d.env.now()
 	changed := false
+	d.vs.cur = d.currentAll(d.vs.cur)
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
-		in.Health, in.Drained, in.Current, in.Guard = d.vs.state[i], d.drains.drained.Has(p), d.current(p), 0
+		in.Health, in.Drained, in.Current, in.Guard = d.vs.state[i], d.drains.drained.Has(p), tierAt[d.vs.cur[i]], 0
 		if fo && !in.Health.Announced {
 			in.Guard = d.verdict(p)
 		}

@@ -76,6 +76,15 @@ func (t *tiers) holds(i int, p netip.Prefix) bool {
 	return t.low[i].ann != nil && t.low[i].iface.Has(p)
 }
 
+// present is what lower interface i holds that rhi manages there; none
+// when it is not managed.
+func (t *tiers) present(i int) []netip.Prefix {
+	if t.low[i].ann == nil {
+		return nil
+	}
+	return t.low[i].iface.Present
+}
+
 // has reports whether p is on a lower interface.
 func (t *tiers) has(p netip.Prefix) bool { return t.holds(degIdx, p) || t.holds(lrIdx, p) }
 
@@ -168,6 +177,37 @@ func (d *Daemon) current(p netip.Prefix) decide.Tier {
 		return decide.TierAnnounced
 	}
 	return decide.TierWithdrawn
+}
+
+// tierAt names the tiers currentAll writes as bytes: a byte per VIP
+// keeps its buffer at 10 KB for 10,000 VIPs, where a decide.Tier each
+// would hold 160 KB between ticks.
+var tierAt = [...]decide.Tier{decide.TierWithdrawn, decide.TierLastResort, decide.TierDegraded, decide.TierAnnounced}
+
+// currentAll is current for every configured VIP, in config order, as an
+// index into tierAt, into buf: one walk of the interfaces' sorted lists
+// over the VIPs sorted by address (vipStates.order), where current's
+// binary searches per VIP took a third of a steady tick at 10,000 VIPs.
+// Same precedence as current.
+func (d *Daemon) currentAll(buf []uint8) []uint8 {
+	vips, order := d.vs.vips, d.vs.order
+	buf = slices.Grow(buf[:0], len(vips))[:len(vips)]
+	lists := [...][]netip.Prefix{d.tier.present(lrIdx), d.tier.present(degIdx), d.ifc.iface.Present} // tierAt[1:]
+	var at [len(lists)]int
+	for _, pos := range order {
+		p := vips[pos].Address
+		buf[pos] = 0
+		for l, ps := range lists {
+			for at[l] < len(ps) && ps[at[l]].Compare(p) < 0 {
+				at[l]++
+			}
+			if at[l] < len(ps) && ps[at[l]].Compare(p) == 0 {
+				buf[pos] = uint8(l + 1)
+				break
+			}
+		}
+	}
+	return buf
 }
 
 // setInterfaces sets the interfaces to d.set.owned: the main one alone

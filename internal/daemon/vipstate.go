@@ -24,9 +24,11 @@ type vipStates struct {
 	// change of its inputs (placeAll); the zero Placement before the
 	// first.
 	placed []place.Placement
-	since  []time.Time // last change of Announced or presence
-	flips  []uint64    // changes of Announced
-	ready  bool        // seeded: the state is known
+	// cur is placeAll's scratch: where each VIP is now (currentAll).
+	cur   []uint8
+	since []time.Time // last change of Announced or presence
+	flips []uint64    // changes of Announced
+	ready bool        // seeded: the state is known
 	// shared says that a status view holds since and flips (vipRecs.fill):
 	// they change seldom, so views share them instead of copying 320 KB
 	// a tick at 10,000 VIPs, and touch copies them before the
