@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -85,7 +86,7 @@ func (b *pollBudget) intervals(cfg *config.Config, fastOn bool) (reg, fast time.
 	if B <= 0 {
 		return reg, fast
 	}
-	regShare := float64(b.reg) / float64(reg)
+	regShare := float64(b.reg) / (float64(reg) * (1 - earlyMean))
 	fastShare := 0.0
 	if fastOn && fast > 0 {
 		fastShare = float64(b.fast) / float64(fast)
@@ -97,8 +98,44 @@ func (b *pollBudget) intervals(cfg *config.Config, fastOn bool) (reg, fast time.
 		fastShare = min(fastShare, max(B/2, B-regShare))
 		fast = max(fast, time.Duration(float64(b.fast)/fastShare))
 	}
-	reg = max(reg, time.Duration(float64(b.reg)/(B-fastShare)))
+	reg = max(reg, time.Duration(float64(b.reg)/(B-fastShare)/(1-earlyMean)))
 	return reg, fast
+}
+
+// Regular polls come early by a random 2 to 10 % of the interval, never
+// late. APISIX's checker runs on a grid of its own, and a node it finds
+// failing stays mostly_healthy for one check interval before unhealthy:
+// that window is what tells rhi to poll the upstream fast. On a fixed grid
+// at the check's own interval rhi's polls can lock to the checker's steps
+// (a probe's failing request pulls them together) and read just before
+// each step, missing the window every time. A gap that is always shorter
+// than the interval lands a poll inside every window of that length, and
+// a random one cannot lock. The mean gap is 6 % short, which the budget
+// counts (earlyMean).
+const (
+	earlyMin  = 0.02
+	earlySpan = 0.08
+	earlyMean = earlyMin + earlySpan/2
+)
+
+// randomEarly is how much earlier than interval the next regular poll
+// comes: a random 2 to 10 % of it.
+func randomEarly(interval time.Duration) time.Duration {
+	return time.Duration(float64(interval) * (earlyMin + earlySpan*rand.Float64()))
+}
+
+// nextPoll sets the regular ticker to the next poll: the effective
+// interval, less the loop's early draw, after the tick at at. A poll that
+// ran past that skips to the next gap, so a stalled control API is
+// polled at the interval, not back to back.
+func (d *Daemon) nextPoll(t ticker, at time.Time) {
+	gap := d.polls.budget.effective
+	gap -= d.env.early(gap)
+	wait := gap - d.env.now().Sub(at)
+	for gap > 0 && wait <= 0 {
+		wait += gap
+	}
+	t.Reset(max(wait, time.Millisecond))
 }
 
 // fastInterval is the fast ticker's interval now; 0: fast polls are off.
@@ -123,7 +160,7 @@ func (b *pollBudget) spread() time.Duration {
 
 // regrid sets the regular grid to the interval the budget allows, logging
 // once when it stretches the configured one.
-func (d *Daemon) regrid(t ticker) {
+func (d *Daemon) regrid() {
 	reg, _ := d.polls.budget.intervals(d.cfg, d.polls.fast.n > 0)
 	if reg > d.cfg.PollInterval {
 		// The estimate moves a little every poll; the grid need not.
@@ -134,7 +171,6 @@ func (d *Daemon) regrid(t ticker) {
 		return
 	}
 	b.effective = reg
-	t.Reset(reg)
 	if reg <= d.cfg.PollInterval {
 		if !b.stretchedSince.IsZero() {
 			d.log.WithFields(logrus.Fields{"interval": reg}).Info("poll interval back to the configured one")

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +17,9 @@ import (
 // alone when they fit.
 func TestBudgetIntervals(t *testing.T) {
 	ms := time.Millisecond
+	// Regular polls come 6 % early on average (randomEarly): a stretched
+	// interval is that much longer than cost / budget.
+	early := func(d time.Duration) time.Duration { return time.Duration(float64(d) / (1 - earlyMean)) }
 	tests := []struct {
 		name          string
 		interval      time.Duration
@@ -28,12 +33,13 @@ func TestBudgetIntervals(t *testing.T) {
 		{"fits", time.Second, 100 * ms, 1, 2 * ms, ms / 10, true, time.Second, 100 * ms},
 		{"no budget", 200 * ms, 100 * ms, 0, 400 * ms, ms, true, 200 * ms, 100 * ms},
 		// A list of 3,000 checkers (~100 ms) at 200 ms: 50% of a worker.
-		{"list of 3,000 at 200ms", 200 * ms, 100 * ms, 1, 100 * ms, ms, false, 10 * time.Second, 100 * ms},
+		{"list of 3,000 at 200ms", 200 * ms, 100 * ms, 1, 100 * ms, ms, false, early(10 * time.Second), 100 * ms},
 		// Fast polls run: they take what they need (0.3%), the regular
 		// polls the rest (0.7%).
-		{"fast polls share it", 200 * ms, 100 * ms, 1, 100 * ms, 300 * time.Microsecond, true, time.Duration(float64(100*ms) / 0.007), 100 * ms},
-		// Fast polls that would take more than half: held to half.
-		{"fast polls held to half", time.Second, 20 * ms, 1, 5 * ms, ms, true, time.Second, 200 * ms},
+		{"fast polls share it", 200 * ms, 100 * ms, 1, 100 * ms, 300 * time.Microsecond, true, early(time.Duration(float64(100*ms) / 0.007)), 100 * ms},
+		// Fast polls that would take more than half: held to half, and
+		// the regular polls (0.53 %) stretched into the other half.
+		{"fast polls held to half", time.Second, 20 * ms, 1, 5 * ms, ms, true, early(time.Second), 200 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,7 +50,7 @@ func TestBudgetIntervals(t *testing.T) {
 				t.Errorf("intervals = %v, %v; want %v, %v", reg, fast, tt.wantReg, tt.wantFast)
 			}
 			if tt.budget > 0 {
-				used := float64(tt.reg) / float64(reg)
+				used := float64(tt.reg) / (float64(reg) * (1 - earlyMean))
 				if tt.fastOn {
 					used += float64(tt.fastCost) / float64(fast)
 				}
@@ -69,12 +75,15 @@ func TestBudgetStretchesTheGrid(t *testing.T) {
 	}
 	r.h.each = 2 * time.Millisecond // 5 resources: 10 ms a poll, 5% at 200 ms
 	grid := &resetTicker{fakeTicker: newFakeTicker()}
+	r.d.env.early = func(time.Duration) time.Duration { return 0 }
 	for range 3 {
 		r.d.tick(context.Background())
-		r.d.regrid(grid)
+		r.d.regrid()
+		r.d.nextPoll(grid, r.d.env.now())
 	}
-	if want := time.Second; grid.last != want {
-		t.Errorf("grid reset to %v, want %v (10 ms a poll at 1%%)", grid.last, want)
+	// 10 ms a poll at 1 %, polls 6 % early on average: 1.06 s.
+	if want := 1060 * time.Millisecond; grid.last != want {
+		t.Errorf("grid reset to %v, want %v", grid.last, want)
 	}
 	warns := 0
 	for _, e := range r.logs.AllEntries() {
@@ -87,13 +96,14 @@ func TestBudgetStretchesTheGrid(t *testing.T) {
 	}
 	r.d.tick(context.Background())
 	p := r.d.Status().ControlAPI.Polling
-	if p.EffectiveInterval != time.Second || p.StretchedSince.IsZero() || p.PollCost != 10*time.Millisecond || p.BudgetPercent != 1 {
+	if p.EffectiveInterval != 1060*time.Millisecond || p.StretchedSince.IsZero() || p.PollCost != 10*time.Millisecond || p.BudgetPercent != 1 {
 		t.Errorf("status polling %+v", p)
 	}
 	r.h.each = 0
 	for range 4 { // the estimate is the least of the last 4 polls
 		r.d.tick(context.Background())
-		r.d.regrid(grid)
+		r.d.regrid()
+		r.d.nextPoll(grid, r.d.env.now())
 	}
 	if grid.last != 200*time.Millisecond || !r.d.polls.budget.stretchedSince.IsZero() {
 		t.Errorf("cost gone: grid at %v, stretched since %v; want the configured 200ms", grid.last, r.d.polls.budget.stretchedSince)
@@ -125,6 +135,71 @@ func TestBudgetEstimate(t *testing.T) {
 	} {
 		if got := r.add(tt.in); got != tt.want {
 			t.Errorf("poll %d: add(%v) = %v, want %v", i, tt.in, got, tt.want)
+		}
+	}
+}
+
+// The next regular poll is the interval less the early draw after the
+// tick; a poll that ran past it skips to the gap after.
+func TestNextPoll(t *testing.T) {
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name         string
+		early, spent time.Duration
+		want         time.Duration
+	}{
+		{"on time", 0, 300 * time.Millisecond, 700 * time.Millisecond},
+		{"early", 50 * time.Millisecond, 300 * time.Millisecond, 650 * time.Millisecond},
+		{"ran past the next", 50 * time.Millisecond, 1200 * time.Millisecond, 700 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &Daemon{}
+			d.polls.budget.effective = time.Second
+			d.env.now = func() time.Time { return at.Add(tt.spent) }
+			d.env.early = func(time.Duration) time.Duration { return tt.early }
+			grid := &resetTicker{fakeTicker: newFakeTicker()}
+			d.nextPoll(grid, at)
+			if grid.last != tt.want {
+				t.Errorf("next poll in %v, want %v", grid.last, tt.want)
+			}
+		})
+	}
+}
+
+// Polls that come a random 2 to 10 % early land a read in every stretch
+// as long as the interval, wherever it starts, though each read lands up
+// to 15 ms after its tick (the request's own time): APISIX keeps a failing
+// node mostly_healthy for one check interval, and a read inside that
+// window starts the fast polls. A fixed grid at the same interval
+// straddles some windows (checked too, so the test can tell).
+func TestEarlyPollsLandInEveryWindow(t *testing.T) {
+	const interval = time.Second
+	noise := rand.New(rand.NewPCG(1, 2))
+	reads := func(next func() time.Duration) []time.Duration {
+		var r []time.Duration
+		for at := time.Duration(0); at < 1000*interval; at += next() {
+			r = append(r, at+time.Duration(noise.Int64N(int64(15*time.Millisecond))))
+		}
+		return r
+	}
+	missed := func(reads []time.Duration) (time.Duration, bool) {
+		for s := time.Duration(0); s < reads[len(reads)-1]-interval; s += time.Millisecond {
+			i, _ := slices.BinarySearch(reads, s)
+			if reads[i] >= s+interval {
+				return s, true
+			}
+		}
+		return 0, false
+	}
+	if s, ok := missed(reads(func() time.Duration { return interval - randomEarly(interval) })); ok {
+		t.Errorf("early polls: no read in [%v, %v)", s, s+interval)
+	}
+	if _, ok := missed(reads(func() time.Duration { return interval })); !ok {
+		t.Error("a fixed grid read in every window: the check cannot tell")
+	}
+	for range 1000 {
+		if e := randomEarly(interval); e < interval*2/100 || e > interval*10/100 {
+			t.Fatalf("randomEarly(%v) = %v, want 2-10 %%", interval, e)
 		}
 	}
 }

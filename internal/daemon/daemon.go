@@ -202,6 +202,9 @@ type loopEnv struct {
 	// sleep waits through a withdrawing shutdown's grace; realSleep but
 	// in tests.
 	sleep func(time.Duration)
+	// early is how much before the interval the next regular poll
+	// comes (randomEarly; tests fix it).
+	early func(time.Duration) time.Duration
 }
 
 // New builds a daemon for a validated config.
@@ -216,6 +219,7 @@ func New(cfg *config.Config, deps Deps) *Daemon {
 		env: loopEnv{
 			now: deps.Now, ready: deps.Ready, newHS: deps.NewHealth, onPoll: deps.OnPoll,
 			dryRun: deps.DryRun, newTicker: newRealTicker, sleep: realSleep,
+			early: randomEarly,
 		},
 		in: inbox{
 			reloads:  make(chan reloadReq, 1),
@@ -308,10 +312,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.env.ready != nil {
 		d.env.ready()
 	}
-	// Polls follow the ticker's grid and never overlap: a poll that runs
-	// past the next tick skips it (skipLate) instead of starting the next
-	// poll the moment it ends, so a stalled control API is polled at the
-	// interval, not back to back.
+	// Polls never overlap: each sets the ticker to the next one
+	// (nextPoll), a little early, and a poll that runs past it skips it.
 	t := d.env.newTicker(d.cfg.PollInterval)
 	defer t.Stop()
 	defer d.drains.gr.stopTimer()
@@ -324,14 +326,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case r := <-d.in.reloads:
 			d.applyReload(r.cfg)
 			close(r.applied)
-			t.Reset(d.cfg.PollInterval)
 			d.polls.budget.effective = d.cfg.PollInterval
+			at := d.env.now()
 			d.tick(ctx)
-			d.regrid(t)
+			d.regrid()
+			d.nextPoll(t, at)
 			skipLate(t.C())
 		case <-t.C():
+			at := d.env.now()
 			d.tick(ctx)
-			d.regrid(t)
+			d.regrid()
+			d.nextPoll(t, at)
 			skipLate(t.C())
 		case <-d.polls.fast.C():
 			d.fastTick(ctx)
