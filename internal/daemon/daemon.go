@@ -458,7 +458,7 @@ func (d *Daemon) tick(ctx context.Context) {
 
 	changes := decide.TickStates(d.cfg, snap, d.polls.probes.outcomes, d.vs.state)
 	d.polls.stats.settled(d.anySettled(), polled)
-	d.applyChanges(ctx, changes, polled)
+	d.applyChanges(ctx, changes, polled, false)
 	d.polls.last = pollRun{snap: snap, start: start, end: polled, resources: d.plan.Resources()}
 	d.polls.tickEnd = d.env.now()
 	d.publish()
@@ -641,8 +641,11 @@ func (d *Daemon) logIfaceErr(err error, news bool) {
 	e.Error("cannot set VIPs on the interface; retrying every tick")
 }
 
-func (d *Daemon) logChange(c decide.Change) {
+func (d *Daemon) logChange(c decide.Change, fast bool) {
 	e := d.log.WithFields(logrus.Fields{"vip": c.VIP.String(), "reason": string(c.To.Reason), "verdict": c.To.Verdict.String()})
+	if fast {
+		e = e.WithField("poll", "fast") // a fast poll of a moving upstream decided it
+	}
 	if c.Detail != "" {
 		e = e.WithField("detail", c.Detail) // e.g. "api: 1 of 10 healthy, needs 50%"
 	}
@@ -847,7 +850,7 @@ func (d *Daemon) renew(ctx context.Context, m map[netip.Prefix]bool) {
 // applyChanges follows a poll's verdict changes (a regular or a fast poll,
 // read at polled) through to the interfaces: it notes when each VIP moved,
 // places and applies every VIP, logs the changes and asks BIRD to confirm.
-func (d *Daemon) applyChanges(ctx context.Context, changes []decide.Change, polled time.Time) {
+func (d *Daemon) applyChanges(ctx context.Context, changes []decide.Change, polled time.Time, fast bool) {
 	for _, c := range changes {
 		if i, ok := d.vs.at(c.VIP); ok && (c.From.Announced != c.To.Announced || c.From.Degraded != c.To.Degraded) {
 			d.vs.touch(i, polled, true)
@@ -862,7 +865,7 @@ func (d *Daemon) applyChanges(ctx context.Context, changes []decide.Change, poll
 	// Logged once the interface is set: at 1,000 VIPs writing the lines
 	// takes longer than the changes, and must not delay them.
 	for _, c := range changes {
-		d.logChange(c)
+		d.logChange(c, fast)
 	}
 	if len(changes) > 0 || moved || !d.stage.confirmed {
 		d.requestConfirm()

@@ -278,7 +278,7 @@ func (d *Daemon) stepFast(ctx context.Context, vips []int, merged health.Snapsho
 		d.vs.state[v] = states[k]
 	}
 	d.polls.upstreams.note(d.log, d.plan, merged, d.cfg.FailurePolicy)
-	d.applyChanges(ctx, changes, polled)
+	d.applyChanges(ctx, changes, polled, true)
 	d.polls.last.snap = merged
 	d.polls.tickEnd = d.env.now()
 	d.publish()

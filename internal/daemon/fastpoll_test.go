@@ -124,6 +124,9 @@ func TestFastPollsFollowMovingUpstream(t *testing.T) {
 		t.Fatalf("fast poll read %v (%+v), want %s alone, without the list", r.h.lastKeys(), r.h.calls[polls].opts, api)
 	}
 	r.expect(t, "10.0.0.101 10.0.0.102")
+	if e := r.logs.LastEntry(); e == nil || e.Data["vip"] != "10.0.0.100/32" || e.Data["action"] != "withdraw" || e.Data["poll"] != "fast" {
+		t.Errorf("the withdraw's log line %+v: want vip 10.0.0.100/32, action withdraw, poll fast", e)
+	}
 	if st := r.d.Status(); st.ControlAPI.Polling.FastPolls != 1 || st.ControlAPI.Polls != 2 {
 		t.Errorf("status: %d fast polls, %d polls; want 1, 2 (a fast poll is not a regular poll)", st.ControlAPI.Polling.FastPolls, st.ControlAPI.Polls)
 	}
