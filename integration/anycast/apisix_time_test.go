@@ -153,6 +153,7 @@ func fastPollsCatchStep(t *testing.T, poll time.Duration) {
 	_, s := newFaultSite(t, cfg, faultSite{})
 	ctx := context.Background()
 	var shares []time.Duration
+	caught := 0 // runs in which rhi read the upstream inside the mostly_healthy window
 	for run := range 5 {
 		if err := s.API.SetBackends(up1, "alive"); err != nil {
 			t.Fatal(err)
@@ -169,6 +170,10 @@ func fastPollsCatchStep(t *testing.T, poll time.Duration) {
 		}
 		// A different phase between rhi's polls and the checker each run.
 		time.Sleep(time.Duration(run) * poll / 5)
+		moving0, err := s.API.MovingReads(up1)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := s.API.SetBackends(up1, "dead"); err != nil {
 			t.Fatal(err)
 		}
@@ -198,14 +203,52 @@ func fastPollsCatchStep(t *testing.T, poll time.Duration) {
 			t.Fatalf("run %d: no node turned unhealthy in the fake (%d transitions)", run, len(tr))
 		}
 		shares = append(shares, gone.Sub(last))
+		moving, err := s.API.MovingReads(up1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moving > moving0 {
+			caught++
+		}
 	}
 	v, _ := s.metricValue(t, "rhi_fast_polls_total")
 	if v == 0 {
 		t.Error("rhi_fast_polls_total is 0: the steps were not fast-polled")
 	}
+	fast, all := withdrawLines(t, s, vip.Address)
+	// Regular polls come a little early, so at a 1 s poll one reads the
+	// upstream inside every 1 s mostly_healthy window, and from there
+	// fast polls follow it (the withdraw is made by whichever poll reads
+	// unhealthy first, fast or regular). At 3 s most windows fall
+	// between polls.
+	if poll == time.Second && caught != 5 {
+		t.Errorf("rhi read the upstream inside the mostly_healthy window in %d of 5 runs, want 5", caught)
+	}
+	if poll == time.Second && fast == 0 {
+		t.Errorf("no withdraw of %s made by a fast poll (%d withdraws)", vip.Address, all)
+	}
 	slices.Sort(shares)
-	t.Logf("rhi's share of the withdraw at a %v poll, fast_poll_interval 100ms, 5 phases: median %v, worst %v (all %v); %v fast polls",
-		poll, shares[len(shares)/2].Round(time.Millisecond), shares[len(shares)-1].Round(time.Millisecond), shares, v)
+	t.Logf("rhi's share of the withdraw at a %v poll, fast_poll_interval 100ms, 5 phases: median %v, worst %v (all %v); %v fast polls; window read in %d of 5 runs; %d of %d withdraws by a fast poll",
+		poll, shares[len(shares)/2].Round(time.Millisecond), shares[len(shares)-1].Round(time.Millisecond), shares, v, caught, fast, all)
+}
+
+// withdrawLines counts the lines of the site's log that withdraw vip, and
+// those of them a fast poll decided.
+func withdrawLines(t *testing.T, s *Site, vip string) (fast, all int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.DC.Dir, "rhi-main.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, `msg="vip unavailable: withdrawing"`) && strings.Contains(line, "vip="+vip+"/32") {
+			all++
+			if strings.Contains(line, "poll=fast") {
+				fast++
+			}
+		}
+	}
+	return fast, all
 }
 
 // A graceful APISIX restart refuses connections for ~3 s. At a 1 s poll

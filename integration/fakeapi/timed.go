@@ -181,6 +181,9 @@ func addTimed(mux *http.ServeMux, srv *apisixtest.Server) {
 		}
 		writeJSON(w, tr)
 	})
+	mux.HandleFunc("GET /moving-reads/{type}/{id}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, srv.MovingReads(refOf(r)))
+	})
 	mux.HandleFunc("GET /accounting", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, srv.Accounting())
 	})
@@ -264,6 +267,14 @@ func (c *Client) Transitions(ref health.Ref) ([]apisixtest.Transition, error) {
 	}
 	var tr []apisixtest.Transition
 	return tr, c.getJSON(path, &tr)
+}
+
+// MovingReads is the number of one-resource answers for ref that showed a
+// node mostly_healthy or mostly_unhealthy; see
+// apisixtest.Server.MovingReads.
+func (c *Client) MovingReads(ref health.Ref) (int, error) {
+	var n int
+	return n, c.getJSON("/moving-reads/"+url.PathEscape(ref.Type)+"/"+url.PathEscape(ref.ID), &n)
 }
 
 // ResetAccounting starts a new record.

@@ -197,3 +197,34 @@ func TestThresholdsAndIntervals(t *testing.T) {
 		t.Errorf("at 5 s: %s, want healthy after one success", got)
 	}
 }
+
+// MovingReads counts the one-resource answers that showed a node between
+// states: a reader inside the mostly_healthy window is counted, one before
+// or after it is not.
+func TestMovingReads(t *testing.T) {
+	clk := apisixtest.NewManualClock(t0)
+	s := apisixtest.NewWith(apisixtest.Options{Clock: clk, Checks: &apisixtest.Checks{}})
+	s.SetUpstream(api, n("10.0.0.1", 80, ""), n("10.0.0.2", 80, ""))
+	for _, st := range []struct {
+		backend apisixtest.Backend
+		want    string
+		moving  int
+	}{
+		{apisixtest.Alive, "healthy 0/0/0/0, healthy 0/0/0/0", 0},
+		{apisixtest.Dead, "mostly_healthy 0/0/1/0, mostly_healthy 0/0/1/0", 1},
+		{apisixtest.Dead, "unhealthy 0/0/2/0, unhealthy 0/0/2/0", 1},
+	} {
+		s.SetBackend("10.0.0.1", 80, st.backend)
+		s.SetBackend("10.0.0.2", 80, st.backend)
+		s.Advance(time.Second)
+		if got := shorts(nodesOf(t, s, api)); got != st.want {
+			t.Fatalf("nodes %s, want %s", got, st.want)
+		}
+		if got := s.MovingReads(api); got != st.moving {
+			t.Errorf("after reading %s: %d moving reads, want %d", st.want, got, st.moving)
+		}
+	}
+	if got := s.MovingReads(web); got != 0 {
+		t.Errorf("%d moving reads of a resource never read", got)
+	}
+}

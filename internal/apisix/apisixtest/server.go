@@ -164,15 +164,18 @@ type Server struct {
 	requests  int
 	lists     int // requests for the list
 	perRef    map[health.Ref]int
-	arrived   chan struct{} // closed and replaced by every request, for WaitRequests
-	release   chan struct{} // closed and replaced by Release
-	held      chan struct{} // closed when a reply is first held back, for Stalled
-	holding   bool          // held is closed
-	done      chan struct{} // closed by Close
-	closed    bool
-	ts        []*httptest.Server
-	chunked   bool // SetChunked
-	keepalive int  // SetKeepaliveRequests; 0: no limit
+	// movingReads counts, per resource, the one-resource answers that
+	// showed a node mostly_healthy or mostly_unhealthy.
+	movingReads map[health.Ref]int
+	arrived     chan struct{} // closed and replaced by every request, for WaitRequests
+	release     chan struct{} // closed and replaced by Release
+	held        chan struct{} // closed when a reply is first held back, for Stalled
+	holding     bool          // held is closed
+	done        chan struct{} // closed by Close
+	closed      bool
+	ts          []*httptest.Server
+	chunked     bool // SetChunked
+	keepalive   int  // SetKeepaliveRequests; 0: no limit
 }
 
 // connKey holds a connection's connState in a request's context, when
@@ -236,21 +239,22 @@ func New() *Server { return NewWith(Options{}) }
 // NewWith returns a server with these options.
 func NewWith(o Options) *Server {
 	s := &Server{
-		res:        map[health.Ref]*resource{},
-		routes:     map[string]Route{},
-		perType:    map[string]int{},
-		backends:   map[string]Backend{},
-		clock:      o.Clock,
-		standalone: o.Standalone,
-		perRequest: o.PerRequest,
-		cost:       o.Cost,
-		costNow:    time.Now,
-		faults:     map[health.Ref]Fault{},
-		perRef:     map[health.Ref]int{},
-		arrived:    make(chan struct{}),
-		release:    make(chan struct{}),
-		held:       make(chan struct{}),
-		done:       make(chan struct{}),
+		res:         map[health.Ref]*resource{},
+		routes:      map[string]Route{},
+		perType:     map[string]int{},
+		backends:    map[string]Backend{},
+		clock:       o.Clock,
+		standalone:  o.Standalone,
+		perRequest:  o.PerRequest,
+		cost:        o.Cost,
+		costNow:     time.Now,
+		faults:      map[health.Ref]Fault{},
+		perRef:      map[health.Ref]int{},
+		movingReads: map[health.Ref]int{},
+		arrived:     make(chan struct{}),
+		release:     make(chan struct{}),
+		held:        make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	s.wait = func(t time.Time) { waitUntil(t, s.cost.SpinBelow) }
 	if s.clock == nil {
@@ -777,7 +781,20 @@ func (s *Server) answer(r *http.Request, wk int) answer {
 	case acceptsHTML(r):
 		return s.htmlPage([]health.Ref{ref})
 	}
-	return jsonAnswer(res.format, s.entry(ref, res))
+	a := jsonAnswer(res.format, s.entry(ref, res))
+	if a.status == http.StatusOK && bytes.Contains(a.body, []byte(`"mostly_`)) {
+		s.movingReads[ref]++
+	}
+	return a
+}
+
+// MovingReads is the number of one-resource answers for ref that showed a
+// node between states (mostly_healthy or mostly_unhealthy): a client read
+// the resource inside the one-check window before a node's status flips.
+func (s *Server) MovingReads(ref health.Ref) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.movingReads[ref]
 }
 
 // sees tells whether worker wk reports ref's checker. APISIX 3.3+ reads
