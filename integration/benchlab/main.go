@@ -129,6 +129,11 @@ func scenarios() []scenario {
 			return runCost(ctx, bins, n, o.costWindow, r)
 		}
 	}
+	steps := func(poll time.Duration) func(context.Context, site.Binaries, options, *rand.Rand, *report) error {
+		return func(ctx context.Context, bins site.Binaries, o options, rng *rand.Rand, r *report) error {
+			return runSteps(ctx, bins, poll, o.trials1, rng, r)
+		}
+	}
 	return []scenario{
 		{"flip1-1s", flip(1, time.Second, false)},
 		{"flip1-200ms", flip(1, 200*time.Millisecond, false)},
@@ -143,6 +148,8 @@ func scenarios() []scenario {
 		{"cost1000", cost(1000)},
 		{"cost3000", cost(3000)},
 		{"cost10000", cost(10000)},
+		{"steps-1s", steps(time.Second)},
+		{"steps-3s", steps(3 * time.Second)},
 	}
 }
 

@@ -18,6 +18,7 @@ type report struct {
 	idles   []idleResult
 	scales  []scaleResult
 	costs   []costResult
+	steps   []stepsResult
 }
 
 func (r *report) print(w io.Writer) {
@@ -56,6 +57,7 @@ func (r *report) print(w io.Writer) {
 		tw.Flush()
 	}
 	r.printCosts(w)
+	r.printSteps(w)
 	if len(r.scales) > 0 {
 		fmt.Fprintln(w, "\nPolls of distinct upstreams (one VIP each), means over the window. CPU per poll is rhi's")
 		fmt.Fprintln(w, "whole tick (poll, decide, read rhi0); the fake API's is its serving of the requests.")
@@ -86,6 +88,22 @@ func (r *report) printCosts(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.upstreams, c.setting, eff, c.window.Round(time.Second), pct(c.share),
 			ms(c.load.Quantile(0.5).Seconds()), ms(c.load.Quantile(0.99).Seconds()), ms(c.load.Quantile(1).Seconds()), c.load.Errors)
+	}
+	tw.Flush()
+}
+
+// printSteps is the table of the steps scenarios.
+func (r *report) printSteps(w io.Writer) {
+	if len(r.steps) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nWithdraws behind the fake's checker (APISIX 3.18's defaults: a check a second, a dying node")
+	fmt.Fprintln(w, "mostly_healthy for one check), backends killed at a random phase, fast_poll_interval 100ms.")
+	fmt.Fprintln(w, "rhi's share: the last node unhealthy in the fake -> the route gone at the peer, median / worst.")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "poll	trials	rhi's share	mostly_healthy window read")
+	for _, st := range r.steps {
+		fmt.Fprintf(tw, "%s	%d	%s	%d of %d\n", st.poll, len(st.shares), site.Summarize(st.shares), st.caught, len(st.shares))
 	}
 	tw.Flush()
 }
