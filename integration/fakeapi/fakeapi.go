@@ -22,7 +22,7 @@
 //	POST   /restart?down=3s[&cold=1]                              refuse connections for down, then come back (cold: checkers anew)
 //	GET    /checkers/{type}/{id}                                  {"workers":[1],"probing":1}: which workers have its checker, which probes
 //	GET    /transitions[?ref={type}/{id}]                          node status changes with their times (apisixtest.Transition, JSON)
-//	GET    /accounting                                            the serving loops' time per worker and kind (apisixtest.Accounting, JSON)
+//	GET    /accounting                                            the serving loops' time per worker and kind, and the data path's loop latency (apisixtest.Accounting, JSON)
 //	POST   /accounting/reset                                      start a new record
 //
 // Nodes configured by count get addresses of their own

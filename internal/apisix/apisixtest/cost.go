@@ -106,6 +106,8 @@ type Accounting struct {
 	Since   time.Time     `json:"since"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Workers []WorkerUsage `json:"workers"`
+	// DataLatency is the data path's loop latencies over all workers.
+	DataLatency Latency `json:"data_latency"`
 }
 
 // Total sums the workers.
@@ -165,7 +167,7 @@ func (s *Server) Accounting() Accounting {
 	s.acctMu.Lock()
 	since := s.acctSince
 	s.acctMu.Unlock()
-	a := Accounting{Since: since, Elapsed: s.costNow().Sub(since)}
+	a := Accounting{Since: since, Elapsed: s.costNow().Sub(since), DataLatency: s.dataLatency.summary()}
 	for i, w := range s.workers {
 		a.Workers = append(a.Workers, w.loop.usage(i+1))
 	}
@@ -180,6 +182,7 @@ func (s *Server) ResetAccounting() {
 	for _, w := range s.workers {
 		w.loop.reset()
 	}
+	s.dataLatency.reset()
 }
 
 // waitUntil returns at t: it sleeps until SpinBelow before t, then spins,

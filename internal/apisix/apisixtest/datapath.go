@@ -62,6 +62,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request) {
 	arrival := s.costNow()
 	wk := s.workerOf(r)
 	start, finish := s.workers[wk].loop.reserve(kindData, arrival, s.cost.Data)
+	s.dataLatency.add(finish.Sub(arrival))
 	s.wait(start)
 	s.mu.Lock()
 	backend, found, nodes := s.proxy(r, wk)

@@ -149,8 +149,9 @@ type Server struct {
 	costNow                  func() time.Time  // real time; tests replace it
 	wait                     func(t time.Time) // waits until t in real time; tests replace it
 
-	acctMu    sync.Mutex
-	acctSince time.Time
+	acctMu      sync.Mutex
+	acctSince   time.Time
+	dataLatency latencyLog // since acctSince
 
 	lnMu       sync.Mutex // guards what follows
 	listeners  []*restartable
