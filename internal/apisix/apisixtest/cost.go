@@ -130,11 +130,16 @@ type loop struct {
 	use       [kinds]Usage
 }
 
-// reserve queues a request of kind arriving at arrive and costing cost,
-// and returns when the loop starts and finishes it.
-func (l *loop) reserve(kind int, arrive time.Time, cost time.Duration) (start, finish time.Time) {
+// reserve queues a request of kind costing cost, arriving now, and
+// returns when it arrived and when the loop starts and finishes it. The
+// arrival is read under the loop's lock, so arrivals follow the queue's
+// order: a request whose goroutine the host paused on its way in arrives
+// when it reaches the loop, and does not count the requests queued
+// meanwhile as its wait.
+func (l *loop) reserve(kind int, now func() time.Time, cost time.Duration) (arrive, start, finish time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	arrive = now()
 	start = arrive
 	if l.busyUntil.After(start) {
 		start = l.busyUntil
@@ -147,7 +152,7 @@ func (l *loop) reserve(kind int, arrive time.Time, cost time.Duration) (start, f
 	u.Busy += cost
 	u.Wait += wait
 	u.MaxWait = max(u.MaxWait, wait)
-	return start, finish
+	return arrive, start, finish
 }
 
 func (l *loop) usage(worker int) WorkerUsage {

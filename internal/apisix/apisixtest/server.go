@@ -610,7 +610,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// of now, by the serving loop of the connection's worker (a
 		// stall stands for something in front of APISIX: the worker
 		// sees the request when it is released).
-		a = s.serve(r, s.costNow())
+		a = s.serve(r)
 	}
 	switch fault {
 	case NoFault, Stall:
@@ -651,12 +651,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve builds the fault-free answer to r on its worker's serving loop: it
 // waits for the loop, is built, and leaves when its cost is spent.
-func (s *Server) serve(r *http.Request, arrival time.Time) answer {
+func (s *Server) serve(r *http.Request) answer {
 	wk := s.workerOf(r)
 	s.mu.Lock()
 	kind, cost := s.costOf(r)
 	s.mu.Unlock()
-	start, finish := s.workers[wk].loop.reserve(kind, arrival, cost)
+	_, start, finish := s.workers[wk].loop.reserve(kind, s.costNow, cost)
 	s.wait(start)
 	s.mu.Lock()
 	a := s.answer(r, wk)
