@@ -9,6 +9,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
 	"github.com/rhi-daemon/rhi/integration/site"
+	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
 	"github.com/rhi-daemon/rhi/internal/health"
 )
 
@@ -20,8 +21,19 @@ type costResult struct {
 	setting   string        // "no rhi", "defaults", "1s"
 	effective time.Duration // rhi's effective poll interval at the end; 0 without rhi
 	window    time.Duration
-	share     float64 // rhi's control-API time over the window, share of one worker
-	load      fakeapi.LoadResult
+	share     float64            // rhi's control-API time over the window, share of one worker
+	load      fakeapi.LoadResult // the latencies the client timed (wall clock)
+	// loop is the data path's latencies in the fake's serving loops'
+	// time: each request's wait for its worker plus its cost, free of
+	// the host's scheduling noise, which the wall clock carries.
+	loop apisixtest.Latency
+}
+
+// costGoal is the data-path goal at rhi's defaults: its p99 with rhi may
+// rise by at most 10 % or 1 ms over the p99 without, whichever allows
+// more. It returns the highest p99 allowed.
+func costGoal(without time.Duration) time.Duration {
+	return max(without+without/10, without+time.Millisecond)
 }
 
 // costDataAddr is the fake's data path inside the site's namespace.
@@ -30,7 +42,8 @@ const costDataAddr = "127.0.0.1:9080"
 // runCost measures, for n upstreams in the fake (one VIP each, rhi in
 // --dry-run), the data-path latency of a steady 500 requests/s without rhi,
 // with rhi at its defaults (3 s, auto, budget 1 %) and at a configured 1 s
-// interval, and rhi's share of the fake's serving loops. A window lasts at
+// interval, both as the client timed it and in the fake's loop time, and
+// rhi's share of the fake's serving loops. A window lasts at
 // least one and a half effective intervals, so that it holds a poll.
 func runCost(ctx context.Context, bins site.Binaries, n int, window time.Duration, r *report) (err error) {
 	l, err := newLab(ctx)
@@ -75,7 +88,7 @@ func runCost(ctx context.Context, bins site.Binaries, n int, window time.Duratio
 		if acc.Elapsed > 0 {
 			share = float64(acc.Total().Control().Busy) / float64(acc.Elapsed)
 		}
-		r.costs = append(r.costs, costResult{upstreams: n, setting: setting, effective: effective, window: acc.Elapsed, share: share, load: res})
+		r.costs = append(r.costs, costResult{upstreams: n, setting: setting, effective: effective, window: acc.Elapsed, share: share, load: res, loop: acc.DataLatency})
 		return nil
 	}
 	if err := measure("no rhi", window, 0); err != nil {

@@ -3,6 +3,9 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
 )
 
 func TestGrid(t *testing.T) {
@@ -50,5 +53,31 @@ func TestPick(t *testing.T) {
 	}
 	if _, err := pick("flip1-1s,nonsense"); err == nil {
 		t.Error("unknown scenario: no error")
+	}
+}
+
+// TestCostGoals: the goal allows 10 % or 1 ms over the p99 without rhi,
+// whichever is more, and is judged per number of upstreams at the
+// defaults only.
+func TestCostGoals(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	row := func(n int, setting string, p99 time.Duration) costResult {
+		return costResult{upstreams: n, setting: setting, loop: apisixtest.Latency{P99: p99}}
+	}
+	costs := []costResult{
+		row(100, "no rhi", ms(0.05)), row(100, "defaults", ms(1.05)), row(100, "1s configured", ms(50)),
+		row(1000, "no rhi", ms(0.05)), row(1000, "defaults", ms(1.051)),
+		row(3000, "no rhi", ms(20)), row(3000, "defaults", ms(22)),
+		row(10000, "no rhi", ms(20)), row(10000, "defaults", ms(22.001)),
+		row(30000, "no rhi", ms(1)),
+	}
+	want := []string{
+		"  100 upstreams: holds (loop p99 1.050 ms with rhi, 0.050 ms without, limit 1.050 ms)",
+		"  1000 upstreams: FAILS (loop p99 1.051 ms with rhi, 0.050 ms without, limit 1.050 ms)",
+		"  3000 upstreams: holds (loop p99 22.000 ms with rhi, 20.000 ms without, limit 22.000 ms)",
+		"  10000 upstreams: FAILS (loop p99 22.001 ms with rhi, 20.000 ms without, limit 22.000 ms)",
+	}
+	if diff := cmp.Diff(want, costGoals(costs)); diff != "" {
+		t.Errorf("goals (-want +got):\n%s", diff)
 	}
 }

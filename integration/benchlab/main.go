@@ -13,7 +13,9 @@
 //     the fake API's CPU, requests per poll);
 //   - cost: for 100 to 10,000 upstreams in the fake with APISIX's cost
 //     model, rhi's share of the fake's serving loops and the data-path
-//     latency with and without rhi, at the defaults and at a 1 s interval.
+//     latency with and without rhi, at the defaults and at a 1 s interval,
+//     in the fake's loop time and as the client timed it, and whether the
+//     data-path goal holds at the defaults.
 //
 // Every scenario runs in a fresh one-ADC lab. The figures are recorded by
 // hand in BENCHMARKS.md.

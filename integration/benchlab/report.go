@@ -71,25 +71,56 @@ func (r *report) print(w io.Writer) {
 	}
 }
 
-// printCosts is the table of the cost scenarios.
+// printCosts is the table of the cost scenarios, and per number of
+// upstreams whether the data-path goal holds at the defaults.
 func (r *report) printCosts(w io.Writer) {
 	if len(r.costs) == 0 {
 		return
 	}
 	fmt.Fprintln(w, "\nPolling cost: the fake with APISIX 3.18's cost model (2 workers), 500 data-path requests/s")
 	fmt.Fprintln(w, "through one route; rhi --dry-run with one VIP per upstream. \"rhi share\" is rhi's control-API")
-	fmt.Fprintln(w, "time over the window, in % of one worker; latencies in ms.")
+	fmt.Fprintln(w, "time over the window, in % of one worker. Data-path latencies in ms: \"loop\" in the fake's")
+	fmt.Fprintln(w, "serving loops' time (wait for the worker + cost), \"wall\" as the client timed them.")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "upstreams\trhi\teffective interval\twindow\trhi share\tdata p50\tdata p99\tdata max\terrors")
+	fmt.Fprintln(tw, "upstreams\trhi\teffective interval\twindow\trhi share\trequests\tloop p50\tloop p99\tloop max\twall p50\twall p99\twall max\terrors")
 	for _, c := range r.costs {
 		eff := "-"
 		if c.effective > 0 {
 			eff = c.effective.Round(10 * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.upstreams, c.setting, eff, c.window.Round(time.Second), pct(c.share),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.upstreams, c.setting, eff, c.window.Round(time.Second), pct(c.share),
+			c.loop.Count, ms3(c.loop.P50), ms3(c.loop.P99), ms3(c.loop.Max),
 			ms(c.load.Quantile(0.5).Seconds()), ms(c.load.Quantile(0.99).Seconds()), ms(c.load.Quantile(1).Seconds()), c.load.Errors)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "Goal at the defaults: loop p99 with rhi <= max(1.1 x without, without + 1 ms).")
+	for _, g := range costGoals(r.costs) {
+		fmt.Fprintln(w, g)
+	}
+}
+
+// costGoals says, for each number of upstreams with both a "no rhi" and a
+// "defaults" window, whether the loop-time p99 with rhi meets costGoal.
+func costGoals(costs []costResult) []string {
+	var out []string
+	for _, without := range costs {
+		if without.setting != "no rhi" {
+			continue
+		}
+		for _, with := range costs {
+			if with.upstreams != without.upstreams || with.setting != "defaults" {
+				continue
+			}
+			limit := costGoal(without.loop.P99)
+			verdict := "holds"
+			if with.loop.P99 > limit {
+				verdict = "FAILS"
+			}
+			out = append(out, fmt.Sprintf("  %d upstreams: %s (loop p99 %s ms with rhi, %s ms without, limit %s ms)",
+				without.upstreams, verdict, ms3(with.loop.P99), ms3(without.loop.P99), ms3(limit)))
+		}
+	}
+	return out
 }
 
 // printSteps is the table of the steps scenarios.
@@ -111,3 +142,6 @@ func (r *report) printSteps(w io.Writer) {
 func pct(share float64) string { return strconv.FormatFloat(share*100, 'f', 2, 64) + " %" }
 
 func ms(seconds float64) string { return strconv.FormatFloat(seconds*1000, 'f', 1, 64) }
+
+// ms3 is d in ms to the µs.
+func ms3(d time.Duration) string { return strconv.FormatFloat(d.Seconds()*1000, 'f', 3, 64) }

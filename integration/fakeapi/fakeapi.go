@@ -23,7 +23,7 @@
 //	GET    /checkers/{type}/{id}                                  {"workers":[1],"probing":1}: which workers have its checker, which probes
 //	GET    /transitions[?ref={type}/{id}]                          node status changes with their times (apisixtest.Transition, JSON)
 //	GET    /moving-reads/{type}/{id}                              n: one-resource answers that showed a node mostly_healthy or mostly_unhealthy
-//	GET    /accounting                                            the serving loops' time per worker and kind (apisixtest.Accounting, JSON)
+//	GET    /accounting                                            the serving loops' time per worker and kind, and the data path's loop latency (apisixtest.Accounting, JSON)
 //	POST   /accounting/reset                                      start a new record
 //
 // Nodes configured by count get addresses of their own

@@ -109,8 +109,11 @@ func TestControlSteersTime(t *testing.T) {
 	if tot := a.Total(); tot.Data.Requests != 2 || tot.Get.Requests < 4 || len(a.Workers) != 2 {
 		t.Errorf("accounting %+v, want 2 data-path requests, at least 4 GETs, 2 workers", a)
 	}
+	if l := a.DataLatency; l.Count != 2 || l.Sampled != 2 || l.P99 > l.Max {
+		t.Errorf("data latency %+v, want 2 requests", l)
+	}
 	must(t, c.ResetAccounting())
-	if a, err := c.Accounting(); err != nil || a.Total().Data.Requests != 0 {
+	if a, err := c.Accounting(); err != nil || a.Total().Data.Requests != 0 || a.DataLatency.Count != 0 {
 		t.Errorf("after reset: %+v (%v)", a.Total(), err)
 	}
 	must(t, c.Bulk(3, 1))

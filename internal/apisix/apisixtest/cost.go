@@ -106,6 +106,8 @@ type Accounting struct {
 	Since   time.Time     `json:"since"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Workers []WorkerUsage `json:"workers"`
+	// DataLatency is the data path's loop latencies over all workers.
+	DataLatency Latency `json:"data_latency"`
 }
 
 // Total sums the workers.
@@ -128,11 +130,16 @@ type loop struct {
 	use       [kinds]Usage
 }
 
-// reserve queues a request of kind arriving at arrive and costing cost,
-// and returns when the loop starts and finishes it.
-func (l *loop) reserve(kind int, arrive time.Time, cost time.Duration) (start, finish time.Time) {
+// reserve queues a request of kind costing cost, arriving now, and
+// returns when it arrived and when the loop starts and finishes it. The
+// arrival is read under the loop's lock, so arrivals follow the queue's
+// order: a request whose goroutine the host paused on its way in arrives
+// when it reaches the loop, and does not count the requests queued
+// meanwhile as its wait.
+func (l *loop) reserve(kind int, now func() time.Time, cost time.Duration) (arrive, start, finish time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	arrive = now()
 	start = arrive
 	if l.busyUntil.After(start) {
 		start = l.busyUntil
@@ -145,7 +152,7 @@ func (l *loop) reserve(kind int, arrive time.Time, cost time.Duration) (start, f
 	u.Busy += cost
 	u.Wait += wait
 	u.MaxWait = max(u.MaxWait, wait)
-	return start, finish
+	return arrive, start, finish
 }
 
 func (l *loop) usage(worker int) WorkerUsage {
@@ -165,7 +172,7 @@ func (s *Server) Accounting() Accounting {
 	s.acctMu.Lock()
 	since := s.acctSince
 	s.acctMu.Unlock()
-	a := Accounting{Since: since, Elapsed: s.costNow().Sub(since)}
+	a := Accounting{Since: since, Elapsed: s.costNow().Sub(since), DataLatency: s.dataLatency.summary()}
 	for i, w := range s.workers {
 		a.Workers = append(a.Workers, w.loop.usage(i+1))
 	}
@@ -180,6 +187,7 @@ func (s *Server) ResetAccounting() {
 	for _, w := range s.workers {
 		w.loop.reset()
 	}
+	s.dataLatency.reset()
 }
 
 // waitUntil returns at t: it sleeps until SpinBelow before t, then spins,

@@ -131,6 +131,63 @@ func TestServingLoop(t *testing.T) {
 	}
 }
 
+// TestDataLatencyBehindList: the data path's loop latencies are what the
+// serving loop says. Requests alternate between 2 workers; a list at 0 on
+// worker 1, then 1,000 data requests 1 ms apart from 1 ms on. Worker 1
+// takes the even ones: the j-th, arriving at 2j ms, waits behind the list
+// and the requests queued before it, so it finishes at list + j × 50 µs
+// while the queue lasts: a latency of list + j × 50 µs − 2j ms. Every
+// other request takes its 50 µs.
+func TestDataLatencyBehindList(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	data := apisixtest.DefaultCost().Data
+	tests := []struct {
+		name string
+		list int // upstreams listed at 0; 0: no list
+		want apisixtest.Latency
+	}{
+		{"no list", 0, apisixtest.Latency{Count: 1000, Sampled: 1000, P50: data, P99: data, Max: data}},
+		// A list of 100 (3.111 ms) delays one request (at 2 ms, done at
+		// 3.161 ms): 0.1 % of them, which leaves the p99 alone.
+		{"list of 100", 100, apisixtest.Latency{Count: 1000, Sampled: 1000, P50: data, P99: data, Max: ms(1.161)}},
+		// A list of 1,000 (32.1 ms) delays 16, by 32.1 − 1.95j ms for
+		// j = 1…16 (30.15 down to 0.9 ms): 1.6 % of them. The p99, the
+		// 990th of 1,000, is the 11th longest, j = 11: 10.65 ms.
+		{"list of 1000", 1000, apisixtest.Latency{Count: 1000, Sampled: 1000, P50: data, P99: ms(10.65), Max: ms(30.15)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &costClock{now: t0}
+			s := apisixtest.NewWith(apisixtest.Options{Workers: 2, PerRequest: true, Cost: apisixtest.DefaultCost()})
+			apisixtest.SetCostClock(s, clk.Now, clk.wait)
+			for i := range max(tt.list, 1) {
+				s.SetNodes(health.Ref{Type: "upstreams", ID: fmt.Sprint(i + 1)}, n("10.0.0.1", 80, apisixtest.Healthy))
+			}
+			if tt.list > 0 {
+				if got := serve(s, "/v1/healthcheck"); got.status != 200 {
+					t.Fatalf("list: HTTP %d", got.status)
+				}
+			} else {
+				// Something else takes worker 1's turn, at no cost.
+				serve(s, "/v1/nothing")
+			}
+			for k := 1; k <= 1000; k++ {
+				clk.set(time.Duration(k) * time.Millisecond)
+				if got := serve(s.DataPath(), "/upstreams/1"); got.status != 200 {
+					t.Fatalf("data request %d: HTTP %d", k, got.status)
+				}
+			}
+			if got := s.Accounting().DataLatency; got != tt.want {
+				t.Errorf("data latency %+v, want %+v", got, tt.want)
+			}
+			s.ResetAccounting()
+			if got := s.Accounting().DataLatency; got != (apisixtest.Latency{}) {
+				t.Errorf("after reset: %+v", got)
+			}
+		})
+	}
+}
+
 // TestNoCostNoWait: without a cost model, nothing waits.
 func TestNoCostNoWait(t *testing.T) {
 	clk := &costClock{now: t0}

@@ -59,9 +59,9 @@ func (s *Server) StartData() *httptest.Server { return s.start(s.DataPath()) }
 const dataTimeout = 60 * time.Second
 
 func (s *Server) serveData(w http.ResponseWriter, r *http.Request) {
-	arrival := s.costNow()
 	wk := s.workerOf(r)
-	start, finish := s.workers[wk].loop.reserve(kindData, arrival, s.cost.Data)
+	arrival, start, finish := s.workers[wk].loop.reserve(kindData, s.costNow, s.cost.Data)
+	s.dataLatency.add(finish.Sub(arrival))
 	s.wait(start)
 	s.mu.Lock()
 	backend, found, nodes := s.proxy(r, wk)

@@ -81,7 +81,9 @@
 // one-resource GET, other control-API requests, data path), the requests
 // served, the loop time they took and the time they waited for it
 // (requests answered by a fault other than Stall, Slow or Truncated stand
-// for something in front of APISIX and take no loop time).
+// for something in front of APISIX and take no loop time), and the data
+// path's latency in loop time (each request's wait plus its cost: p50,
+// p99, max), which the host's own scheduling does not inflate.
 //
 // Every method is safe for concurrent use, also while requests are served.
 package apisixtest

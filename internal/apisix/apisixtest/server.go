@@ -149,8 +149,9 @@ type Server struct {
 	costNow                  func() time.Time  // real time; tests replace it
 	wait                     func(t time.Time) // waits until t in real time; tests replace it
 
-	acctMu    sync.Mutex
-	acctSince time.Time
+	acctMu      sync.Mutex
+	acctSince   time.Time
+	dataLatency latencyLog // since acctSince
 
 	lnMu       sync.Mutex // guards what follows
 	listeners  []*restartable
@@ -613,7 +614,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// of now, by the serving loop of the connection's worker (a
 		// stall stands for something in front of APISIX: the worker
 		// sees the request when it is released).
-		a = s.serve(r, s.costNow())
+		a = s.serve(r)
 	}
 	switch fault {
 	case NoFault, Stall:
@@ -654,12 +655,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve builds the fault-free answer to r on its worker's serving loop: it
 // waits for the loop, is built, and leaves when its cost is spent.
-func (s *Server) serve(r *http.Request, arrival time.Time) answer {
+func (s *Server) serve(r *http.Request) answer {
 	wk := s.workerOf(r)
 	s.mu.Lock()
 	kind, cost := s.costOf(r)
 	s.mu.Unlock()
-	start, finish := s.workers[wk].loop.reserve(kind, arrival, cost)
+	_, start, finish := s.workers[wk].loop.reserve(kind, s.costNow, cost)
 	s.wait(start)
 	s.mu.Lock()
 	a := s.answer(r, wk)
