@@ -536,10 +536,13 @@ type Transition struct {
 // go first.
 const MaxTransitions = 20000
 
-// record remembers a transition. It runs under s.mu.
+// record remembers a transition. It runs under s.mu. The oldest are
+// dropped in one move once twice MaxTransitions are held, so that a long
+// run of changes costs one copy per MaxTransitions of them, not a copy of
+// the whole list each.
 func (s *Server) record(now time.Time, ref health.Ref, ip string, port int, from, to string) {
-	if len(s.transitions) >= MaxTransitions {
-		s.transitions = slices.Delete(s.transitions, 0, len(s.transitions)-MaxTransitions+1)
+	if len(s.transitions) >= 2*MaxTransitions {
+		s.transitions = slices.Delete(s.transitions, 0, len(s.transitions)-MaxTransitions)
 	}
 	s.transitions = append(s.transitions, Transition{now, ref, ref.String(), ip, port, from, to})
 }
@@ -553,7 +556,7 @@ func (s *Server) Transitions(ref health.Ref) []Transition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Transition
-	for _, t := range s.transitions {
+	for _, t := range s.transitions[max(0, len(s.transitions)-MaxTransitions):] {
 		if ref == (health.Ref{}) || t.Ref == ref {
 			out = append(out, t)
 		}
