@@ -3,41 +3,31 @@ package apisixtest
 import (
 	"testing"
 	"time"
-
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
-// TestTransitionsBounded: however many changes the server has seen, it
-// shows the newest MaxTransitions of them, oldest first, and holds at most
-// twice that many.
-func TestTransitionsBounded(t *testing.T) {
-	ref, err := health.ParseRef("/apisix/upstreams/1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New()
-	defer s.Close()
+// TestKeepNewest: however many changes were recorded, the newest limit of
+// them are shown, oldest first, and at most twice limit are held.
+func TestKeepNewest(t *testing.T) {
+	const limit = 3
 	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	var ts []Transition
 	seen := 0
-	for _, n := range []int{MaxTransitions - 1, 1, 1, MaxTransitions, 3} {
-		s.mu.Lock()
+	for _, n := range []int{limit - 1, 1, 1, limit, 1, 2*limit + 1} {
 		for range n {
-			s.record(t0.Add(time.Duration(seen)), ref, "192.0.2.1", 80, "healthy", "unhealthy")
+			ts = keepNewest(ts, Transition{Time: t0.Add(time.Duration(seen))}, limit)
 			seen++
 		}
-		held := len(s.transitions)
-		s.mu.Unlock()
-		if held > 2*MaxTransitions {
-			t.Fatalf("after %d changes the server holds %d, more than twice %d", seen, held, MaxTransitions)
+		if len(ts) > 2*limit {
+			t.Fatalf("after %d changes %d are held, more than twice %d", seen, len(ts), limit)
 		}
-		tr := s.Transitions(ref)
-		want := min(seen, MaxTransitions)
-		if len(tr) != want {
-			t.Fatalf("after %d changes: %d transitions, want %d", seen, len(tr), want)
+		shown := newest(ts, limit)
+		want := min(seen, limit)
+		if len(shown) != want {
+			t.Fatalf("after %d changes: %d shown, want %d", seen, len(shown), want)
 		}
-		for i, x := range tr {
+		for i, x := range shown {
 			if got, w := x.Time.Sub(t0), time.Duration(seen-want+i); got != w {
-				t.Fatalf("after %d changes: transition %d is change %d, want %d", seen, i, got, w)
+				t.Fatalf("after %d changes: shown %d is change %d, want %d", seen, i, got, w)
 			}
 		}
 	}
