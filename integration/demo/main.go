@@ -86,6 +86,21 @@ func run(poll time.Duration) error {
 	for i, v := range site.Seed {
 		vips[i] = netip.MustParsePrefix(v.Address + "/32")
 	}
+	if err := failover(ctx, l, sites[0], vips, poll); err != nil {
+		return err
+	}
+	say("\nrhi's own view in dc1 (`rhi status`):")
+	out, err := sites[0].DC.Run(ctx, bins.RHI, "status", "--config", sites[0].Config)
+	if err != nil {
+		return err
+	}
+	fmt.Print(indent(out))
+	return nil
+}
+
+// failover tells the demo's story: the VIPs served from dc1, every dc1
+// backend failing and the router moving to dc2, then dc1 coming back.
+func failover(ctx context.Context, l *lab.Lab, dc1 *site.Site, vips []netip.Prefix, poll time.Duration) error {
 	if _, err := waitAll(ctx, l, vips, "dc1", 2); err != nil {
 		return err
 	}
@@ -94,7 +109,6 @@ func run(poll time.Duration) error {
 		return err
 	}
 
-	dc1 := sites[0]
 	caption("Every backend in dc1 dies (APISIX's health checks now mark all of dc1's nodes unhealthy)")
 	changed := time.Now()
 	if err := dc1.SetAll("unhealthy", site.Keys(site.Seed)...); err != nil {
@@ -130,12 +144,6 @@ func run(poll time.Duration) error {
 	if err := table(ctx, l, vips); err != nil {
 		return err
 	}
-	say("\nrhi's own view in dc1 (`rhi status`):")
-	out, err := dc1.DC.Run(ctx, bins.RHI, "status", "--config", dc1.Config)
-	if err != nil {
-		return err
-	}
-	fmt.Print(indent(out))
 	return nil
 }
 

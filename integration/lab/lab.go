@@ -108,34 +108,8 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
-	}
-	if !validPrefix(opts.Prefix) {
-		return nil, fmt.Errorf("lab prefix %q: use letters, digits, '.', '_' and '-'", opts.Prefix)
-	}
-	if opts.DCs == 0 {
-		opts.DCs = 2
-	}
-	if opts.DCs < 1 || opts.DCs > maxDCs {
-		return nil, fmt.Errorf("lab with %d ADC hosts: allowed 1 to %d", opts.DCs, maxDCs)
-	}
-	if opts.Dir == "" {
-		opts.Dir = os.TempDir()
-	}
-	if strings.ContainsAny(opts.Dir, "\"\n") {
-		return nil, fmt.Errorf("lab directory %q: no quotes or line breaks (it goes into BIRD's config)", opts.Dir)
-	}
-	if opts.Log == nil {
-		discard := logrus.New()
-		discard.SetOutput(io.Discard)
-		opts.Log = discard
-	}
-	if opts.Wait <= 0 {
-		opts.Wait = DefaultWait
-	}
-	if len(opts.Bird) == 0 {
-		opts.Bird = []string{"bird"}
+	if err := opts.fill(); err != nil {
+		return nil, err
 	}
 
 	var random [4]byte
@@ -175,21 +149,63 @@ func New(ctx context.Context, opts Options) (_ *Lab, err error) {
 	if err := writeConfigs(l); err != nil {
 		return nil, err
 	}
-	// The router first: it only listens, and the ADCs connect a second after
-	// they start.
+	if err := l.startBird(ctx); err != nil {
+		return nil, err
+	}
+	l.log.WithField("action", "bring-up").Infof("lab up in %s", time.Since(start).Round(time.Millisecond))
+	return l, nil
+}
+
+// fill checks o and sets the defaults of the options left zero.
+func (o *Options) fill() error {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if !validPrefix(o.Prefix) {
+		return fmt.Errorf("lab prefix %q: use letters, digits, '.', '_' and '-'", o.Prefix)
+	}
+	if o.DCs == 0 {
+		o.DCs = 2
+	}
+	if o.DCs < 1 || o.DCs > maxDCs {
+		return fmt.Errorf("lab with %d ADC hosts: allowed 1 to %d", o.DCs, maxDCs)
+	}
+	if o.Dir == "" {
+		o.Dir = os.TempDir()
+	}
+	if strings.ContainsAny(o.Dir, "\"\n") {
+		return fmt.Errorf("lab directory %q: no quotes or line breaks (it goes into BIRD's config)", o.Dir)
+	}
+	if o.Log == nil {
+		discard := logrus.New()
+		discard.SetOutput(io.Discard)
+		o.Log = discard
+	}
+	if o.Wait <= 0 {
+		o.Wait = DefaultWait
+	}
+	if len(o.Bird) == 0 {
+		o.Bird = []string{"bird"}
+	}
+	return nil
+}
+
+// startBird starts every router's BIRD, the peer's first (it only listens,
+// and the ADCs connect a second after they start), and waits until their
+// BGP sessions are Established.
+func (l *Lab) startBird(ctx context.Context) error {
 	for _, r := range l.routers() {
-		argv := append(slices.Clone(opts.Bird), "-f", "-c", r.BirdConfig, "-s", r.BirdSocket, "-P", filepath.Join(r.Dir, "bird.pid"))
+		argv := append(slices.Clone(l.opts.Bird), "-f", "-c", r.BirdConfig, "-s", r.BirdSocket, "-P", filepath.Join(r.Dir, "bird.pid"))
 		if _, err := r.Start(context.Background(), "bird", argv...); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, r := range l.routers() {
 		if err := Eventually(ctx, 0, 0, r.established); err != nil {
-			return nil, fmt.Errorf("bgp sessions of %q: %w", r.Name, err)
+			return fmt.Errorf("bgp sessions of %q: %w", r.Name, err)
 		}
 	}
-	l.log.WithField("action", "bring-up").Infof("lab up in %s", time.Since(start).Round(time.Millisecond))
-	return l, nil
+	return nil
 }
 
 // routers lists the peer and then the ADCs.

@@ -27,6 +27,7 @@ import (
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // labPrefix names the soak's namespaces, apart from the tests' and the
@@ -160,24 +161,7 @@ func soak(ctx context.Context, o options) (ok bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	var flips uint64
-	for i := range st1.VIPs {
-		flips += st1.VIPs[i].Transitions - st0.VIPs[i].Transitions
-	}
-	logSize := int64(0)
-	if fi, err := os.Stat(filepath.Join(w.site.DC.Dir, "rhi-main.log")); err == nil {
-		logSize = fi.Size()
-	}
-	say("\nsoak report: %s", site.Machine())
-	say("  %s of flapping, %d upstream status changes, %d VIP transitions applied by rhi", stopped.Sub(before.proc.At).Round(time.Second), changes, flips)
-	say("  polls %d, failed polls %d; main log %s", st1.ControlAPI.Polls-st0.ControlAPI.Polls, st1.ControlAPI.FailedPolls-st0.ControlAPI.FailedPolls, site.MiB(logSize))
-	say("  %-10s %10s %10s %8s %8s %10s", "", "RSS", "peak RSS", "threads", "fds", "goroutines")
-	for _, r := range []struct {
-		name string
-		s    sample
-	}{{"before", before}, {"after", after}} {
-		say("  %-10s %10s %10s %8d %8d %10.0f", r.name, site.MiB(r.s.proc.RSS), site.MiB(r.s.proc.HWM), r.s.proc.Threads, r.s.proc.FDs, r.s.goroutines)
-	}
+	w.report(st0, st1, before, after, changes, stopped.Sub(before.proc.At))
 	if len(bad) > 0 {
 		say("FAIL: %d VIPs not in the state their last health says, two polls after the flapping stopped:", len(bad))
 		for _, b := range bad[:min(len(bad), 20)] {
@@ -187,6 +171,29 @@ func soak(ctx context.Context, o options) (ok bool, err error) {
 	}
 	say("OK: all %d VIPs at rhi and at the peer router are what their last health says", len(w.vips))
 	return true, nil
+}
+
+// report prints what the soak measured: the flapping's effect on rhi's
+// counters between st0 and st1, and its process before and after.
+func (w *world) report(st0, st1 status.Status, before, after sample, changes int, flapped time.Duration) {
+	var flips uint64
+	for i := range st1.VIPs {
+		flips += st1.VIPs[i].Transitions - st0.VIPs[i].Transitions
+	}
+	logSize := int64(0)
+	if fi, err := os.Stat(filepath.Join(w.site.DC.Dir, "rhi-main.log")); err == nil {
+		logSize = fi.Size()
+	}
+	say("\nsoak report: %s", site.Machine())
+	say("  %s of flapping, %d upstream status changes, %d VIP transitions applied by rhi", flapped.Round(time.Second), changes, flips)
+	say("  polls %d, failed polls %d; main log %s", st1.ControlAPI.Polls-st0.ControlAPI.Polls, st1.ControlAPI.FailedPolls-st0.ControlAPI.FailedPolls, site.MiB(logSize))
+	say("  %-10s %10s %10s %8s %8s %10s", "", "RSS", "peak RSS", "threads", "fds", "goroutines")
+	for _, r := range []struct {
+		name string
+		s    sample
+	}{{"before", before}, {"after", after}} {
+		say("  %-10s %10s %10s %8d %8d %10.0f", r.name, site.MiB(r.s.proc.RSS), site.MiB(r.s.proc.HWM), r.s.proc.Threads, r.s.proc.FDs, r.s.goroutines)
+	}
 }
 
 func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }

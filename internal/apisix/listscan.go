@@ -148,7 +148,7 @@ func (r *listReader) more() error {
 // scan checks the JSON value that starts at b[i] (not whitespace) as
 // encoding/json's scanner does and returns where it ends: errIncomplete
 // if b ends first, or an error at the first byte no valid value can hold.
-// Long because it is one state machine: a value, then what may follow it
+// It is long because it is one state machine: a value, then what may follow it
 // in the containers open around it (r.stack).
 func (r *listReader) scan(b []byte, i int) (int, error) {
 	r.stack = r.stack[:0] // '{' or '[' per open container

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/confirm"
 	"github.com/rhi-daemon/rhi/internal/router"
+	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // Confirmer asks BIRD whether it agrees with what rhi wants announced;
@@ -50,4 +51,20 @@ func (c *confirmer) run(ctx context.Context) { c.Run(ctx, c.jobs) }
 
 func (c *confirmer) once(ctx context.Context, j confirmJob) bool { return c.Once(ctx, j) }
 
-func (c *confirmer) results() (confirm.Status, confirm.Records) { return c.Results() }
+// results is BIRD's status, as /status shows it, and the per-VIP records
+// of the confirmer's last check. With wireConfirm, it is where confirm's
+// results become the status wire: the conversion of the whole fails to
+// build when the two drift apart.
+func (c *confirmer) results() (status.BirdStatus, confirm.Records) {
+	st, rs := c.Results()
+	return status.BirdStatus(st), rs
+}
+
+// wireConfirm is what BIRD said of one VIP, as /status shows it.
+func wireConfirm(v confirm.VIP) *status.VIPConfirm {
+	return &status.VIPConfirm{
+		Expected: v.Expected, Agrees: v.Agrees, LastResort: v.LastResort, Stale: v.Stale,
+		Problem: v.Problem, InTable: v.InTable, Exported: v.Exported, CheckedAt: v.CheckedAt,
+		Latency: v.Latency, DisagreeingSince: v.DisagreeingSince, Renewed: v.Renewed,
+	}
+}

@@ -308,7 +308,7 @@ func (d *Daemon) renderSummary(s *status.Status, v *view) confirm.Records {
 // render fills s from v and the confirmer's last results.
 func (d *Daemon) render(s *status.Status, v *view) {
 	rs := d.renderSummary(s, v)
-	confirms := func(int, netip.Prefix) (status.VIPConfirm, bool) { return status.VIPConfirm{}, false }
+	confirms := func(int, netip.Prefix) (confirm.VIP, bool) { return confirm.VIP{}, false }
 	if d.conf != nil {
 		confirms = rs.Lookup()
 	}
@@ -322,7 +322,7 @@ func (d *Daemon) render(s *status.Status, v *view) {
 	for i := range v.cfg.VIPs {
 		vs := renderVIP(v, i)
 		if vc, ok := confirms(i, v.cfg.VIPs[i].Address); ok {
-			vs.Bird = &vc
+			vs.Bird = wireConfirm(vc)
 		}
 		if vs.Drained {
 			s.Drain.Count++

@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/confirm"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/router"
 )
 
 // SchemaVersion is the version of the /status JSON. Version 1 was the
@@ -244,13 +244,78 @@ type UpstreamStatus struct {
 	Needed     int    `json:"needed,omitempty"`
 }
 
-// BirdStatus is BIRD's side of the status; VIPConfirm what BIRD said about
-// one VIP in the last check. Package confirm, which makes them, defines
-// them with their JSON encoding.
-type (
-	BirdStatus = confirm.Status
-	VIPConfirm = confirm.VIP
-)
+// BirdStatus is BIRD's side of the status: whether rhi checks BIRD, and
+// what the last check found.
+type BirdStatus struct {
+	Enabled   bool      `json:"enabled"`
+	Socket    string    `json:"socket,omitempty"`
+	LastCheck time.Time `json:"last_check,omitzero"`
+	// LastOK is the end of the last check that BIRD answered; after an
+	// Error it tells how long BIRD has been away.
+	LastOK    time.Time              `json:"last_ok,omitzero"`
+	Error     string                 `json:"error,omitempty"` // could not check
+	Protocols []router.ProtocolState `json:"protocols,omitempty"`
+	Problems  []string               `json:"problems,omitempty"`
+	Agree     int                    `json:"vips_agreeing"`
+	Disagree  int                    `json:"vips_disagreeing"`
+}
+
+// VIPConfirm is what BIRD said about one VIP in the last check.
+type VIPConfirm struct {
+	// Expected is what the check held BIRD to: a record made before a
+	// drain was checked against "present", and must not be read as the
+	// drain's confirmation.
+	Expected router.Expectation `json:"expected"`
+	Agrees   bool               `json:"agrees"`
+	// LastResort: the check held BIRD to the last-resort tier's marks
+	// (GRACEFUL_SHUTDOWN, the largest prepend): with Agrees, BIRD exports
+	// the VIP as last resort, the first step of a drain.
+	LastResort bool `json:"last_resort,omitempty"`
+	// Stale: the checks since this record could not reach BIRD, so it
+	// says what BIRD said then, not now.
+	Stale     bool            `json:"stale,omitempty"`
+	Problem   string          `json:"problem,omitempty"`
+	InTable   bool            `json:"in_bird_table"`
+	Exported  map[string]bool `json:"exported,omitempty"`
+	CheckedAt time.Time       `json:"checked_at,omitzero"`
+	// Latency is how long BIRD took to agree: from the VIP's last change
+	// or, when BIRD agreed with that change and then stopped, from when
+	// that disagreement was first seen. Zero while it disagrees. JSON:
+	// confirm_latency_seconds, left out when zero (see MarshalJSON).
+	Latency time.Duration `json:"-"`
+	// DisagreeingSince is when the current disagreement was first seen;
+	// zero, and left out, while BIRD agrees.
+	DisagreeingSince time.Time `json:"disagreeing_since,omitzero"`
+	// Renewed counts address renewals done to make BIRD see a change it
+	// missed.
+	Renewed int `json:"renewed,omitempty"`
+}
+
+// confirmJSON is VIPConfirm without its methods, for MarshalJSON.
+type confirmJSON VIPConfirm
+
+// confirmWire is VIPConfirm as JSON: the latency as float seconds, left
+// out while there is none.
+type confirmWire struct {
+	confirmJSON
+	Latency float64 `json:"confirm_latency_seconds,omitempty"`
+}
+
+// MarshalJSON writes the latency as float seconds.
+func (v VIPConfirm) MarshalJSON() ([]byte, error) {
+	return json.Marshal(confirmWire{confirmJSON(v), v.Latency.Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *VIPConfirm) UnmarshalJSON(b []byte) error {
+	var w confirmWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*v = VIPConfirm(w.confirmJSON)
+	v.Latency = seconds(w.Latency)
+	return nil
+}
 
 // apiJSON is APIStatus without its methods, for MarshalJSON.
 type apiJSON APIStatus

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestStatusWire: durations are float seconds named for their unit, a
@@ -51,7 +50,7 @@ func TestStatusWire(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(s, back, cmpopts.IgnoreUnexported(VIPConfirm{})); diff != "" {
+	if diff := cmp.Diff(s, back); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
 	"github.com/rhi-daemon/rhi/internal/router"
@@ -119,7 +118,7 @@ func TestStatusJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("decode: %v\n%s", err, body)
 	}
-	if diff := cmp.Diff(sample(), got, cmpopts.IgnoreUnexported(status.VIPConfirm{})); diff != "" {
+	if diff := cmp.Diff(sample(), got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(body, `"reason": "policy_withdraw"`) || !strings.Contains(body, `"verdict": "unknown"`) {

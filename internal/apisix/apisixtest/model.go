@@ -538,10 +538,23 @@ const MaxTransitions = 20000
 
 // record remembers a transition. It runs under s.mu.
 func (s *Server) record(now time.Time, ref health.Ref, ip string, port int, from, to string) {
-	if len(s.transitions) >= MaxTransitions {
-		s.transitions = slices.Delete(s.transitions, 0, len(s.transitions)-MaxTransitions+1)
+	s.transitions = keepNewest(s.transitions, Transition{now, ref, ref.String(), ip, port, from, to}, MaxTransitions)
+}
+
+// keepNewest appends t to ts, of which newest(ts, limit) are kept. The
+// oldest are dropped in one move once ts holds twice limit, so that a long
+// run of changes costs one copy per limit of them, not a copy of the
+// whole list each.
+func keepNewest(ts []Transition, t Transition, limit int) []Transition {
+	if len(ts) >= 2*limit {
+		ts = slices.Delete(ts, 0, len(ts)-limit)
 	}
-	s.transitions = append(s.transitions, Transition{now, ref, ref.String(), ip, port, from, to})
+	return append(ts, t)
+}
+
+// newest is the newest limit of ts, oldest first.
+func newest(ts []Transition, limit int) []Transition {
+	return ts[max(0, len(ts)-limit):]
 }
 
 // Transitions are the changes of node statuses so far (at most
@@ -553,7 +566,7 @@ func (s *Server) Transitions(ref health.Ref) []Transition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Transition
-	for _, t := range s.transitions {
+	for _, t := range newest(s.transitions, MaxTransitions) {
 		if ref == (health.Ref{}) || t.Ref == ref {
 			out = append(out, t)
 		}
