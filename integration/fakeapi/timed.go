@@ -56,7 +56,16 @@ func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
 
 // addTimed registers the handlers of the behaviour over time.
 func addTimed(mux *http.ServeMux, srv *apisixtest.Server) {
-	fail := func(w http.ResponseWriter, err error, code int) { http.Error(w, err.Error(), code) }
+	addResources(mux, srv)
+	addBackends(mux, srv)
+	addRoutesAndRestart(mux, srv)
+	addRecords(mux, srv)
+}
+
+func fail(w http.ResponseWriter, err error, code int) { http.Error(w, err.Error(), code) }
+
+// addResources registers the handlers that configure resources' nodes.
+func addResources(mux *http.ServeMux, srv *apisixtest.Server) {
 	mux.HandleFunc("PUT /upstreams/{type}/{id}", func(w http.ResponseWriter, r *http.Request) {
 		ref := refOf(r)
 		if err := ref.Check(); err != nil {
@@ -100,6 +109,10 @@ func addTimed(mux *http.ServeMux, srv *apisixtest.Server) {
 			srv.SetUpstream(health.Ref{Type: typ, ID: strconv.Itoa(i)}, srv.FreshNodes(per)...)
 		}
 	})
+}
+
+// addBackends registers the handlers that kill and revive nodes' servers.
+func addBackends(mux *http.ServeMux, srv *apisixtest.Server) {
 	mux.HandleFunc("POST /backends/{type}/{id}", func(w http.ResponseWriter, r *http.Request) {
 		ref := refOf(r)
 		b, err := apisixtest.ParseBackend(r.FormValue("state"))
@@ -136,6 +149,10 @@ func addTimed(mux *http.ServeMux, srv *apisixtest.Server) {
 		}
 		srv.SetBackend(nodes[0].IP, nodes[0].Port, b)
 	})
+}
+
+// addRoutesAndRestart registers the data-path routes and the restart.
+func addRoutesAndRestart(mux *http.ServeMux, srv *apisixtest.Server) {
 	mux.HandleFunc("PUT /routes/{id}", func(w http.ResponseWriter, r *http.Request) {
 		typ, id, ok := strings.Cut(r.FormValue("ref"), "/")
 		ref := health.Ref{Type: typ, ID: id}
@@ -161,6 +178,10 @@ func addTimed(mux *http.ServeMux, srv *apisixtest.Server) {
 		}
 		srv.Restart(down, cold)
 	})
+}
+
+// addRecords registers the handlers that read what the fake recorded.
+func addRecords(mux *http.ServeMux, srv *apisixtest.Server) {
 	mux.HandleFunc("GET /checkers/{type}/{id}", func(w http.ResponseWriter, r *http.Request) {
 		have, probing := srv.CheckerWorkers(refOf(r))
 		writeJSON(w, Checkers{Workers: have, Probing: probing})

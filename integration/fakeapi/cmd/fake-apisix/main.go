@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
@@ -37,120 +38,161 @@ import (
 func main() { os.Exit(run()) }
 
 func run() int {
+	f, code := parseFlags(os.Args[1:])
+	if f == nil {
+		return code
+	}
+	srv, ok := f.server()
+	if !ok {
+		return 2
+	}
+	return serve(f, srv)
+}
+
+// flags are the command line's values.
+type flags struct {
+	listen, dataListen, control, healthy *string
+	chunked, perRequest, standalone      *bool
+	keepalive, workers, upstreams, nodes *int
+
+	checks, lazy                                   *bool
+	interval, purgeDelay                           *time.Duration
+	successes, tcpFailures, httpFailures, timeouts *int
+	probing                                        *int
+	cost                                           *bool
+	costData, spin                                 *time.Duration
+}
+
+// parseFlags reads and checks the command line; a nil result ends the
+// run with the code.
+func parseFlags(args []string) (*flags, int) {
 	fs := flag.NewFlagSet("fake-apisix", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:9090", "address of the fake control API")
-	dataListen := fs.String("data-listen", "", "address of the data path (APISIX's proxy listener); empty: none")
-	control := fs.String("control", "", "unix socket to steer it (required)")
-	healthy := fs.String("healthy", "", "comma-separated type/id resources to create with 2 healthy nodes")
+	f := &flags{}
+	f.listen = fs.String("listen", "127.0.0.1:9090", "address of the fake control API")
+	f.dataListen = fs.String("data-listen", "", "address of the data path (APISIX's proxy listener); empty: none")
+	f.control = fs.String("control", "", "unix socket to steer it (required)")
+	f.healthy = fs.String("healthy", "", "comma-separated type/id resources to create with 2 healthy nodes")
 	// APISIX answers chunked and closes a connection after 1000 answers
 	// (nginx's keepalive_requests); the lab's defaults are off, so that its
 	// figures compare with earlier ones.
-	chunked := fs.Bool("chunked", false, "answer with chunked bodies, as APISIX does")
-	keepalive := fs.Int("keepalive-requests", 0, "close a connection after this many answers, as nginx does (APISIX: 1000); 0: never")
-	workers := fs.Int("workers", 1, "nginx workers: each has its own checkers and serving loop; a connection stays on one")
-	perRequest := fs.Bool("per-request", false, "choose a worker for every request instead of every connection")
-	standalone := fs.Bool("standalone", false, `name resources "/upstreams/1" as standalone (yaml) mode does, not "/apisix/upstreams/1"`)
-	upstreams := fs.Int("upstreams", 0, "configure upstreams 1…N, each with --nodes nodes of their own addresses")
-	nodes := fs.Int("nodes", 2, "nodes of each --upstreams upstream")
+	f.chunked = fs.Bool("chunked", false, "answer with chunked bodies, as APISIX does")
+	f.keepalive = fs.Int("keepalive-requests", 0, "close a connection after this many answers, as nginx does (APISIX: 1000); 0: never")
+	f.workers = fs.Int("workers", 1, "nginx workers: each has its own checkers and serving loop; a connection stays on one")
+	f.perRequest = fs.Bool("per-request", false, "choose a worker for every request instead of every connection")
+	f.standalone = fs.Bool("standalone", false, `name resources "/upstreams/1" as standalone (yaml) mode does, not "/apisix/upstreams/1"`)
+	f.upstreams = fs.Int("upstreams", 0, "configure upstreams 1…N, each with --nodes nodes of their own addresses")
+	f.nodes = fs.Int("nodes", 2, "nodes of each --upstreams upstream")
 
-	checks := fs.Bool("checks", false, "run active health checks over time: statuses follow the servers that /backends kills and revives")
+	f.checks = fs.Bool("checks", false, "run active health checks over time: statuses follow the servers that /backends kills and revives")
 	d := apisixtest.DefaultChecks()
-	lazy := fs.Bool("lazy", false, "create a worker's checker only when a data-path request reaches it (APISIX 3.14+)")
-	interval := fs.Duration("interval", d.HealthyInterval, "active check interval, healthy and unhealthy nodes")
-	successes := fs.Int("successes", d.Successes, "successful checks that make a node healthy")
-	tcpFailures := fs.Int("tcp-failures", d.TCPFailures, "TCP failures that make a node unhealthy")
-	httpFailures := fs.Int("http-failures", d.HTTPFailures, "HTTP failures that make a node unhealthy")
-	timeouts := fs.Int("timeouts", d.Timeouts, "timeouts that make a node unhealthy")
-	probing := fs.Int("probing-worker", 0, "the worker (from 1) that runs the checks; 0: the first to create a checker")
-	purgeDelay := fs.Duration("purge-delay", d.PurgeDelay, "how long a changed upstream's dropped nodes stay listed with a purge_time")
+	f.lazy = fs.Bool("lazy", false, "create a worker's checker only when a data-path request reaches it (APISIX 3.14+)")
+	f.interval = fs.Duration("interval", d.HealthyInterval, "active check interval, healthy and unhealthy nodes")
+	f.successes = fs.Int("successes", d.Successes, "successful checks that make a node healthy")
+	f.tcpFailures = fs.Int("tcp-failures", d.TCPFailures, "TCP failures that make a node unhealthy")
+	f.httpFailures = fs.Int("http-failures", d.HTTPFailures, "HTTP failures that make a node unhealthy")
+	f.timeouts = fs.Int("timeouts", d.Timeouts, "timeouts that make a node unhealthy")
+	f.probing = fs.Int("probing-worker", 0, "the worker (from 1) that runs the checks; 0: the first to create a checker")
+	f.purgeDelay = fs.Duration("purge-delay", d.PurgeDelay, "how long a changed upstream's dropped nodes stay listed with a purge_time")
 
-	cost := fs.Bool("cost", false, "make requests cost what they cost APISIX 3.18's workers (apisixtest.DefaultCost)")
+	f.cost = fs.Bool("cost", false, "make requests cost what they cost APISIX 3.18's workers (apisixtest.DefaultCost)")
 	c := apisixtest.DefaultCost()
-	costData := fs.Duration("cost-data", c.Data, "with --cost: what a data-path request costs its worker")
-	spin := fs.Duration("spin", c.SpinBelow, "with --cost: how much of the end of each wait to spin rather than sleep (0: sleep only)")
+	f.costData = fs.Duration("cost-data", c.Data, "with --cost: what a data-path request costs its worker")
+	f.spin = fs.Duration("spin", c.SpinBelow, "with --cost: how much of the end of each wait to spin rather than sleep (0: sleep only)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fake-apisix --control SOCKET [flags]\n\nA fake APISIX control API (and data path), steered through SOCKET; the control\nprotocol is described in package integration/fakeapi.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return nil, 0
 		}
-		return 2
+		return nil, 2
 	}
-	if *control == "" {
-		fmt.Fprintln(os.Stderr, "fake-apisix: --control is required")
-		return 2
+	if err := f.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "fake-apisix: %v\n", err)
+		return nil, 2
 	}
-	for name, v := range map[string]int{"--workers": *workers, "--successes": *successes, "--tcp-failures": *tcpFailures, "--http-failures": *httpFailures, "--timeouts": *timeouts} {
-		if v < 1 || v > 254 {
-			fmt.Fprintf(os.Stderr, "fake-apisix: %s: %d, want 1-254\n", name, v)
-			return 2
-		}
-	}
-	if *probing < 0 || *probing > *workers {
-		fmt.Fprintf(os.Stderr, "fake-apisix: --probing-worker: %d, want 0-%d (--workers)\n", *probing, *workers)
-		return 2
-	}
-	if *upstreams < 0 || *upstreams > 100000 || *nodes < 0 || *nodes > 100 {
-		fmt.Fprintf(os.Stderr, "fake-apisix: --upstreams %d --nodes %d: want 0-100000 and 0-100\n", *upstreams, *nodes)
-		return 2
-	}
-	for name, v := range map[string]int64{"--interval": int64(*interval), "--purge-delay": int64(*purgeDelay)} {
-		if v <= 0 {
-			fmt.Fprintf(os.Stderr, "fake-apisix: %s: want a duration > 0\n", name)
-			return 2
-		}
-	}
-	if *costData < 0 || *spin < 0 {
-		fmt.Fprintln(os.Stderr, "fake-apisix: --cost-data and --spin: want durations >= 0")
-		return 2
-	}
+	return f, 0
+}
 
-	o := apisixtest.Options{Workers: *workers, PerRequest: *perRequest, Standalone: *standalone}
-	if *checks {
-		o.Checks = &apisixtest.Checks{
-			HealthyInterval: *interval, UnhealthyInterval: *interval,
-			Successes: *successes, TCPFailures: *tcpFailures, HTTPFailures: *httpFailures, Timeouts: *timeouts,
-			Lazy: *lazy, ProbingWorker: *probing, PurgeDelay: *purgeDelay,
-		}
-	} else if *lazy {
-		fmt.Fprintln(os.Stderr, "fake-apisix: --lazy needs --checks")
-		return 2
+// check says what is wrong with the flags' values, naming the flag.
+func (f *flags) check() error {
+	if *f.control == "" {
+		return errors.New("--control is required")
 	}
-	if *cost {
-		c.Data, c.SpinBelow = *costData, *spin
+	for name, v := range map[string]int{"--workers": *f.workers, "--successes": *f.successes, "--tcp-failures": *f.tcpFailures, "--http-failures": *f.httpFailures, "--timeouts": *f.timeouts} {
+		if v < 1 || v > 254 {
+			return fmt.Errorf("%s: %d, want 1-254", name, v)
+		}
+	}
+	if *f.probing < 0 || *f.probing > *f.workers {
+		return fmt.Errorf("--probing-worker: %d, want 0-%d (--workers)", *f.probing, *f.workers)
+	}
+	if *f.upstreams < 0 || *f.upstreams > 100000 || *f.nodes < 0 || *f.nodes > 100 {
+		return fmt.Errorf("--upstreams %d --nodes %d: want 0-100000 and 0-100", *f.upstreams, *f.nodes)
+	}
+	for name, v := range map[string]int64{"--interval": int64(*f.interval), "--purge-delay": int64(*f.purgeDelay)} {
+		if v <= 0 {
+			return fmt.Errorf("%s: want a duration > 0", name)
+		}
+	}
+	if *f.costData < 0 || *f.spin < 0 {
+		return errors.New("--cost-data and --spin: want durations >= 0")
+	}
+	if *f.lazy && !*f.checks {
+		return errors.New("--lazy needs --checks")
+	}
+	return nil
+}
+
+// server builds the fake the flags describe, with its first resources.
+func (f *flags) server() (*apisixtest.Server, bool) {
+	o := apisixtest.Options{Workers: *f.workers, PerRequest: *f.perRequest, Standalone: *f.standalone}
+	if *f.checks {
+		o.Checks = &apisixtest.Checks{
+			HealthyInterval: *f.interval, UnhealthyInterval: *f.interval,
+			Successes: *f.successes, TCPFailures: *f.tcpFailures, HTTPFailures: *f.httpFailures, Timeouts: *f.timeouts,
+			Lazy: *f.lazy, ProbingWorker: *f.probing, PurgeDelay: *f.purgeDelay,
+		}
+	}
+	if *f.cost {
+		c := apisixtest.DefaultCost()
+		c.Data, c.SpinBelow = *f.costData, *f.spin
 		o.Cost = c
 	}
 	srv := apisixtest.NewWith(o)
-	srv.SetChunked(*chunked)
-	srv.SetKeepaliveRequests(*keepalive)
-	for _, r := range strings.Split(*healthy, ",") {
+	srv.SetChunked(*f.chunked)
+	srv.SetKeepaliveRequests(*f.keepalive)
+	for _, r := range strings.Split(*f.healthy, ",") {
 		if r == "" {
 			continue
 		}
 		typ, id, ok := strings.Cut(r, "/")
 		if !ok {
 			fmt.Fprintf(os.Stderr, "fake-apisix: --healthy: %q is not type/id\n", r)
-			return 2
+			return nil, false
 		}
 		ref := health.Ref{Type: typ, ID: id}
 		srv.SetNodes(ref, apisixtest.Node{IP: "192.0.2.1", Port: 80, Status: apisixtest.Healthy}, apisixtest.Node{IP: "192.0.2.2", Port: 80, Status: apisixtest.Healthy})
 	}
-	for i := 1; i <= *upstreams; i++ {
-		srv.SetUpstream(health.Ref{Type: "upstreams", ID: strconv.Itoa(i)}, srv.FreshNodes(*nodes)...)
+	for i := 1; i <= *f.upstreams; i++ {
+		srv.SetUpstream(health.Ref{Type: "upstreams", ID: strconv.Itoa(i)}, srv.FreshNodes(*f.nodes)...)
 	}
+	return srv, true
+}
 
+// serve listens where the flags say and serves until SIGINT or SIGTERM.
+func serve(f *flags, srv *apisixtest.Server) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	e := fakeapi.Endpoints{Control: *control}
+	e := fakeapi.Endpoints{Control: *f.control}
 	var err error
-	if e.API, err = srv.Listen("tcp", *listen); err != nil {
+	if e.API, err = srv.Listen("tcp", *f.listen); err != nil {
 		fmt.Fprintf(os.Stderr, "fake-apisix: --listen: %v\n", err)
 		return 1
 	}
-	if *dataListen != "" {
-		if e.Data, err = srv.Listen("tcp", *dataListen); err != nil {
+	if *f.dataListen != "" {
+		if e.Data, err = srv.Listen("tcp", *f.dataListen); err != nil {
 			e.API.Close()
 			fmt.Fprintf(os.Stderr, "fake-apisix: --data-listen: %v\n", err)
 			return 1
