@@ -2,6 +2,7 @@ package apisix_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -9,8 +10,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -131,30 +134,18 @@ func TestPollFixtures(t *testing.T) {
 		}
 	}
 
+	// Each fixture answers a poll of the resource it names (an answer
+	// naming another is Failed, TestAnswerNamesItsResource), or of
+	// upstreams/f<i> when it names none.
 	type reply struct {
+		path   string
 		status int
 		body   []byte
 	}
-	replies := map[string]reply{} // by request path
-	keys := make([]string, len(tests))
-	for i, tt := range tests {
-		b, err := os.ReadFile(filepath.Join("testdata", tt.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch tt.wrap {
-		case wrapV3:
-			b = []byte(`{"name":"/upstreams/1","type":"http","nodes":` + string(b) + `}`)
-		case wrapV2:
-			b = []byte(`{"healthy_nodes":` + string(b) + `,"name":"upstream#/upstreams/1","nodes":` + string(b) + `,"src_id":"1","src_type":"upstreams"}`)
-		}
-		id := fmt.Sprintf("f%d", i)
-		keys[i] = "/apisix/upstreams/" + id
-		replies["/v1/healthcheck/upstreams/"+id] = reply{tt.status, b}
-	}
+	var current atomic.Pointer[reply]
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rep, ok := replies[r.URL.Path]
-		if !ok {
+		rep := current.Load()
+		if rep == nil || r.URL.Path != rep.path {
 			http.NotFound(w, r)
 			return
 		}
@@ -163,17 +154,32 @@ func TestPollFixtures(t *testing.T) {
 		_, _ = w.Write(rep.body)
 	}))
 	defer ts.Close()
-
-	snap := newClient(t, ts.URL, apisix.Options{}).Poll(context.Background(), ups(keys...))
+	c := newClient(t, ts.URL, apisix.Options{})
 	for i, tt := range tests {
 		name := tt.file
 		if tt.wrap != asIs {
 			name += " wrapped"
 		}
 		t.Run(name, func(t *testing.T) {
-			r, ok := snap[keys[i]]
+			b, err := os.ReadFile(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch tt.wrap {
+			case wrapV3:
+				b = []byte(`{"name":"/upstreams/1","type":"http","nodes":` + string(b) + `}`)
+			case wrapV2:
+				b = []byte(`{"healthy_nodes":` + string(b) + `,"name":"upstream#/upstreams/1","nodes":` + string(b) + `,"src_id":"1","src_type":"upstreams"}`)
+			}
+			ref := namedRef(b)
+			if ref == (health.Ref{}) {
+				ref = health.Ref{Type: "upstreams", ID: fmt.Sprintf("f%d", i)}
+			}
+			key := "/apisix/" + ref.Type + "/" + ref.ID
+			current.Store(&reply{"/v1/healthcheck/" + ref.Type + "/" + ref.ID, tt.status, b})
+			r, ok := c.Poll(context.Background(), ups(key))[key]
 			if !ok {
-				t.Fatalf("no result for %q", keys[i])
+				t.Fatalf("no result for %q", key)
 			}
 			if diff := cmp.Diff(tt.want, got{r.Verdict, r.Healthy, r.Total}); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s\nerr: %v", diff, r.Err)
@@ -183,6 +189,25 @@ func TestPollFixtures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// namedRef is the resource a fixture names: its "name" ("…/<type>/<id>")
+// or its 404 message ("… <type>[<id>]…"); zero for neither.
+func namedRef(body []byte) health.Ref {
+	var v struct {
+		Name     string `json:"name"`
+		ErrorMsg string `json:"error_msg"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return health.Ref{}
+	}
+	if parts := strings.Split(v.Name, "/"); len(parts) >= 3 {
+		return health.Ref{Type: parts[len(parts)-2], ID: parts[len(parts)-1]}
+	}
+	if m := regexp.MustCompile(`(\w+)\[([^\]]+)\]`).FindStringSubmatch(v.ErrorMsg); m != nil {
+		return health.Ref{Type: m[1], ID: m[2]}
+	}
+	return health.Ref{}
 }
 
 var api = health.Ref{Type: "upstreams", ID: "api"}

@@ -341,3 +341,50 @@ func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 func refPath(r health.Ref) string {
 	return "/v1/healthcheck/" + url.PathEscape(r.Type) + "/" + url.PathEscape(r.ID)
 }
+
+// answersFor checks that an answer read for ref is about ref: a 200 body's
+// name ends with "/<type>/<id>" in every format APISIX has sent
+// ("/apisix/upstreams/1", "/upstreams/1", "upstream#/apisix/routes/1"), a
+// 404 that says "no checker for <type>[<id>]" or "<type>[<id>] not found"
+// names it (any other 404 is Failed already). An HTTP/1.1 answer is matched to
+// its request by order on the connection alone: a server (or proxy) that
+// sends one answer too many shifts every later answer onto the wrong
+// request. Checking the name turns that into an unreadable upstream
+// instead of another upstream's health.
+func answersFor(status int, contentType string, body []byte, ref health.Ref) error {
+	switch status {
+	case http.StatusOK:
+		name, ok := bodyName(body)
+		if !ok {
+			return nil // decodeHealth has failed the body already
+		}
+		if !strings.HasSuffix(name, "/"+ref.Type+"/"+ref.ID) {
+			return fmt.Errorf("answer names %q, not %s/%s", short(name), ref.Type, ref.ID)
+		}
+	case http.StatusNotFound:
+		msg, ok := errorMessage(contentType, body)
+		res := ref.Type + "[" + ref.ID + "]"
+		if ok && msg != "no checker for "+res && msg != res+" not found" && (strings.HasPrefix(msg, "no checker for ") || strings.HasSuffix(msg, " not found")) {
+			return fmt.Errorf("HTTP 404 %q is not about %s[%s]", short(msg), ref.Type, ref.ID)
+		}
+	}
+	return nil
+}
+
+// bodyName returns a health-checker body's name, when it is a JSON
+// object with a string name.
+func bodyName(body []byte) (string, bool) {
+	b := trimJSONSpace(body)
+	if len(b) == 0 || b[0] != '{' || !validJSON(b) {
+		return "", false
+	}
+	w := &walker{b: b}
+	var name string
+	var ok bool
+	err := w.object([]string{"name"}, func(int) error {
+		var err error
+		name, ok, err = w.stringValue()
+		return err
+	})
+	return name, err == nil && ok
+}

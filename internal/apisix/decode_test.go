@@ -277,3 +277,40 @@ func FuzzValidJSON(f *testing.F) {
 		}
 	})
 }
+
+// An answer is used only for the resource it names: a 200 body's name ends
+// with "/<type>/<id>" in every format APISIX sends, a 404 names
+// "<type>[<id>]"; anything naming another resource is refused.
+func TestAnswerNamesItsResource(t *testing.T) {
+	up1 := health.Ref{Type: "upstreams", ID: "1"}
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		ref    health.Ref
+		ok     bool
+	}{
+		{"etcd mode", 200, `{"name":"/apisix/upstreams/1","nodes":{}}`, up1, true},
+		{"standalone", 200, `{"name":"/upstreams/1","nodes":{}}`, up1, true},
+		{"2.x", 200, `{"name":"upstream#\/apisix\/upstreams\/1","nodes":[]}`, up1, true},
+		{"route", 200, `{"name":"/apisix/routes/1","nodes":{}}`, health.Ref{Type: "routes", ID: "1"}, true},
+		{"another id", 200, `{"name":"/apisix/upstreams/11","nodes":{}}`, up1, false},
+		{"id a suffix of the name's", 200, `{"name":"/apisix/upstreams/21","nodes":{}}`, up1, false},
+		{"another type", 200, `{"name":"/apisix/routes/1","nodes":{}}`, up1, false},
+		{"no name: decode fails it", 200, `{"nodes":{}}`, up1, true},
+		{"404 no checker", 404, `{"error_msg":"no checker for upstreams[1]"}`, up1, true},
+		{"404 not found", 404, `{"error_msg":"upstreams[1] not found"}`, up1, true},
+		{"404 of another", 404, `{"error_msg":"no checker for upstreams[2]"}`, up1, false},
+		{"404 of another type", 404, `{"error_msg":"no checker for stream_routes[1]"}`, health.Ref{Type: "routes", ID: "1"}, false},
+		{"404 of another, not found", 404, `{"error_msg":"upstreams[11] not found"}`, up1, false},
+		{"500", 500, `{"error_msg":"whatever"}`, up1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := answersFor(tt.status, "application/json", []byte(tt.body), tt.ref)
+			if (err == nil) != tt.ok {
+				t.Errorf("answersFor(%d, %s, %v) = %v; want ok %v", tt.status, tt.body, tt.ref, err, tt.ok)
+			}
+		})
+	}
+}

@@ -153,7 +153,7 @@ func newRawServer(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) *rawSe
 
 func (s *rawServer) url() string { return "http://" + s.ln.Addr().String() }
 
-const okBody = `{"name":"/apisix/upstreams/x","type":"http","nodes":[{"ip":"10.0.0.1","port":80,"status":"healthy"}]}`
+const okBody = `{"name":"/apisix/upstreams/a","type":"http","nodes":[{"ip":"10.0.0.1","port":80,"status":"healthy"}]}`
 
 var okAnswer = fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(okBody), okBody)
 
@@ -225,8 +225,7 @@ func TestPerUpstreamOddAnswers(t *testing.T) {
 			// exception: net/http drops the connection when its read loop
 			// sees the unsolicited bytes, which it may do only after the
 			// next request has taken the idle connection (and then reads
-			// them as its answer). APISIX never sends one; a check of the
-			// answer's name against the request would catch it.
+			// them as its answer: TestPerUpstreamStaleAnswerIsNotUsed).
 			n, want := s.conns.Load(), int32(2-btoi(tt.name == "1xx"))
 			if tt.name == "two answers" && n == 1 {
 				want = 1
@@ -424,4 +423,52 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// A server that sends one answer too many shifts it onto the next request
+// on the connection; net/http may hand it over before it notices. The
+// answer names another resource, so the request reads Failed, never that
+// resource's health: b, unhealthy, is never read up from a's extra answer.
+func TestPerUpstreamStaleAnswerIsNotUsed(t *testing.T) {
+	answer := func(id, status string) string {
+		body := `{"name":"/apisix/upstreams/` + id + `","type":"http","nodes":[{"ip":"10.0.0.1","port":80,"status":"` + status + `"}]}`
+		return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	}
+	// The extra answer to a leaves with the next request's answer, so the
+	// client has sent that request before it sees it.
+	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
+		extra := ""
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			ans := extra + answer("b", "unhealthy")
+			extra = ""
+			if strings.HasSuffix(req.URL.Path, "/a") {
+				ans, extra = answer("a", "healthy"), answer("a", "healthy")
+			}
+			if _, err := io.WriteString(c, ans); err != nil {
+				return
+			}
+		}
+	})
+	c := newClient(t, s.url(), apisix.Options{Mode: apisix.ModePerUpstream, MaxInFlight: 1})
+	defer c.CloseIdleConnections()
+	stale := 0
+	for range 50 {
+		if r := c.Poll(context.Background(), ups("/apisix/upstreams/a"))["/apisix/upstreams/a"]; r.Verdict != health.Up {
+			t.Fatalf("a: %v, err %v; want up", r.Verdict, r.Err)
+		}
+		r := c.Poll(context.Background(), ups("/apisix/upstreams/b"))["/apisix/upstreams/b"]
+		switch {
+		case r.Verdict == health.Failed && r.Err != nil && strings.Contains(r.Err.Error(), `answer names "/apisix/upstreams/a", not upstreams/b`):
+			stale++
+		case r.Verdict != health.Down:
+			t.Fatalf("b: %v, err %v; want down, or failed on a's answer", r.Verdict, r.Err)
+		}
+	}
+	if stale == 0 {
+		t.Error("no read of b got a's extra answer: the test did not shift the answers")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,9 +34,9 @@ func (c *countedConn) Close() error {
 // kept-alive connections must be closed, not left for their 50 s idle
 // timeout (fds 79 -> 2,628 and thousands of goroutines in the red-team run).
 func TestReloadClosesOldClient(t *testing.T) {
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"name":"/apisix/upstreams/x","nodes":[{"status":"healthy"}],"type":"http"}`)
+		_, _ = io.WriteString(w, `{"name":"/apisix/upstreams/`+path.Base(r.URL.Path)+`","nodes":[{"status":"healthy"}],"type":"http"}`)
 	}))
 	defer ts.Close()
 
