@@ -2,9 +2,9 @@
 
 package anycast
 
-// Red-team findings on issues 10 and 11 (ownership record, unmanaged
-// addresses, control socket, status listener). Each test fails on the code
-// it was written against and passes once the finding is fixed.
+// A host that works against rhi: a second rhi on the same interface,
+// addresses rhi does not manage next to its VIPs, a bad drain file, the
+// ownership record, the control socket and the status listener.
 
 import (
 	"context"
@@ -21,14 +21,14 @@ import (
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
-// TestRedteamSecondRunOnSameInterfaceRefused: a second `rhi run` on the
+// TestSecondRunOnSameInterfaceRefused: a second `rhi run` on the
 // interface a running rhi manages (an operator trying a new config by hand,
 // a stray instance) must refuse to start. It once died on
 // "address in use" of status_listen, by accident; now a listener that
 // cannot be bound is retried, so both loops run on rhi0: with another VIP
 // list and unmanaged_addresses: withdraw, each deletes the other's VIPs
 // every tick, and each rewrites the shared ownership record with its own.
-func TestRedteamSecondRunOnSameInterfaceRefused(t *testing.T) {
+func TestSecondRunOnSameInterfaceRefused(t *testing.T) {
 	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	text, err := os.ReadFile(s.Config)
@@ -103,12 +103,12 @@ func TestRedteamSecondRunOnSameInterfaceRefused(t *testing.T) {
 	s.alive(t)
 }
 
-// TestRedteamUnmanagedSparesLinkLocal: unmanaged_addresses is about global
+// TestUnmanagedSparesLinkLocal: unmanaged_addresses is about global
 // host addresses, which BIRD announces with no health check. A link-local
 // /128 or /32 on the interface is not announced (BIRD's direct protocol
 // skips link scope); it must be neither reported as "announced without a
 // health check" nor deleted under unmanaged_addresses: withdraw.
-func TestRedteamUnmanagedSparesLinkLocal(t *testing.T) {
+func TestUnmanagedSparesLinkLocal(t *testing.T) {
 	w, s := newFaultSite(t, site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	st := s.statusWhen(t, "polled", func(status.Status) error { return nil })
@@ -134,7 +134,7 @@ func TestRedteamUnmanagedSparesLinkLocal(t *testing.T) {
 	s.alive(t)
 }
 
-// TestRedteamPointToPointPeerNamed: rhi0 carries health-checked VIPs only.
+// TestPointToPointPeerNamed: rhi0 carries health-checked VIPs only.
 // A point-to-point entry "10.9.0.1 peer 10.0.0.99/32" added by hand makes
 // BIRD's direct protocol originate 10.0.0.99/32, which the shipped filter
 // (host routes from rhi0) exports: a /32 attracted with no health check
@@ -142,7 +142,7 @@ func TestRedteamUnmanagedSparesLinkLocal(t *testing.T) {
 // must exit 1 naming it, as it does for a hand-added 10.0.0.77/32, and
 // /status must list it as unmanaged. (A hand-added /24 is not exported by
 // the shipped filter: that held.)
-func TestRedteamPointToPointPeerNamed(t *testing.T) {
+func TestPointToPointPeerNamed(t *testing.T) {
 	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.ip(t, "addr", "add", "10.9.0.1", "peer", "10.0.0.99/32", "dev", s.DC.Iface)
@@ -168,7 +168,7 @@ func TestRedteamPointToPointPeerNamed(t *testing.T) {
 	s.alive(t)
 }
 
-// TestRedteamBadDrainFileAtStartKeepsDrains: an operator drains 10.0.0.100
+// TestBadDrainFileAtStartKeepsDrains: an operator drains 10.0.0.100
 // (maintenance: its backends pass health checks but must get no traffic),
 // then the drain file becomes unreadable while rhi is down (a hand edit
 // with a typo; a package upgrade restarts rhi). While running, rhi keeps
@@ -176,7 +176,7 @@ func TestRedteamPointToPointPeerNamed(t *testing.T) {
 // none in force, so every drain is forgotten and the VIP under maintenance
 // is put back into service. It must stay withdrawn (or rhi refuse to start,
 // leaving the interface as it is).
-func TestRedteamBadDrainFileAtStartKeepsDrains(t *testing.T) {
+func TestBadDrainFileAtStartKeepsDrains(t *testing.T) {
 	w, s := newFaultSite(t, site.Config{VIPs: site.Seed}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	if out, code, err := s.RHICommand(context.Background(), "drain", "10.0.0.100"); err != nil || code != 0 {
@@ -215,13 +215,13 @@ func TestRedteamBadDrainFileAtStartKeepsDrains(t *testing.T) {
 	}
 }
 
-// TestRedteamUnmanagedSparesLoopback: unmanaged addresses are the *global*
+// TestUnmanagedSparesLoopback: unmanaged addresses are the *global*
 // host addresses. On an interface that also carries ::1/128
 // (interface: lo, a common place for anycast VIPs), unmanaged_addresses:
 // withdraw deletes the host's IPv6 loopback, and report mode raises the
 // "announced without a health check" alarm for it, though BIRD never
 // exports a host-scope address. check-config accepts the combination.
-func TestRedteamUnmanagedSparesLoopback(t *testing.T) {
+func TestUnmanagedSparesLoopback(t *testing.T) {
 	_, s := newFaultSite(t, site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}, faultSite{
 		edit: func(t *testing.T, s *Site, text string) string {
 			return replaceOnce(t, text, "interface: "+s.DC.Iface+"\n", "interface: lo\n")
@@ -244,13 +244,13 @@ func TestRedteamUnmanagedSparesLoopback(t *testing.T) {
 	s.logOnce(t, "rhi-main.log", 0, "::1/128")
 }
 
-// TestRedteamDryRunSaysWould: a dry run must be quiet about
+// TestDryRunSaysWould: a dry run must be quiet about
 // itself, or to say "would". Under unmanaged_addresses: withdraw, a dry
 // run logs "…; withdrawing them" at warning level for a hand-added
 // address it leaves in place (and, for a VIP its ownership record names,
 // "no longer in the config; withdrawing"): an operator trying a config
 // with --dry-run reads that rhi deleted addresses it did not touch.
-func TestRedteamDryRunSaysWould(t *testing.T) {
+func TestDryRunSaysWould(t *testing.T) {
 	_, s := newFaultSite(t, site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}, faultSite{})
 	if err := s.StopRHI(); err != nil {
 		t.Fatal(err)
@@ -267,11 +267,11 @@ func TestRedteamDryRunSaysWould(t *testing.T) {
 	}
 }
 
-// TestRedteamPointToPointWithdrawn: under unmanaged_addresses: withdraw, a
+// TestPointToPointWithdrawn: under unmanaged_addresses: withdraw, a
 // point-to-point entry whose peer prefix BIRD would announce with no
 // health check is deleted (by its local address and peer), and the peer
 // loses the route; a host address with the same local address stays.
-func TestRedteamPointToPointWithdrawn(t *testing.T) {
+func TestPointToPointWithdrawn(t *testing.T) {
 	w, s := newFaultSite(t, site.Config{VIPs: site.Seed, Unmanaged: "withdraw"}, faultSite{})
 	w.peerSees(t, "via dc1 (paths from dc1)", seedAddrs()...)
 	s.ip(t, "addr", "add", "10.9.0.1", "peer", "10.0.0.99/32", "dev", s.DC.Iface)

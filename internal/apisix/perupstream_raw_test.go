@@ -408,7 +408,7 @@ func TestPerUpstreamConcurrentPollsAndCloseIdle(t *testing.T) {
 			}
 		}
 	})
-	keys, want := numbered(150)
+	keys, want := numbered(60)
 	// A minute: the pollers share the client's two connections, and with
 	// them closed throughout each request dials; the subject is whose
 	// answer each gets, not how fast.
@@ -430,7 +430,7 @@ func TestPerUpstreamConcurrentPollsAndCloseIdle(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
-			for range 5 {
+			for range 3 {
 				// Each poller its own subset, so each Poll's jobs differ.
 				snap := c.Poll(context.Background(), ups(keys[g*10:]...))
 				for _, k := range keys[g*10:] {
@@ -448,16 +448,10 @@ func TestPerUpstreamConcurrentPollsAndCloseIdle(t *testing.T) {
 }
 
 // A server (or a proxy between) that answers one resource's request with
-// another's body: the client takes it. Neither path (pipelined or the
-// Transport) checks the body's "name" against the resource asked for, so
-// an answer matched to the wrong request (a broken proxy reordering
-// pipelined answers, a Content-Length that understates a body and carries
-// another answer) goes undetected. A check would need each name form of
-// fixtures/ ("/apisix/upstreams/api", "upstream#/apisix/upstreams/api",
-// "/routes/1", "upstream#/routes/1", escaped slashes) mapped to a Ref: not
-// a small fix; for the lead.
+// another's body: a broken proxy reordering answers, a Content-Length that
+// understates a body and carries another answer. The body's name is not
+// the resource asked for, so the answer reads Failed.
 func TestPerUpstreamEchoedOtherBody(t *testing.T) {
-	t.Skip("red17: the body's name is not checked against the request: an answer for another resource is taken as this one's (see comment)")
 	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
 		for {
 			if _, err := http.ReadRequest(br); err != nil {

@@ -80,7 +80,7 @@ func TestPerUpstreamOrder(t *testing.T) {
 			srv.SetKeepaliveRequests(tt.keepalive)
 			ts := srv.Start()
 			defer srv.Close()
-			keys, want := distinct(srv, 300)
+			keys, want := distinct(srv, 120)
 			c := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModePerUpstream})
 			for range 2 {
 				checkAll(t, c.Poll(context.Background(), ups(keys...)), want)

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestRedteamDrainLockNotLockableByOthers: flock needs only a descriptor,
+// TestDrainLockNotLockableByOthers: flock needs only a descriptor,
 // and a read-only one will do. lockDrain creates drain_file.lock mode 0644,
 // so with drain_file outside the 0750 state directory (say /etc/rhi/drain),
 // any local user can open it and hold LOCK_EX forever: every `rhi drain`
@@ -15,7 +15,7 @@ import (
 // drain"), and prerm's `rhi drain --all` cannot withdraw the VIPs before
 // removal. Seen with `setpriv --reuid=nobody flock -x DIR/drain.lock sleep`.
 // The lock file must not be readable (so not lockable) by others.
-func TestRedteamDrainLockNotLockableByOthers(t *testing.T) {
+func TestDrainLockNotLockableByOthers(t *testing.T) {
 	dir := t.TempDir()
 	unlock, err := lockDrain(context.Background(), filepath.Join(dir, "drain"))
 	if err != nil {
