@@ -78,7 +78,7 @@ func (d *Daemon) graceInput(in *place.Input, p netip.Prefix, now time.Time) {
 // noteNoLastResort logs, once while the last-resort interface stays
 // missing, that a VIP in its grace is withdrawn at once because it cannot
 // step down.
-func (d *Daemon) noteNoLastResort(p netip.Prefix, in place.Input) {
+func (d *Daemon) noteNoLastResort(p netip.Prefix, in *place.Input) {
 	if in.LastResort {
 		d.drains.gr.noLR = false
 		return
@@ -156,7 +156,7 @@ func (d *Daemon) stepDownAll() int {
 	var last time.Time
 	n := 0
 	for i := range d.cfg.VIPs {
-		if pl := d.vs.placed[i]; pl.Tier == decide.TierLastResort && pl.Reason == place.ReasonStopping {
+		if pl := d.vs.placement(i); pl.Tier == decide.TierLastResort && pl.Reason == place.ReasonStopping {
 			n++
 			if t := d.drains.gr.until[d.cfg.VIPs[i].Address]; t.After(last) {
 				last = t

@@ -30,14 +30,13 @@ func (d *Daemon) placeAll() bool {
 			in.Guard = d.verdict(p)
 		}
 		d.graceInput(&in, p, now)
-		d.noteNoLastResort(p, in)
+		d.noteNoLastResort(p, &in)
 		pl := place.Place(in)
-		if old := d.vs.placed[i]; pl != old {
+		if old := d.vs.placement(i); d.vs.place(i, pl) {
 			changed = true
 			if old.Tier != "" {
 				d.logPlacement(p, old, pl)
 			}
-			d.vs.placed[i] = pl
 		}
 	}
 	d.armGrace(now)
@@ -48,7 +47,7 @@ func (d *Daemon) placeAll() bool {
 // the state is not seeded yet.
 func (d *Daemon) placementOf(p netip.Prefix) place.Placement {
 	if i, ok := d.vs.at(p); ok {
-		return d.vs.placed[i]
+		return d.vs.placement(i)
 	}
 	return place.Placement{Tier: decide.TierWithdrawn}
 }

@@ -68,10 +68,14 @@ func (s State) Has(p netip.Prefix) bool {
 
 // EachDifference calls f, in order, with every prefix that is in exactly
 // one of a and b, which must be sorted by netip.Prefix.Compare without
-// repeats (as State.Present is).
+// repeats (as State.Present is). Two States' Present that are one slice
+// (Set shares it while nothing changed) have none, found without a walk.
 func EachDifference(a, b []netip.Prefix, f func(netip.Prefix)) {
+	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
+		return
+	}
 	for len(a) > 0 && len(b) > 0 {
-		switch c := a[0].Compare(b[0]); {
+		switch c := compareHosts(a[0], b[0]); {
 		case c < 0:
 			f(a[0])
 			a = a[1:]
@@ -88,6 +92,16 @@ func EachDifference(a, b []netip.Prefix, f func(netip.Prefix)) {
 	for _, p := range b {
 		f(p)
 	}
+}
+
+// compareHosts is netip.Prefix.Compare, faster for two host prefixes
+// (what Present holds): they sort as their addresses do, one length per
+// family, and Prefix.Compare masks both addresses first.
+func compareHosts(x, y netip.Prefix) int {
+	if x.Bits() == x.Addr().BitLen() && y.Bits() == y.Addr().BitLen() {
+		return x.Addr().Compare(y.Addr())
+	}
+	return x.Compare(y)
 }
 
 // Announcer keeps the VIPs rhi owns on one interface. It remembers only

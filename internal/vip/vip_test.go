@@ -745,6 +745,16 @@ func TestEachDifference(t *testing.T) {
 			prefixes("10.0.0.1/32", "10.0.0.2/32", "10.0.0.9/32", "2001:db8::2/128"),
 		},
 	}
+	same := prefixes("10.0.0.1/32", "10.0.0.2/32")
+	tests = append(tests,
+		struct{ a, b, want []netip.Prefix }{same, same, nil}, // one slice: no walk
+		struct{ a, b, want []netip.Prefix }{same, same[:1], prefixes("10.0.0.2/32")},
+		// Other lengths sort as Prefix.Compare says.
+		struct{ a, b, want []netip.Prefix }{
+			prefixes("10.0.0.0/24", "10.0.0.1/32", "2001:db8::/64"),
+			prefixes("10.0.0.0/8", "10.0.0.1/32", "2001:db8::1/128"),
+			prefixes("10.0.0.0/8", "10.0.0.0/24", "2001:db8::/64", "2001:db8::1/128"),
+		})
 	for _, tt := range tests {
 		var got []netip.Prefix
 		EachDifference(tt.a, tt.b, func(p netip.Prefix) { got = append(got, p) })
