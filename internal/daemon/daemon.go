@@ -383,7 +383,13 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 	d.cfg = cfg
 	d.vs.index(cfg.VIPs)
 	seen := map[string]bool{}
-	d.keys = nil // a new slice: the last plan keeps the old one
+	n := 0
+	for i := range cfg.VIPs {
+		n += len(cfg.VIPs[i].Upstreams)
+	}
+	// A new slice, the last plan keeps the old one; sized up front, as
+	// growing it by appends leaves up to a quarter unused.
+	d.keys = make([]health.Upstream, 0, n)
 	for i := range cfg.VIPs {
 		for _, u := range cfg.VIPs[i].Upstreams {
 			if !seen[u.Key] {
@@ -570,7 +576,7 @@ func (d *Daemon) desired(p netip.Prefix) bool {
 
 // desiredAt is desired of the i-th VIP of the config, without a lookup.
 func (d *Daemon) desiredAt(i int) bool {
-	return d.vs.ready && d.vs.placed[i].Tier.Present()
+	return d.vs.ready && d.vs.placement(i).Tier.Present()
 }
 
 // apply sets the interface to the desired state, and reports whether that
@@ -801,7 +807,7 @@ func (d *Daemon) confirmJob() confirmJob {
 		p := d.cfg.VIPs[i].Address
 		tier := decide.TierWithdrawn
 		if d.vs.ready {
-			tier = d.vs.placed[i].Tier
+			tier = d.vs.placement(i).Tier
 		}
 		want := tier.Present()
 		if d.env.dryRun {

@@ -53,7 +53,8 @@ type vipRecs struct {
 	other  map[int]decide.State // the states that do not pack, by position
 	since  []time.Time
 	flips  []uint64
-	placed []place.Placement
+	placed []uint8     // vipStates.placed
+	kinds  placeKinds  // vipStates.kinds, shared: it only grows
 	runs   []guard.Run // nil unless cfg.FailOpen is enabled
 }
 
@@ -117,7 +118,7 @@ func (r *vipRecs) at(i int) vipRec {
 		}
 	}
 	if i < len(r.placed) {
-		rec.placed = r.placed[i]
+		rec.placed = r.kinds.of(r.placed[i])
 	}
 	if i < len(r.runs) {
 		rec.run = r.runs[i]
@@ -146,7 +147,7 @@ func (r *vipRecs) fill(d *Daemon) {
 	}
 	r.since, r.flips = d.vs.since, d.vs.flips
 	d.vs.shared = true
-	r.placed = append(r.placed, d.vs.placed...)
+	r.placed, r.kinds = append(r.placed, d.vs.placed...), d.vs.kinds
 	if !d.cfg.FailOpen.Enabled() {
 		r.runs = nil // renderFailOpen reads none
 		return

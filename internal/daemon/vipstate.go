@@ -21,9 +21,10 @@ type vipStates struct {
 	order []int32        // positions in vips, sorted by address
 	state []decide.State // per position; empty before seed
 	// placed is each VIP's placement (place.Place), computed after every
-	// change of its inputs (placeAll); the zero Placement before the
-	// first.
-	placed []place.Placement
+	// change of its inputs (placeAll), as its index in kinds; 0, the zero
+	// Placement, before the first. A byte a VIP where a Placement is 32.
+	placed []uint8
+	kinds  placeKinds
 	// cur is placeAll's scratch: where each VIP is now (currentAll).
 	cur   []uint8
 	since []time.Time // last change of Announced or presence
@@ -88,7 +89,7 @@ func (s *vipStates) get(p netip.Prefix) decide.State {
 func (s *vipStates) seed(present func(netip.Prefix) bool, now time.Time) {
 	n := len(s.vips)
 	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint64, n)
-	s.placed = make([]place.Placement, n)
+	s.placed = make([]uint8, n)
 	s.shared = false
 	for i := range s.vips {
 		s.state[i] = decide.Initial(present(s.vips[i].Address))
@@ -109,7 +110,7 @@ func (s *vipStates) reload(vips []config.VIP, initial func(netip.Prefix) decide.
 	old := *s
 	n := len(vips)
 	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint64, n)
-	s.placed = make([]place.Placement, n)
+	s.placed = make([]uint8, n)
 	s.shared = false
 	s.order = nil // old still uses its order
 	s.index(vips)
@@ -130,4 +131,46 @@ func (s *vipStates) reload(vips []config.VIP, initial func(netip.Prefix) decide.
 		}
 	}
 	return dropped, added
+}
+
+// placement is the i-th VIP's placement.
+func (s *vipStates) placement(i int) place.Placement { return s.kinds.of(s.placed[i]) }
+
+// place sets the i-th VIP's placement, and reports whether it changed.
+func (s *vipStates) place(i int, pl place.Placement) bool {
+	c := s.kinds.code(pl)
+	if c == s.placed[i] {
+		return false
+	}
+	s.placed[i] = c
+	return true
+}
+
+// placeKinds are the placements seen, each named by its index: a VIP's
+// placement is kept as a byte. The list only grows (views share it), and
+// stays short: a placement is one of decide's four tiers with one of
+// decide's or place's reasons, fewer than a hundred pairs, so that its
+// indexes fit a byte. The zero Placement is index 0.
+type placeKinds struct{ list []place.Placement }
+
+// of is the placement of index c.
+func (k *placeKinds) of(c uint8) place.Placement {
+	if int(c) < len(k.list) {
+		return k.list[c]
+	}
+	return place.Placement{}
+}
+
+// code is pl's index, pl added to the list if new.
+func (k *placeKinds) code(pl place.Placement) uint8 {
+	if len(k.list) == 0 {
+		k.list = append(k.list, place.Placement{})
+	}
+	for i := range k.list {
+		if k.list[i] == pl {
+			return uint8(i)
+		}
+	}
+	k.list = append(k.list, pl)
+	return uint8(len(k.list) - 1)
 }
