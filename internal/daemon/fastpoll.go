@@ -39,10 +39,10 @@ type costPoller interface {
 // The loop alone uses it.
 type fastPolls struct {
 	plan   *health.Plan // the plan the index is of; rebuilt when d.plan changes
-	keysOf [][]int      // per resource: the plan's keys naming it
-	vipsOf [][]int      // per resource: the VIPs whose upstreams name it
-	prev   []health.Result
-	known  []bool // prev holds a reading
+	keysOf groups       // per resource: the plan's keys naming it
+	vipsOf groups       // per resource: the VIPs whose upstreams name it
+	prev   []int        // per resource: the healthy count last read
+	known  []bool       // prev holds a reading
 	moving []bool
 	n      int // resources moving
 
@@ -62,33 +62,35 @@ func (f *fastPolls) reindex(plan *health.Plan, cfg *config.Config) {
 	}
 	f.plan = plan
 	n := plan.Resources()
-	f.keysOf = make([][]int, n)
-	f.vipsOf = make([][]int, n)
-	f.prev, f.known, f.moving, f.n = make([]health.Result, n), make([]bool, n), make([]bool, n), 0
+	f.prev, f.known, f.moving, f.n = make([]int, n), make([]bool, n), make([]bool, n), 0
 	f.prevProbe = nil
 	ups := plan.Upstreams()
 	byKey := make(map[string]int, len(ups))
+	var pairs [][2]int32
 	for i := range ups {
 		if j, ok := plan.KeyResource(i); ok {
-			f.keysOf[j] = append(f.keysOf[j], i)
+			pairs = append(pairs, [2]int32{int32(j), int32(i)})
 			byKey[ups[i].Key] = j
 		}
 	}
+	f.keysOf = groupPairs(n, pairs)
+	pairs = pairs[:0]
 	for v := range cfg.VIPs {
 		for _, u := range cfg.VIPs[v].Upstreams {
-			if j, ok := byKey[u.Key]; ok && !slices.Contains(f.vipsOf[j], v) {
-				f.vipsOf[j] = append(f.vipsOf[j], v)
+			if j, ok := byKey[u.Key]; ok {
+				pairs = append(pairs, [2]int32{int32(j), int32(v)})
 			}
 		}
 	}
+	f.vipsOf = groupPairs(n, pairs)
 }
 
 // read files a reading of resource j and reports whether it is moving.
 func (f *fastPolls) read(j int, r health.Result) bool {
 	readable := r.Verdict != health.Failed && r.Verdict != health.NotFound
-	moving := readable && (r.Moving > 0 || f.known[j] && f.prev[j].Healthy != r.Healthy)
+	moving := readable && (r.Moving > 0 || f.known[j] && f.prev[j] != r.Healthy)
 	if readable {
-		f.prev[j], f.known[j] = r, true
+		f.prev[j], f.known[j] = r.Healthy, true
 	}
 	return moving
 }
@@ -119,8 +121,8 @@ func (d *Daemon) noteMoving(snap health.Snapshot) {
 	f := &d.polls.fast
 	f.reindex(d.plan, d.cfg)
 	ups := d.plan.Upstreams()
-	for j, keys := range f.keysOf {
-		if len(keys) > 0 {
+	for j := range f.keysOf.len() {
+		if keys := f.keysOf.of(j); len(keys) > 0 {
 			f.set(j, f.read(j, snap[ups[keys[0]].Key]))
 		}
 	}
@@ -164,7 +166,7 @@ func (d *Daemon) fastTick(ctx context.Context) {
 	for j, m := range f.moving {
 		if m {
 			res = append(res, j)
-			for _, i := range f.keysOf[j] {
+			for _, i := range f.keysOf.of(j) {
 				keys = append(keys, ups[i])
 			}
 		}
@@ -190,13 +192,13 @@ func (d *Daemon) fastTick(ctx context.Context) {
 	merged := maps.Clone(d.polls.last.snap)
 	readOK := false
 	for _, j := range res {
-		r := snap[ups[f.keysOf[j][0]].Key]
+		r := snap[ups[f.keysOf.of(j)[0]].Key]
 		if r.Verdict == health.Failed || r.Verdict == health.NotFound {
 			f.set(j, false) // the regular grid judges an unreadable API
 			continue
 		}
 		readOK = true
-		for _, i := range f.keysOf[j] {
+		for _, i := range f.keysOf.of(j) {
 			merged[ups[i].Key] = snap[ups[i].Key]
 		}
 		f.set(j, f.read(j, r))
@@ -212,9 +214,9 @@ func (d *Daemon) fastTick(ctx context.Context) {
 func (f *fastPolls) vipsTouched(res []int) []int {
 	var vips []int
 	for _, j := range res {
-		for _, v := range f.vipsOf[j] {
-			if !slices.Contains(vips, v) {
-				vips = append(vips, v)
+		for _, v := range f.vipsOf.of(j) {
+			if !slices.Contains(vips, int(v)) {
+				vips = append(vips, int(v))
 			}
 		}
 	}
@@ -293,8 +295,8 @@ func (f *fastPolls) noteProbes(out []decide.Probe, n int) {
 		return
 	}
 	if len(f.prevProbe) == len(out) {
-		for j, vips := range f.vipsOf {
-			for _, v := range vips {
+		for j := range f.vipsOf.len() {
+			for _, v := range f.vipsOf.of(j) {
 				if f.prevProbe[v] == decide.ProbeUp && out[v] != decide.ProbeUp {
 					f.set(j, true)
 				}
