@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"slices"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/config"
@@ -12,10 +14,10 @@ import (
 // per key in that order, the verdict last logged: slices rather than a map
 // keyed by the key, rebuilt when the keys change (a reload).
 type upstreamLog struct {
-	keys   []string         // the keys of the last note, in its order
-	last   []health.Verdict // the last verdict logged, per keys[i]
-	logged []bool           // whether keys[i] has a verdict logged
-	seen   []bool           // scratch: per resource of the plan, met in this note
+	keys   []health.Upstream // the plan's keys at the last note, shared with it
+	last   []health.Verdict  // the last verdict logged, per keys[i]
+	logged []bool            // whether keys[i] has a verdict logged
+	seen   []bool            // scratch: per resource of the plan, met in this note
 }
 
 // note logs the verdicts of snap for the plan's keys that changed since
@@ -51,31 +53,26 @@ func (u *upstreamLog) note(log logrus.FieldLogger, plan *health.Plan, snap healt
 }
 
 // rekey makes keys the keys of the log, carrying over what was logged for
-// those it had; a key it drops is forgotten.
+// those it had; a key it drops is forgotten. keys is a plan's list, never
+// changed in place, so the log shares it: the same list is the same keys.
 func (u *upstreamLog) rekey(keys []health.Upstream) {
-	if len(keys) == len(u.keys) {
-		same := true
-		for i := range keys {
-			if keys[i].Key != u.keys[i] {
-				same = false
-				break
-			}
-		}
-		if same {
-			return
-		}
+	if len(keys) == len(u.keys) && (len(keys) == 0 || &keys[0] == &u.keys[0]) {
+		return
+	}
+	if slices.EqualFunc(keys, u.keys, func(a, b health.Upstream) bool { return a.Key == b.Key }) {
+		u.keys = keys
+		return
 	}
 	was := make(map[string]health.Verdict, len(u.keys))
 	for i, k := range u.keys {
 		if u.logged[i] {
-			was[k] = u.last[i]
+			was[k.Key] = u.last[i]
 		}
 	}
-	u.keys = make([]string, len(keys))
+	u.keys = keys
 	u.last = make([]health.Verdict, len(keys))
 	u.logged = make([]bool, len(keys))
 	for i, up := range keys {
-		u.keys[i] = up.Key
 		u.last[i], u.logged[i] = was[up.Key]
 	}
 }
