@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -41,7 +42,7 @@ type fastPolls struct {
 	plan   *health.Plan // the plan the index is of; rebuilt when d.plan changes
 	keysOf groups       // per resource: the plan's keys naming it
 	vipsOf groups       // per resource: the VIPs whose upstreams name it
-	prev   []int        // per resource: the healthy count last read
+	prev   []int32      // per resource: the healthy count last read
 	known  []bool       // prev holds a reading
 	moving []bool
 	n      int // resources moving
@@ -62,7 +63,7 @@ func (f *fastPolls) reindex(plan *health.Plan, cfg *config.Config) {
 	}
 	f.plan = plan
 	n := plan.Resources()
-	f.prev, f.known, f.moving, f.n = make([]int, n), make([]bool, n), make([]bool, n), 0
+	f.prev, f.known, f.moving, f.n = make([]int32, n), make([]bool, n), make([]bool, n), 0
 	f.prevProbe = nil
 	ups := plan.Upstreams()
 	byKey := make(map[string]int, len(ups))
@@ -88,9 +89,9 @@ func (f *fastPolls) reindex(plan *health.Plan, cfg *config.Config) {
 // read files a reading of resource j and reports whether it is moving.
 func (f *fastPolls) read(j int, r health.Result) bool {
 	readable := r.Verdict != health.Failed && r.Verdict != health.NotFound
-	moving := readable && (r.Moving > 0 || f.known[j] && f.prev[j] != r.Healthy)
+	moving := readable && (r.Moving > 0 || f.known[j] && int(f.prev[j]) != r.Healthy)
 	if readable {
-		f.prev[j], f.known[j] = r.Healthy, true
+		f.prev[j], f.known[j] = int32(min(r.Healthy, math.MaxInt32)), true
 	}
 	return moving
 }

@@ -55,18 +55,21 @@ const (
 
 // State is what the decider remembers about one VIP between polls. The zero
 // value is a withdrawn VIP with no history.
+//
+// The bools come first: the loop keeps a State per VIP, and 48 bytes
+// rather than the 64 that padding after each bool made.
 type State struct {
-	Announced bool         // whether the VIP should be on the interface (before drain)
-	Verdict   Availability // the last poll's verdict
-	Reason    Reason
+	Announced bool // whether the VIP should be on the interface (before drain)
+	// Degraded says that an announced VIP is on the degraded interface
+	// (StepTier); always false while withdrawn.
+	Degraded bool
+	Verdict  Availability // the last poll's verdict
+	Reason   Reason
 	// Streak counts the settled polls in a row whose verdict disagrees
 	// with Announced; unknown polls between them neither count nor break
 	// the run.
 	Streak      int
 	FailedPolls int // consecutive polls that did not settle the VIP
-	// Degraded says that an announced VIP is on the degraded interface
-	// (StepTier); always false while withdrawn.
-	Degraded bool
 	// TierStreak counts the polls in a row whose share disagrees with
 	// Degraded (StepTier).
 	TierStreak int
