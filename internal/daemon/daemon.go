@@ -46,7 +46,9 @@ type idleCloser interface{ CloseIdleConnections() }
 // the same input changes nothing.
 type Announcer interface {
 	Observe(ctx context.Context) (vip.State, error)
-	Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error)
+	// Set makes the interface hold want (vip.Desired): cheap when want
+	// and the interface are as the previous Set left them.
+	Set(ctx context.Context, want vip.Desired) (vip.State, error)
 	// Renew makes the kernel notify BIRD about p again, leaving p as
 	// present says; it fails if the interface does not hold p that way.
 	Renew(ctx context.Context, p netip.Prefix, present bool) error
@@ -135,9 +137,10 @@ type Daemon struct {
 // the announcer: the desired presence, the VIPs a reload dropped that are
 // still to withdraw, and the last Set's input.
 type setState struct {
-	owned   map[netip.Prefix]bool // desired presence, built by a tick that sets it (setOwned)
+	// want is what the last Set was told: every VIP rhi owns, sorted,
+	// present or absent. Refilled by every Set (setOwned), in place.
+	want    vip.Desired
 	orphans map[netip.Prefix]bool // dropped by a reload, still to withdraw
-	steady  steadyOwned           // what the last Set was told (setOwned)
 }
 
 // loopStage is how far the loop has come: whether its first tick took the
@@ -585,7 +588,6 @@ func (d *Daemon) desiredAt(i int) bool {
 // declarative call.
 func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 	d.placeAll()
-	defer d.dropOwned()
 	st, err := d.setOwned(ctx)
 	d.noteWrite(err)
 	if err != nil && !st.Exists && !errors.Is(err, vip.ErrNoInterface) {
@@ -610,7 +612,7 @@ func (d *Daemon) apply(ctx context.Context) (moved bool, err error) {
 		}
 	})
 	for p := range d.set.orphans {
-		if !st.Has(p) && !d.tier.has(p) && !d.set.owned[p] {
+		if want, _ := d.set.want.Want(p); !st.Has(p) && !d.tier.has(p) && !want {
 			delete(d.set.orphans, p)
 			d.own.dirty = true
 		}
@@ -706,14 +708,7 @@ func (d *Daemon) shutdown() error {
 	// says why.
 	d.stage.stopping, d.drains.gr.until = true, nil
 	d.placeAll()
-	d.set.owned = make(map[netip.Prefix]bool, len(d.vs.state)+len(d.set.orphans))
-	d.set.steady.valid = false
-	for i := range d.vs.state {
-		d.set.owned[d.vs.vips[i].Address] = d.desiredAt(i)
-	}
-	for p := range d.set.orphans {
-		d.set.owned[p] = false
-	}
+	d.fillWant()
 	ctx, cancel := context.WithTimeout(context.Background(), applyTimeout)
 	defer cancel()
 	// Every interface, the lower ones first; a failure there is an error,
@@ -722,7 +717,7 @@ func (d *Daemon) shutdown() error {
 	if degErr != nil {
 		d.log.WithError(degErr).Error("stopping; withdrawing VIPs from the lower interfaces failed")
 	}
-	st, err := d.ann.Set(ctx, d.set.owned)
+	st, err := d.ann.Set(ctx, d.set.want)
 	if known := known(st, err, d.ifc.iface); known.Exists || err == nil {
 		d.ifc.iface = known
 	}
@@ -741,7 +736,7 @@ func (d *Daemon) shutdown() error {
 		d.log.WithField("on_shutdown", "withdraw").Info("stopping; dry run: VIPs left as they are")
 		return nil
 	}
-	d.log.WithFields(logrus.Fields{"on_shutdown": "withdraw", "vips": len(d.set.owned)}).Info("stopping; VIPs withdrawn")
+	d.log.WithFields(logrus.Fields{"on_shutdown": "withdraw", "vips": d.set.want.Len()}).Info("stopping; VIPs withdrawn")
 	d.waitWithdrawn()
 	return nil
 }

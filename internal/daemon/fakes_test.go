@@ -130,9 +130,13 @@ func (l *fakeLink) Observe(ctx context.Context) (vip.State, error) {
 	return l.state(nil), nil
 }
 
-func (l *fakeLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error) {
+func (l *fakeLink) Set(ctx context.Context, want vip.Desired) (vip.State, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	owned, err := ownedOf(want)
+	if err != nil {
+		return vip.State{}, err
+	}
 	if !l.exists {
 		return vip.State{}, fmt.Errorf("interface %q: %w", "rhi0", vip.ErrNoInterface)
 	}
@@ -166,6 +170,25 @@ func (l *fakeLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.St
 		l.sets <- struct{}{}
 	}
 	return st, errors.Join(errs...)
+}
+
+// ownedOf is want as a map of every VIP to whether it is wanted, or an
+// error if want breaks vip.Desired's contract (as vip.Announcer's Set
+// would refuse it): the daemon must hand Set sorted, disjoint lists.
+func ownedOf(want vip.Desired) (map[netip.Prefix]bool, error) {
+	owned := map[netip.Prefix]bool{}
+	for present, l := range map[bool][]netip.Prefix{true: want.Present, false: want.Absent} {
+		if !slices.IsSortedFunc(l, netip.Prefix.Compare) || len(slices.Compact(slices.Clone(l))) != len(l) {
+			return nil, fmt.Errorf("desired list not sorted without repeats: %v", l)
+		}
+		for _, p := range l {
+			if _, dup := owned[p]; dup {
+				return nil, fmt.Errorf("vip %q desired both present and absent", p)
+			}
+			owned[p] = present
+		}
+	}
+	return owned, nil
 }
 
 func sortedKeys(m map[netip.Prefix]bool) []netip.Prefix {

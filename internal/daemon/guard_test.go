@@ -78,8 +78,8 @@ type watchedLink struct {
 	after func()
 }
 
-func (w watchedLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error) {
-	st, err := w.fakeLink.Set(ctx, owned)
+func (w watchedLink) Set(ctx context.Context, want vip.Desired) (vip.State, error) {
+	st, err := w.fakeLink.Set(ctx, want)
 	w.after()
 	return st, err
 }

@@ -86,9 +86,13 @@ func TestSettledNoVIPs(t *testing.T) {
 // interface as it is and changes nothing.
 type readOnly struct{ *fakeLink }
 
-func (r readOnly) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error) {
+func (r readOnly) Set(ctx context.Context, want vip.Desired) (vip.State, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	owned, err := ownedOf(want)
+	if err != nil {
+		return vip.State{}, err
+	}
 	return r.state(owned), nil
 }
 

@@ -119,7 +119,7 @@ func (d *Daemon) saveRecord() {
 	d.own.save(r, d.log)
 }
 
-// withdrawUnmanaged adds the unmanaged addresses last seen to d.set.owned as
+// withdrawUnmanaged adds the unmanaged addresses last seen to d.set.want as
 // unwanted, under unmanaged_addresses: withdraw, so that Set deletes them,
 // and deletes the unmanaged point-to-point entries (Set cannot: the kernel
 // names them by local address and peer). A failed delete is logged once
@@ -128,10 +128,14 @@ func (d *Daemon) withdrawUnmanaged(ctx context.Context) {
 	if d.cfg.Unmanaged != config.UnmanagedWithdraw {
 		return
 	}
+	w, added := &d.set.want, false
 	for _, p := range d.unmanaged.list {
-		if _, ok := d.set.owned[p]; !ok {
-			d.set.owned[p] = false
+		if _, ok := w.Want(p); !ok {
+			w.Absent, added = append(w.Absent, p), true
 		}
+	}
+	if added {
+		sortPrefixes(w.Absent)
 	}
 	if len(d.unmanaged.peers) == 0 {
 		return
@@ -158,12 +162,19 @@ func (d *Daemon) withdrawUnmanaged(ctx context.Context) {
 // number.
 func (d *Daemon) holdUnrecorded() {
 	held := 0
-	if d.own.dirty && d.own.file != nil {
-		for p, want := range d.set.owned {
-			if want && !d.own.recorded[p] && !d.onAny(p) { // on rhi1 too
-				d.set.owned[p] = false
+	if w := &d.set.want; d.own.dirty && d.own.file != nil {
+		keep := w.Present[:0]
+		for _, p := range w.Present {
+			if !d.own.recorded[p] && !d.onAny(p) { // on rhi1 too
+				w.Absent = append(w.Absent, p)
 				held++
+				continue
 			}
+			keep = append(keep, p)
+		}
+		w.Present = keep
+		if held > 0 {
+			sortPrefixes(w.Absent)
 		}
 	}
 	if held != d.own.held {
@@ -290,96 +301,50 @@ func announceable(p netip.Prefix) bool {
 	return p.IsValid() && p.Bits() == a.BitLen() && !a.Is4In6() && a.IsGlobalUnicast()
 }
 
-// steadySetter is an Announcer that can be told that the VIPs it owns and
-// whether each should be present are those of its previous Set
-// (vip.Announcer.SetSteady): then a tick needs no owned map.
-type steadySetter interface {
-	SetSteady(ctx context.Context) (vip.State, error, bool)
-}
-
-// steadyOwned is what the last Set of the main interface was told, when
-// it was only the configuration's VIPs each as desiredAt said: want by
-// position, under the configuration indexed as gen. valid is false when
-// that Set was told more (orphans, unmanaged addresses to withdraw, VIPs
-// held back for the ownership record), or there was none yet.
-type steadyOwned struct {
-	valid bool
-	gen   uint64
-	want  []bool
-	now   []bool // scratch: this tick's desiredAt
-}
-
-// setOwned sets the interface to the desired state: every VIP of the
-// config as desiredAt says, the orphans and, under unmanaged_addresses:
-// withdraw, the unmanaged addresses as unwanted, writing the ownership
-// record first if it changed. When that is exactly what the previous Set
-// was told, with no record to write, nothing held back and no degraded
-// tier, it asks the announcer to set the interface as before without an
-// owned map (steadySetter), which it may decline: then, and on every
-// other tick, it builds d.set.owned and calls Set.
+// setOwned sets the interfaces to the desired state (d.set.want): every
+// VIP of the config as its placement says, the orphans and, under
+// unmanaged_addresses: withdraw, the unmanaged addresses as unwanted,
+// writing the ownership record first if it changed and holding back what
+// it does not list yet. Set is cheap when all that is as the last tick
+// left it.
 func (d *Daemon) setOwned(ctx context.Context) (vip.State, error) {
-	s := &d.set.steady
-	s.now = s.now[:0]
-	for i := range d.cfg.VIPs {
-		s.now = append(s.now, d.desiredAt(i))
-	}
-	if ss, ok := d.ann.(steadySetter); ok && d.sameOwned() {
-		actx, cancel := context.WithTimeout(ctx, applyTimeout)
-		st, err, done := ss.SetSteady(actx)
-		cancel()
-		if done {
-			return st, err
-		}
-	}
-	if d.set.owned == nil {
-		d.set.owned = make(map[netip.Prefix]bool, len(d.cfg.VIPs)+len(d.set.orphans))
-	}
-	clear(d.set.owned)
-	for i := range d.cfg.VIPs {
-		d.set.owned[d.cfg.VIPs[i].Address] = s.now[i]
-	}
-	for p := range d.set.orphans {
-		d.set.owned[p] = false
-	}
+	d.fillWant()
 	if d.own.dirty {
 		d.saveRecord() // before any address is added
 	}
 	d.holdUnrecorded()
 	d.withdrawUnmanaged(ctx)
-	s.valid = !d.tier.on() && d.own.held == 0 && len(d.set.owned) == len(d.cfg.VIPs)
-	s.gen, s.want = d.vs.gen, append(s.want[:0], s.now...)
 	actx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
 	return d.setInterfaces(actx)
 }
 
-// dropOwned lets d.set.owned go after a tick when the next one may need none
-// (0.77 MB at 10,000 VIPs): with an announcer that can set the
-// interface as before (steadySetter) and no degraded tier. Otherwise it is
-// kept, cleared and refilled by every tick, rather than made anew.
-func (d *Daemon) dropOwned() {
-	if _, ok := d.ann.(steadySetter); ok && !d.tier.on() {
-		d.set.owned = nil
+// fillWant refills d.set.want, in place, with every VIP of the config as
+// its placement says and the orphans as unwanted: one walk of the VIPs in
+// address order (vipStates.order).
+func (d *Daemon) fillWant() {
+	w := &d.set.want
+	w.Present, w.Absent = w.Present[:0], w.Absent[:0]
+	for _, pos := range d.vs.order {
+		if p := d.vs.vips[pos].Address; d.desiredAt(int(pos)) {
+			w.Present = append(w.Present, p)
+		} else {
+			w.Absent = append(w.Absent, p)
+		}
+	}
+	if len(d.set.orphans) > 0 {
+		for p := range d.set.orphans {
+			w.Absent = append(w.Absent, p)
+		}
+		sortPrefixes(w.Absent)
 	}
 }
 
-// sameOwned reports whether setOwned would tell Set what it told the
-// previous one, with nothing else to do first: no record to write, no
-// VIP held back, no unmanaged entry to delete, no degraded tier.
-func (d *Daemon) sameOwned() bool {
-	s := &d.set.steady
-	return s.valid && s.gen == d.vs.gen && !d.tier.on() && !d.own.dirty && d.own.held == 0 &&
-		len(d.set.orphans) == 0 && (d.cfg.Unmanaged != config.UnmanagedWithdraw || len(d.unmanaged.list)+len(d.unmanaged.peers) == 0) &&
-		slices.Equal(s.now, s.want)
-}
+// sortPrefixes sorts ps as vip.Desired's lists are.
+func sortPrefixes(ps []netip.Prefix) { slices.SortFunc(ps, netip.Prefix.Compare) }
 
-// isOwned reports whether p was in what this tick's Set was told: d.set.owned,
-// or, when the announcer set the interface as before (setOwned), the
-// config's VIPs.
+// isOwned reports whether p was in what this tick's Set was told.
 func (d *Daemon) isOwned(p netip.Prefix) bool {
-	if d.set.owned != nil {
-		_, ok := d.set.owned[p]
-		return ok
-	}
-	return d.owns(p)
+	_, ok := d.set.want.Want(p)
+	return ok
 }

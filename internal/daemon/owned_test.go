@@ -426,9 +426,13 @@ func TestDryRunSaysWould(t *testing.T) {
 type dryLink struct{ l *fakeLink }
 
 func (d dryLink) Observe(ctx context.Context) (vip.State, error) { return d.l.Observe(ctx) }
-func (d dryLink) Set(ctx context.Context, owned map[netip.Prefix]bool) (vip.State, error) {
+func (d dryLink) Set(ctx context.Context, want vip.Desired) (vip.State, error) {
 	d.l.mu.Lock()
 	defer d.l.mu.Unlock()
+	owned, err := ownedOf(want)
+	if err != nil {
+		return vip.State{}, err
+	}
 	return d.l.state(owned), nil
 }
 func (d dryLink) Renew(ctx context.Context, p netip.Prefix, present bool) error { return nil }

@@ -118,7 +118,7 @@ func TestSteadyTicksInAnyOrder(t *testing.T) {
 		var sides [2]*side
 		boot := func(i int, s *side) {
 			a := vip.New(s.kernel, "rhi0", quiet)
-			var ann Announcer = planner{a}
+			var ann Announcer = planner{s.kernel, quiet}
 			if i == 0 {
 				if s.hinted != nil {
 					steadies += s.hinted.steady

@@ -38,8 +38,8 @@ const (
 type tiers struct {
 	low    [2]lower
 	ladder vip.Ladder
-	moved  bool // the last Set changed what a lower interface holds
-	places map[netip.Prefix]vip.Place
+	moved  bool         // the last Set changed what a lower interface holds
+	places []vip.Placed // scratch: every owned VIP and its place, sorted
 	// onFor is the config onCfg was computed for: whether any of its VIPs
 	// can be degraded, or the guard can put one in last resort.
 	onFor *config.Config
@@ -217,35 +217,35 @@ func (d *Daemon) currentAll(buf []uint8) []uint8 {
 	return buf
 }
 
-// setInterfaces sets the interfaces to d.set.owned: the main one alone
+// setInterfaces sets the interfaces to d.set.want: the main one alone
 // without lower tiers; else every one, through the ladder, each VIP on the
 // interface its placement names. It returns what the main interface holds
 // and its error; a lower interface's error is logged once per change.
 func (d *Daemon) setInterfaces(ctx context.Context) (vip.State, error) {
 	t := &d.tier
 	if !t.on() {
-		return d.ann.Set(ctx, d.set.owned)
+		return d.ann.Set(ctx, d.set.want)
 	}
 	if !t.needed(d.cfg) && len(d.drains.gr.until) == 0 && !d.stage.stopping { // a drain's grace steps down to last resort
-		st, err := d.ann.Set(ctx, d.set.owned)
+		st, err := d.ann.Set(ctx, d.set.want)
 		for i := range t.low {
 			t.low[i].prev = t.low[i].iface
 		}
 		t.moved, t.ladder.Last[0] = false, known(st, err, t.ladder.Last[0])
 		return st, err
 	}
-	if t.places == nil {
-		t.places = map[netip.Prefix]vip.Place{}
-	}
-	clear(t.places)
 	var wants [4]bool
-	for p, want := range d.set.owned {
-		pl := vip.Off
-		if want {
-			pl = d.rung(p)
+	t.places = t.places[:0]
+	w := d.set.want
+	for len(w.Present)+len(w.Absent) > 0 { // the two sorted lists, merged
+		var pl vip.Placed
+		if len(w.Absent) == 0 || len(w.Present) > 0 && w.Present[0].Compare(w.Absent[0]) < 0 {
+			pl, w.Present = vip.Placed{Prefix: w.Present[0], Place: d.rung(w.Present[0])}, w.Present[1:]
+		} else {
+			pl, w.Absent = vip.Placed{Prefix: w.Absent[0], Place: vip.Off}, w.Absent[1:]
 		}
-		wants[pl] = true
-		t.places[p] = pl
+		wants[pl.Place] = true
+		t.places = append(t.places, pl)
 	}
 	t.ladder.Main, t.ladder.Degraded, t.ladder.LastResort = d.ann, t.low[degIdx].ann, t.low[lrIdx].ann
 	mv := t.ladder.MoveSet(ctx, t.places)
@@ -325,7 +325,7 @@ func (d *Daemon) withdrawLower(ctx context.Context) error {
 		if l.ann == nil {
 			continue
 		}
-		st, err := l.ann.Set(ctx, d.set.owned)
+		st, err := l.ann.Set(ctx, d.set.want)
 		missing := errors.Is(err, vip.ErrNoInterface)
 		if err == nil || st.Exists || missing {
 			l.iface = st // else it could not be read: keep the last view

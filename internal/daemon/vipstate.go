@@ -35,9 +35,6 @@ type vipStates struct {
 	// a tick at 10,000 VIPs, and touch copies them before the
 	// first change after a publish.
 	shared bool
-	// gen counts the configurations indexed: a reload, even of the same
-	// *config.Config, is a new one (setOwned).
-	gen uint64
 }
 
 // touch notes a change of the i-th VIP at now: of its presence, and of
@@ -58,7 +55,6 @@ func (s *vipStates) touch(i int, now time.Time, flip bool) {
 // leaves the state alone: setConfig calls it, and reload rebuilds the
 // state for the new order first.
 func (s *vipStates) index(vips []config.VIP) {
-	s.gen++
 	s.vips = vips
 	s.order = s.order[:0]
 	for i := range vips {

@@ -36,13 +36,13 @@ func BenchmarkSet(b *testing.B) {
 	b.Run("noop", func(b *testing.B) {
 		f, a := newBench(b)
 		desired := benchOwned(n)
-		if _, err := a.Set(context.Background(), desired); err != nil {
+		if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
 			b.Fatal(err)
 		}
 		writes := f.writes
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.Set(context.Background(), desired); err != nil {
+			if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -54,7 +54,7 @@ func BenchmarkSet(b *testing.B) {
 	// from the figures above to get the Announcer's share.
 	b.Run("fakedump", func(b *testing.B) {
 		f, a := newBench(b)
-		if _, err := a.Set(context.Background(), benchOwned(n)); err != nil {
+		if _, err := a.Set(context.Background(), DesiredOf(benchOwned(n))); err != nil {
 			b.Fatal(err)
 		}
 		link, err := f.LinkByName(iface)
@@ -81,7 +81,7 @@ func BenchmarkSet(b *testing.B) {
 			odd[p] = false
 			i++
 		}
-		if _, err := a.Set(context.Background(), even); err != nil {
+		if _, err := a.Set(context.Background(), DesiredOf(even)); err != nil {
 			b.Fatal(err)
 		}
 		sets := []map[netip.Prefix]bool{odd, even}
@@ -89,7 +89,7 @@ func BenchmarkSet(b *testing.B) {
 		writes := f.writes
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.Set(context.Background(), sets[calls%2]); err != nil {
+			if _, err := a.Set(context.Background(), DesiredOf(sets[calls%2])); err != nil {
 				b.Fatal(err)
 			}
 			calls++

@@ -33,19 +33,22 @@ func (d *DryRun) Observe(ctx context.Context) (State, error) { return d.a.Observ
 // delete: the writes of the same plan. A VIP Set would refuse (not a host
 // prefix, or an IPv6 address the interface holds otherwise) is in neither
 // list, and unlike Set, DryRun.Set returns no error for it.
-func (d *DryRun) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
+func (d *DryRun) Set(ctx context.Context, want Desired) (State, error) {
 	r, err := d.a.read(ctx)
 	if err != nil {
 		return State{}, err
 	}
-	c := plan(d.a.iface, d.a.set(r.list), r.peers, owned, nil)
+	if err := want.check(); err != nil {
+		return State{}, fmt.Errorf("set on %q: %w", d.a.iface, err)
+	}
+	c := plan(d.a.iface, d.a.set(r.list), r.peers, want, nil)
 	st := State{Exists: true, Up: r.up, LowerUp: r.lowerUp, Foreign: c.foreign, ForeignPeers: sortedPeers(r.peers)}
 	for _, s := range c.sightings { // every owned VIP: there is no previous Set
 		if s.present {
 			st.Present = append(st.Present, s.p)
 		}
 	}
-	slices.SortFunc(st.Present, netip.Prefix.Compare)
+	slices.SortFunc(st.Present, netip.Prefix.Compare) // sightings: want.Present's, then want.Absent's
 	slices.SortFunc(st.Foreign, netip.Prefix.Compare)
 	d.logPlan(names(c.adds), names(c.dels))
 	return st, nil

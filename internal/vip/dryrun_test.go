@@ -16,7 +16,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	d := NewDryRun(f, iface, log)
 	desired := owned("-10.0.0.1/32", "10.0.0.2/32")
 	for range 3 {
-		st, err := d.Set(context.Background(), desired)
+		st, err := d.Set(context.Background(), DesiredOf(desired))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,13 +22,13 @@ func BenchmarkSetNetlinkCPU(b *testing.B) {
 	log, _ := logtest.NewNullLogger()
 	a := New(h, iface, log)
 	owned := benchOwned(n)
-	if _, err := a.Set(context.Background(), owned); err != nil {
+	if _, err := a.Set(context.Background(), DesiredOf(owned)); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	cpu := processCPU(b)
 	for b.Loop() {
-		if _, err := a.Set(context.Background(), owned); err != nil {
+		if _, err := a.Set(context.Background(), DesiredOf(owned)); err != nil {
 			b.Fatal(err)
 		}
 	}

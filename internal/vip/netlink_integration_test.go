@@ -78,7 +78,7 @@ func TestNetlinkIntegration(t *testing.T) {
 	rtnltest.IP(t, "-n", ns, "addr", "add", "192.0.2.1/32", "dev", iface)
 
 	desired := owned("10.0.0.100/32", "10.0.0.1/32", "-10.0.0.2/32", "2001:db8::1/128", "-2001:db8::2/128")
-	st, err := a.Set(ctx, desired)
+	st, err := a.Set(ctx, DesiredOf(desired))
 	if err != nil {
 		t.Fatalf("Set: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestNetlinkIntegration(t *testing.T) {
 	// The same input again reaches the same state (and, per the unit tests,
 	// writes nothing: here the log shows it).
 	hook.Reset()
-	again, err := a.Set(ctx, desired)
+	again, err := a.Set(ctx, DesiredOf(desired))
 	if err != nil {
 		t.Fatalf("second Set: %v", err)
 	}
@@ -122,7 +122,7 @@ func TestNetlinkIntegration(t *testing.T) {
 	rtnltest.IP(t, "-n", ns, "addr", "del", "10.0.0.1/32", "dev", iface)
 	rtnltest.IP(t, "-n", ns, "addr", "add", "2001:db8::2/128", "dev", iface, "nodad")
 	hook.Reset()
-	if _, err := a.Set(ctx, desired); err != nil {
+	if _, err := a.Set(ctx, DesiredOf(desired)); err != nil {
 		t.Fatalf("Set after hand changes: %v", err)
 	}
 	wantLog := []string{
@@ -140,7 +140,7 @@ func TestNetlinkIntegration(t *testing.T) {
 
 	// Flip: withdraw one of each family, announce the others.
 	desired = owned("10.0.0.100/32", "-10.0.0.1/32", "10.0.0.2/32", "-2001:db8::1/128", "2001:db8::2/128")
-	if _, err := a.Set(ctx, desired); err != nil {
+	if _, err := a.Set(ctx, DesiredOf(desired)); err != nil {
 		t.Fatalf("Set flip: %v", err)
 	}
 	wantIP = []string{"10.0.0.100/24 global", "10.0.0.100/32 global", "10.0.0.2/32 global", "192.0.2.1/32 global", "2001:db8::2/128 global nodad"}
@@ -154,7 +154,7 @@ func TestNetlinkIntegration(t *testing.T) {
 	// the IPv6 VIP comes back by repair.
 	rtnltest.SetLink(t, h, false)
 	hook.Reset()
-	st, err = a.Set(ctx, desired)
+	st, err = a.Set(ctx, DesiredOf(desired))
 	if err != nil {
 		t.Fatalf("Set on a down link: %v", err)
 	}
@@ -180,7 +180,7 @@ func TestNetlinkIntegration(t *testing.T) {
 	}
 
 	rtnltest.SetLink(t, h, true)
-	st, err = a.Set(ctx, desired)
+	st, err = a.Set(ctx, DesiredOf(desired))
 	if err != nil {
 		t.Fatalf("Set after link up: %v", err)
 	}
@@ -197,7 +197,7 @@ func TestNetlinkIntegration(t *testing.T) {
 
 	// Withdraw everything: only the foreign addresses stay.
 	desired = owned("-10.0.0.100/32", "-10.0.0.1/32", "-10.0.0.2/32", "-2001:db8::1/128", "-2001:db8::2/128")
-	st, err = a.Set(ctx, desired)
+	st, err = a.Set(ctx, DesiredOf(desired))
 	if err != nil || len(st.Present) != 0 {
 		t.Fatalf("Set withdraw all: state %+v, error %v", st, err)
 	}
@@ -211,7 +211,7 @@ func TestNetlinkIntegrationMissingInterface(t *testing.T) {
 	_, h := labNS(t)
 	log, _ := logtest.NewNullLogger()
 	a := New(h, "rhi-missing", log)
-	st, err := a.Set(context.Background(), owned("10.0.0.1/32"))
+	st, err := a.Set(context.Background(), DesiredOf(owned("10.0.0.1/32")))
 	if !errors.Is(err, ErrNoInterface) || st.Exists {
 		t.Errorf("Set on a missing link: state %+v, error %v; want ErrNoInterface", st, err)
 	}
@@ -230,13 +230,13 @@ func BenchmarkSetNetlink(b *testing.B) {
 	log, _ := logtest.NewNullLogger()
 	a := New(h, iface, log)
 	even := benchOwned(n)
-	if _, err := a.Set(context.Background(), even); err != nil {
+	if _, err := a.Set(context.Background(), DesiredOf(even)); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("noop", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.Set(context.Background(), even); err != nil {
+			if _, err := a.Set(context.Background(), DesiredOf(even)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -255,7 +255,7 @@ func BenchmarkSetNetlink(b *testing.B) {
 		calls := 0
 		b.ReportAllocs()
 		for b.Loop() {
-			st, err := a.Set(context.Background(), sets[calls%2])
+			st, err := a.Set(context.Background(), DesiredOf(sets[calls%2]))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -264,7 +264,7 @@ func BenchmarkSetNetlink(b *testing.B) {
 			}
 			calls++
 		}
-		if _, err := a.Set(context.Background(), even); err != nil {
+		if _, err := a.Set(context.Background(), DesiredOf(even)); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -285,7 +285,7 @@ func TestNetlinkIntegrationPointToPoint(t *testing.T) {
 
 	none := owned("-10.9.0.1/32", "-10.9.0.2/32", "-2001:db8::1/128", "-2001:db8::2/128")
 	for range 2 {
-		st, err := a.Set(ctx, none)
+		st, err := a.Set(ctx, DesiredOf(none))
 		if err != nil {
 			t.Fatalf("Set, all withdrawn: %v", err)
 		}
@@ -309,7 +309,7 @@ func TestNetlinkIntegrationPointToPoint(t *testing.T) {
 	// address once.
 	both := owned("10.9.0.1/32", "2001:db8::1/128")
 	for i := range 2 {
-		st, err := a.Set(ctx, both)
+		st, err := a.Set(ctx, DesiredOf(both))
 		wantErr := `vip "2001:db8::1/128": add on "rhi0": the address is already there as "2001:db8::1 peer 2001:db8::2/128"`
 		if err == nil || err.Error() != wantErr {
 			t.Errorf("Set error = %v, want %s", err, wantErr)
@@ -324,7 +324,7 @@ func TestNetlinkIntegrationPointToPoint(t *testing.T) {
 	}
 
 	// Withdrawn: rhi's own entry goes, the peer entry stays.
-	st, err := a.Set(ctx, none)
+	st, err := a.Set(ctx, DesiredOf(none))
 	if err != nil || st.Changed != 1 {
 		t.Fatalf("Set, withdrawn again: %d changed, %v", st.Changed, err)
 	}
@@ -385,7 +385,7 @@ func BenchmarkSetNetlink1000(b *testing.B) {
 			sets := []map[netip.Prefix]bool{on, off}
 			calls := 0
 			for b.Loop() {
-				st, err := a.Set(context.Background(), sets[calls%2])
+				st, err := a.Set(context.Background(), DesiredOf(sets[calls%2]))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -44,51 +44,55 @@ type changes struct {
 }
 
 // plan compares what the interface named iface holds, addrs and the
-// point-to-point entries peers, with owned, which maps every VIP rhi is
-// responsible for to whether it should be present. reached says, for each
+// point-to-point entries peers, with want (see Desired). reached says, for each
 // VIP the previous Set owned, whether that Set left it present (nil: no
 // previous Set); it only tells changes by someone else from news.
 //
 // plan is pure: it does no I/O and changes none of its arguments. Set makes
-// the changes it returns; DryRun logs them. At 10,000 VIPs its one pass
-// over owned is most of the cost of a tick that changes nothing, so it
-// builds nothing per VIP unless there is something to say about it.
-func plan(iface string, addrs map[netip.Prefix]struct{}, peers []Peer, owned, reached map[netip.Prefix]bool) changes {
+// the changes it returns; DryRun logs them. It builds nothing per VIP
+// unless there is something to say about it.
+func plan(iface string, addrs map[netip.Prefix]struct{}, peers []Peer, want Desired, reached map[netip.Prefix]bool) changes {
 	var c changes
-	for p, want := range owned {
-		if !isHost(p) {
-			c.errs = append(c.errs, fmt.Errorf("vip %q: not a /32 or /128 host prefix", p))
-			continue
-		}
-		c.hosts++
-		_, have := addrs[p]
-		if have {
-			c.present++
-		}
-		prev, known := reached[p]
-		byOther := known && prev != have
-		if !known || byOther {
-			c.sightings = append(c.sightings, sighting{p: p, present: have, byOther: byOther})
-		}
-		switch {
-		case want && !have:
-			c.adds = append(c.adds, op{p: p, add: true, repair: byOther})
-		case !want && have:
-			c.dels = append(c.dels, op{p: p, repair: byOther})
-		}
+	for _, p := range want.Present {
+		c.planOne(p, true, addrs, reached)
+	}
+	for _, p := range want.Absent {
+		c.planOne(p, false, addrs, reached)
 	}
 	if c.present < len(addrs) { // else every address is an owned VIP
 		for p := range addrs {
-			if _, ok := owned[p]; !ok || !isHost(p) {
+			if _, ok := want.Want(p); !ok || !isHost(p) {
 				c.foreign = append(c.foreign, p)
 			}
 		}
 	}
-	byPrefix := func(x, y op) int { return x.p.Compare(y.p) }
-	slices.SortFunc(c.adds, byPrefix)
-	slices.SortFunc(c.dels, byPrefix)
+	// adds and dels are sorted: each came from a sorted list of want.
 	c.adds = dropTaken(iface, c.adds, c.foreign, peers, &c.errs)
 	return c
+}
+
+// planOne is plan's step for p, an owned VIP wanted present or not.
+func (c *changes) planOne(p netip.Prefix, want bool, addrs map[netip.Prefix]struct{}, reached map[netip.Prefix]bool) {
+	if !isHost(p) {
+		c.errs = append(c.errs, fmt.Errorf("vip %q: not a /32 or /128 host prefix", p))
+		return
+	}
+	c.hosts++
+	_, have := addrs[p]
+	if have {
+		c.present++
+	}
+	prev, known := reached[p]
+	byOther := known && prev != have
+	if !known || byOther {
+		c.sightings = append(c.sightings, sighting{p: p, present: have, byOther: byOther})
+	}
+	switch {
+	case want && !have:
+		c.adds = append(c.adds, op{p: p, add: true, repair: byOther})
+	case !want && have:
+		c.dels = append(c.dels, op{p: p, repair: byOther})
+	}
 }
 
 // dropTaken takes out of adds the IPv6 VIPs whose address is already on the

@@ -145,7 +145,7 @@ func TestPlan(t *testing.T) {
 				}
 			}
 			addrsBefore, ownedBefore, reachedBefore := maps.Clone(addrs), maps.Clone(tt.owned), maps.Clone(tt.reached)
-			got := textOf(plan(iface, addrs, ptp, tt.owned, tt.reached))
+			got := textOf(plan(iface, addrs, ptp, DesiredOf(tt.owned), tt.reached))
 			if diff := cmpDiff(tt.want, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
@@ -168,9 +168,10 @@ func BenchmarkPlan(b *testing.B) {
 		addrs[p] = struct{}{}
 		reached[p] = true
 	}
+	want := DesiredOf(owned)
 	b.ReportAllocs()
 	for b.Loop() {
-		if c := plan(iface, addrs, nil, owned, reached); len(c.sightings)+len(c.adds)+len(c.dels) != 0 {
+		if c := plan(iface, addrs, nil, want, reached); len(c.sightings)+len(c.adds)+len(c.dels) != 0 {
 			b.Fatalf("plan of a steady state: %+v", textOf(c))
 		}
 	}

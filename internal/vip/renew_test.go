@@ -100,7 +100,7 @@ func TestRenewHalfDone(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f, a, hook := newTest(t, tt.start...)
 			ctx := context.Background()
-			if _, err := a.Set(ctx, owned(map[bool]string{true: "", false: "-"}[tt.present]+p.String())); err != nil {
+			if _, err := a.Set(ctx, DesiredOf(owned(map[bool]string{true: "", false: "-"}[tt.present]+p.String()))); err != nil {
 				t.Fatalf("Set: %v", err)
 			}
 			tt.fail(f)
@@ -113,7 +113,7 @@ func TestRenewHalfDone(t *testing.T) {
 			}
 			f.failAdd, f.failDel, f.ops = nil, nil, nil
 			hook.Reset()
-			st, err := a.Set(ctx, tt.next)
+			st, err := a.Set(ctx, DesiredOf(tt.next))
 			if err != nil {
 				t.Fatalf("Set after the renewal: %v", err)
 			}
@@ -146,7 +146,7 @@ func TestRenewOfAnAddressSomeoneElseAdded(t *testing.T) {
 	ctx := context.Background()
 	f, a, _ := newTest(t, "10.0.0.1/32")
 	p := netip.MustParsePrefix("10.0.0.2/32")
-	if _, err := a.Set(ctx, owned("10.0.0.1/32", "-10.0.0.2/32")); err != nil {
+	if _, err := a.Set(ctx, DesiredOf(owned("10.0.0.1/32", "-10.0.0.2/32"))); err != nil {
 		t.Fatal(err)
 	}
 	f.links[iface].addrs[p] = fakeAddr{}
@@ -155,7 +155,7 @@ func TestRenewOfAnAddressSomeoneElseAdded(t *testing.T) {
 	}
 	for i := range 2 {
 		writes := f.writes
-		st, err := a.Set(ctx, owned("10.0.0.1/32", "10.0.0.2/32"))
+		st, err := a.Set(ctx, DesiredOf(owned("10.0.0.1/32", "10.0.0.2/32")))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,7 +45,7 @@ func BenchmarkDecideAndSet(b *testing.B) {
 			for i := range cfg.VIPs {
 				owned[cfg.VIPs[i].Address] = states[cfg.VIPs[i].Address].Announced
 			}
-			if _, err := a.Set(context.Background(), owned); err != nil {
+			if _, err := a.Set(context.Background(), DesiredOf(owned)); err != nil {
 				b.Fatal(err)
 			}
 		}

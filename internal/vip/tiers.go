@@ -3,8 +3,8 @@ package vip
 import (
 	"context"
 	"errors"
-	"maps"
 	"net/netip"
+	"slices"
 )
 
 // Place is where a VIP should be on the ladder of tiers: on no interface,
@@ -26,7 +26,13 @@ const rungs = 3
 // Setter is the part of an Announcer that MoveSet needs: the daemon's
 // announcers, real or dry-run, and test fakes satisfy it.
 type Setter interface {
-	Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error)
+	Set(ctx context.Context, want Desired) (State, error)
+}
+
+// Placed is a VIP rhi owns and where it should be.
+type Placed struct {
+	Prefix netip.Prefix
+	Place  Place
 }
 
 // Ladder is the interfaces of the tiers and what their previous Sets left
@@ -44,7 +50,11 @@ type Ladder struct {
 	// start-up.
 	Last [rungs]State
 
-	first, second [rungs]map[netip.Prefix]bool // reused by every MoveSet
+	// Reused by every MoveSet: per rung, whether each VIP of want is
+	// wanted there in the first and the second step, and the Desired
+	// built from it.
+	first, second [rungs][]bool
+	desired       [rungs]Desired
 }
 
 // Moved is what a MoveSet left on each interface and the error of each,
@@ -54,19 +64,25 @@ type Moved struct {
 	Err   [rungs]error
 }
 
-// scratch returns m cleared, or a new map.
-func scratch(m map[netip.Prefix]bool, n int) map[netip.Prefix]bool {
-	if m == nil {
-		return make(map[netip.Prefix]bool, n)
+// desiredOf fills into, reusing its lists, with the VIPs of want, each
+// present on rung r if on[k] says so.
+func desiredOf(want []Placed, on []bool, into Desired) Desired {
+	into.Present, into.Absent = into.Present[:0], into.Absent[:0]
+	for k := range want {
+		if on[k] {
+			into.Present = append(into.Present, want[k].Prefix)
+		} else {
+			into.Absent = append(into.Absent, want[k].Prefix)
+		}
 	}
-	clear(m)
-	return m
+	return into
 }
 
 func (l *Ladder) setters() [rungs]Setter { return [rungs]Setter{l.Main, l.Degraded, l.LastResort} }
 
-// MoveSet sets every interface to want, which maps every VIP rhi owns to
-// its place. In order:
+// MoveSet sets every interface to want, which lists every VIP rhi owns
+// with its place, sorted by prefix without repeats (as Desired's lists
+// are). In order:
 //
 //  1. each interface, the lowest tier first, gets the VIPs that belong
 //     there, and keeps those moving elsewhere that their new interface
@@ -81,7 +97,7 @@ func (l *Ladder) setters() [rungs]Setter { return [rungs]Setter{l.Main, l.Degrad
 // new one, and never added to an interface it does not belong on; a move
 // costs two or three Sets, and a tick that moves nothing costs one Set per
 // interface.
-func (l *Ladder) MoveSet(ctx context.Context, want map[netip.Prefix]Place) Moved {
+func (l *Ladder) MoveSet(ctx context.Context, want []Placed) Moved {
 	var m Moved
 	sets := l.setters()
 	var done [rungs]bool
@@ -106,13 +122,15 @@ func (l *Ladder) MoveSet(ctx context.Context, want map[netip.Prefix]Place) Moved
 			continue
 		}
 		own := Place(r + 1)
-		first := scratch(l.first[r], len(want))
+		first := slices.Grow(l.first[r][:0], len(want))[:len(want)]
 		l.first[r] = first
-		for v, pl := range want {
+		for k, w := range want {
+			v, pl := w.Prefix, w.Place
 			moving := pl != Off && pl != own && l.Last[r].Has(v) && !held(v, pl)
-			first[v] = pl == own || moving || (own == Main && pl == Degraded && noDeg())
+			first[k] = pl == own || moving || (own == Main && pl == Degraded && noDeg())
 		}
-		m.State[r], m.Err[r] = sets[r].Set(ctx, first)
+		l.desired[r] = desiredOf(want, first, l.desired[r])
+		m.State[r], m.Err[r] = sets[r].Set(ctx, l.desired[r])
 		done[r] = true
 	}
 	for r := rungs - 1; r >= 0; r-- {
@@ -120,15 +138,17 @@ func (l *Ladder) MoveSet(ctx context.Context, want map[netip.Prefix]Place) Moved
 			continue
 		}
 		own := Place(r + 1)
-		second := scratch(l.second[r], len(want))
+		second := slices.Grow(l.second[r][:0], len(want))[:len(want)]
 		l.second[r] = second
 		here := view(r)
-		for v, pl := range want {
-			second[v] = pl == own || (own == Main && pl == Degraded && noDeg()) ||
-				(l.first[r][v] && pl != Off && here.Has(v) && !held(v, pl))
+		for k, w := range want {
+			v, pl := w.Prefix, w.Place
+			second[k] = pl == own || (own == Main && pl == Degraded && noDeg()) ||
+				(l.first[r][k] && pl != Off && here.Has(v) && !held(v, pl))
 		}
-		if !maps.Equal(l.first[r], second) {
-			m.State[r], m.Err[r] = sets[r].Set(ctx, second)
+		if !slices.Equal(l.first[r], second) {
+			l.desired[r] = desiredOf(want, second, l.desired[r])
+			m.State[r], m.Err[r] = sets[r].Set(ctx, l.desired[r])
 		}
 	}
 	for r := range rungs {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -24,12 +25,13 @@ func newPair(t *testing.T) (*fakeKernel, *Ladder) {
 	return f, &Ladder{Main: New(f, iface, log), Degraded: New(f, degIface, log)}
 }
 
-func places(kv ...any) map[netip.Prefix]Place {
-	m := map[netip.Prefix]Place{}
+func places(kv ...any) []Placed {
+	var want []Placed
 	for i := 0; i+1 < len(kv); i += 2 {
-		m[netip.MustParsePrefix(kv[i].(string))] = kv[i+1].(Place)
+		want = append(want, Placed{netip.MustParsePrefix(kv[i].(string)), kv[i+1].(Place)})
 	}
-	return m
+	slices.SortFunc(want, func(a, b Placed) int { return a.Prefix.Compare(b.Prefix) })
+	return want
 }
 
 func has(f *fakeKernel, link, p string) bool {
@@ -172,12 +174,12 @@ type flakySetter struct {
 	fails int
 }
 
-func (f *flakySetter) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
+func (f *flakySetter) Set(ctx context.Context, want Desired) (State, error) {
 	if f.fails > 0 {
 		f.fails--
 		return State{}, errTest
 	}
-	return f.Setter.Set(ctx, owned)
+	return f.Setter.Set(ctx, want)
 }
 
 // TestMoveSetUnreadDegradedKeepsCopy: a VIP moving up whose add to main
@@ -280,9 +282,9 @@ func TestLadderReplay(t *testing.T) {
 	check := func(t *testing.T, order []int) {
 		f, l := newLadder(t)
 		for _, i := range order {
-			want := map[netip.Prefix]Place{}
+			var want []Placed // vips are sorted
 			for j, v := range vips {
-				want[netip.MustParsePrefix(v)] = steps[i][j]
+				want = append(want, Placed{netip.MustParsePrefix(v), steps[i][j]})
 			}
 			l.MoveSet(context.Background(), want)
 			for j, v := range vips {

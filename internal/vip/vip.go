@@ -105,8 +105,9 @@ func compareHosts(x, y netip.Prefix) int {
 }
 
 // Announcer keeps the VIPs rhi owns on one interface. It remembers only
-// what it needs to log changes once (and to notice addresses changed by
-// someone else); every call re-reads the kernel.
+// what it needs to log changes once, to notice addresses changed by
+// someone else, and to know a Set with nothing to do from the previous
+// one; every call re-reads the kernel.
 //
 // An Announcer is not safe for concurrent use: the daemon's loop owns it
 // and calls it from one goroutine.
@@ -141,15 +142,14 @@ type Announcer struct {
 	peers []Peer
 	// armed says that the previous Set read last from the interface and
 	// found nothing to do: no change, no error, no foreign address, no
-	// point-to-point entry. Then a.reached was, as a map, its owned, and
-	// said of every prefix of last that it is present and of every other
-	// that it is absent. While it stays armed (Renew disarms it), a Set that
-	// reads last again with an owned equal to a.reached would plan nothing:
-	// it skips the plan (steady). last is kept as lastAt: the position in
-	// a.present of each prefix of last, in the dump's order (a.present
-	// holds them all, and is not replaced while armed), 40 KB at 10,000
-	// VIPs where a copy of the list was 320 KB. lastPresent is
-	// that Set's count of present VIPs, for its log line.
+	// point-to-point entry. Then a.present and a.absent were its Desired,
+	// and last held exactly a.present. While it stays armed (Renew
+	// disarms it), a Set that reads last again with the same Desired
+	// would plan nothing: it skips the plan (steady). last is kept as
+	// lastAt: the position in a.present of each prefix of last, in the
+	// dump's order (a.present holds them all, and is not replaced while
+	// armed), 40 KB at 10,000 VIPs where a copy of the list was 320 KB.
+	// lastPresent is that Set's count of present VIPs, for its log line.
 	armed       bool
 	lastAt      []int32
 	lastPresent int
@@ -221,21 +221,22 @@ func sortedPeers(peers []Peer) []Peer {
 	return out
 }
 
-// Set makes the interface hold exactly the wanted ones among owned: owned
-// maps every VIP rhi is responsible for to whether it should be present.
-// Addresses not in owned are never touched. Missing wanted addresses are
-// added before present unwanted ones are deleted, so that a VIP moving
-// between configurations never leaves a gap. A failed address does not stop
-// the others: the error joins one error per failed address, and the
-// returned State says what was reached. Calling Set again with the same
-// owned does no netlink writes.
+// Set makes the interface hold want: every VIP of want.Present, none of
+// want.Absent. Addresses in neither are never touched. Missing wanted
+// addresses are added before present unwanted ones are deleted, so that a
+// VIP moving between configurations never leaves a gap. A failed address
+// does not stop the others: the error joins one error per failed address,
+// and the returned State says what was reached. A want that breaks its
+// contract (see Desired) changes nothing and is an error.
 //
-// Set is idempotent and may be called on every tick. When the interface is
-// missing it changes nothing and its error wraps ErrNoInterface. A
-// cancelled ctx stops it between two sends of up to rtnl.BatchSize writes.
-// Each netlink call is bounded by the netlink socket's own timeout (see
-// NewHandle).
-func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State, error) {
+// Set is idempotent and may be called on every tick. Calling it again
+// with the same want does no netlink writes, and when the interface reads
+// as the previous Set left it, no work beyond the read and one comparison
+// of want with that Set's. When the interface is missing it changes
+// nothing and its error wraps ErrNoInterface. A cancelled ctx stops it
+// between two sends of up to rtnl.BatchSize writes. Each netlink call is
+// bounded by the netlink socket's own timeout (see NewHandle).
+func (a *Announcer) Set(ctx context.Context, want Desired) (State, error) {
 	r, err := a.read(ctx)
 	if err != nil {
 		a.armed = false
@@ -245,50 +246,24 @@ func (a *Announcer) Set(ctx context.Context, owned map[netip.Prefix]bool) (State
 		return State{}, err
 	}
 	a.noteLink(r.up)
-	if a.steady(r, owned) {
+	if a.steady(r, want) {
 		a.skipped++
-		a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), a.lastPresent, 0, 0)
+		a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", want.Len(), a.lastPresent, 0, 0)
 		return a.state(r, 0, nil), nil
 	}
-	c := plan(a.iface, a.set(r.list), r.peers, owned, a.reachedMap())
-	same := a.record(c, owned)
-	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(owned), c.present, len(c.adds), len(c.dels))
+	if err := want.check(); err != nil {
+		a.armed = false
+		return State{}, fmt.Errorf("set on %q: %w", a.iface, err)
+	}
+	c := plan(a.iface, a.set(r.list), r.peers, want, a.reachedMap())
+	same := a.record(c, want)
+	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", want.Len(), c.present, len(c.adds), len(c.dels))
 	made, errs := a.apply(ctx, r.link, c)
 	a.compact(!same)
 	slices.SortFunc(c.foreign, netip.Prefix.Compare)
 	errs = append(c.errs, errs...)
 	a.arm(r, c, len(errs) == 0)
 	return a.state(r, made, c.foreign), errors.Join(errs...)
-}
-
-// SetSteady is Set with the owned of the previous call, which the caller
-// vouches for: the same VIPs, each wanted or not as then. Told so, an
-// armed Announcer (see Announcer.armed) need not check owned against what
-// it remembers; it still reads the interface, to see changes made by
-// someone else. It reports whether it did the Set: it declines, having
-// changed nothing and logged nothing, when the Announcer is not armed or
-// the read finds the interface otherwise than the previous Set left it;
-// the caller then calls Set with owned. A failed read is a Set done, with
-// its error, as Set would return it.
-func (a *Announcer) SetSteady(ctx context.Context) (State, error, bool) {
-	if !a.armed || a.fullOnly || a.stale || a.reached != nil {
-		return State{}, nil, false
-	}
-	r, err := a.read(ctx)
-	if err != nil {
-		a.armed = false
-		if errors.Is(err, ErrNoInterface) {
-			a.linkKnown = false
-		}
-		return State{}, err, true
-	}
-	if len(r.peers) > 0 || !a.readLast(r.list) {
-		return State{}, nil, false
-	}
-	a.noteLink(r.up)
-	a.skipped++
-	a.log.Debugf("set: %d owned, %d present, %d to add, %d to delete", len(a.present)+len(a.absent), a.lastPresent, 0, 0)
-	return a.state(r, 0, nil), nil, true
 }
 
 // set returns a.addrs, cleared and filled with list.
@@ -303,36 +278,18 @@ func (a *Announcer) set(list []netip.Prefix) map[netip.Prefix]struct{} {
 	return a.addrs
 }
 
-// steady reports whether a plan of what r read for owned would find
+// steady reports whether a plan of what r read for want would find
 // nothing to do, nothing to log and nothing to record, because the
 // previous Set armed the Announcer (see Announcer.armed), r read the same
-// list, there are no point-to-point entries, and owned is a.reached. It
-// costs one lookup per owned VIP, where a plan costs an insert into a map
-// per address read and two lookups per owned VIP. The Announcer is armed
-// only by a Set that compacted a.reached, and disarmed by Renew, which
-// builds it: a built a.reached (never while armed) makes it plan.
-func (a *Announcer) steady(r reading, owned map[netip.Prefix]bool) bool {
-	if !a.armed || a.fullOnly || a.stale || a.reached != nil || len(r.peers) > 0 || !a.readLast(r.list) {
-		return false
-	}
-	// owned is a.reached when they are as long and each VIP of a.present
-	// and a.absent (no repeats, none in both) is in owned as wanted and
-	// unwanted: one lookup in owned per VIP, where a lookup by prefix in
-	// the sorted lists would cost eight times as much.
-	if len(owned) != len(a.present)+len(a.absent) {
-		return false
-	}
-	for _, p := range a.present {
-		if want, ok := owned[p]; !ok || !want {
-			return false
-		}
-	}
-	for _, p := range a.absent {
-		if want, ok := owned[p]; !ok || want {
-			return false
-		}
-	}
-	return true
+// list, there are no point-to-point entries, and want is that Set's
+// (a.present and a.absent, which it left as they say). It costs one
+// comparison per VIP, where a plan costs an insert into a map per address
+// read and two lookups per owned VIP. The Announcer is armed only by a Set
+// that compacted a.reached, and disarmed by Renew, which builds it: a
+// built a.reached (never while armed) makes it plan.
+func (a *Announcer) steady(r reading, want Desired) bool {
+	return a.armed && !a.fullOnly && !a.stale && a.reached == nil && len(r.peers) == 0 && a.readLast(r.list) &&
+		slices.Equal(want.Present, a.present) && slices.Equal(want.Absent, a.absent)
 }
 
 // reachedMap builds a.reached from a.present and a.absent, unless it is
@@ -449,13 +406,13 @@ func (a *Announcer) DeletePeers(ctx context.Context, peers []Peer) error {
 }
 
 // record notes in a.reached the presence of the VIPs plan sighted and
-// forgets those no longer owned. It reports whether owned and the interface
+// forgets those no longer owned. It reports whether want and the interface
 // are as the previous Set left them, with nothing to write: then a.present
 // is still right.
-func (a *Announcer) record(c changes, owned map[netip.Prefix]bool) bool {
+func (a *Announcer) record(c changes, want Desired) bool {
 	for _, s := range c.sightings {
 		a.reached[s.p] = s.present
-		if s.byOther && owned[s.p] == s.present {
+		if w, _ := want.Want(s.p); s.byOther && w == s.present {
 			a.log.WithField("vip", s.p.String()).Debug("address changed by someone else, now as wanted")
 		}
 	}
@@ -463,7 +420,7 @@ func (a *Announcer) record(c changes, owned map[netip.Prefix]bool) bool {
 	if len(a.reached) > c.hosts { // some prefixes are no longer owned
 		same = false
 		for p := range a.reached {
-			if _, ok := owned[p]; !ok {
+			if _, ok := want.Want(p); !ok {
 				delete(a.reached, p)
 			}
 		}

@@ -86,7 +86,7 @@ func logged(hook *logtest.Hook) []string {
 
 func TestSetAddsBeforeDeletes(t *testing.T) {
 	f, a, _ := newTest(t, "10.0.0.1/32", "2001:db8::1/128")
-	st, err := a.Set(context.Background(), owned("-10.0.0.1/32", "-2001:db8::1/128", "10.0.0.3/32", "10.0.0.2/32", "2001:db8::2/128"))
+	st, err := a.Set(context.Background(), DesiredOf(owned("-10.0.0.1/32", "-2001:db8::1/128", "10.0.0.3/32", "10.0.0.2/32", "2001:db8::2/128")))
 	if err != nil {
 		t.Fatalf("Set: %v", err)
 	}
@@ -117,12 +117,12 @@ func TestSetTwiceWritesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, a, _ := newTest(t, tt.start...)
-			first, err := a.Set(context.Background(), tt.owned)
+			first, err := a.Set(context.Background(), DesiredOf(tt.owned))
 			if err != nil {
 				t.Fatalf("first Set: %v", err)
 			}
 			before, writes := f.String(), f.writes
-			second, err := a.Set(context.Background(), tt.owned)
+			second, err := a.Set(context.Background(), DesiredOf(tt.owned))
 			if err != nil {
 				t.Fatalf("second Set: %v", err)
 			}
@@ -152,7 +152,7 @@ func TestSetLeavesForeignAlone(t *testing.T) {
 	var st State
 	for range 3 {
 		var err error
-		if st, err = a.Set(context.Background(), desired); err != nil {
+		if st, err = a.Set(context.Background(), DesiredOf(desired)); err != nil {
 			t.Fatalf("Set: %v", err)
 		}
 	}
@@ -170,7 +170,7 @@ func TestSetLeavesForeignAlone(t *testing.T) {
 	// Someone removes one foreign address: the new set is reported once.
 	delete(f.links[iface].addrs, netip.MustParsePrefix("10.9.9.9/32"))
 	for range 2 {
-		if _, err := a.Set(context.Background(), desired); err != nil {
+		if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
 			t.Fatalf("Set: %v", err)
 		}
 	}
@@ -190,7 +190,7 @@ func TestSetPartialFailure(t *testing.T) {
 	f.failDel = map[netip.Prefix]error{netip.MustParsePrefix("10.0.0.5/32"): unix.EBUSY}
 	desired := owned("10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "-10.0.0.5/32", "-10.0.0.6/32")
 
-	st, err := a.Set(context.Background(), desired)
+	st, err := a.Set(context.Background(), DesiredOf(desired))
 	if err == nil {
 		t.Fatal("Set: no error, want the two failures")
 	}
@@ -211,7 +211,7 @@ func TestSetPartialFailure(t *testing.T) {
 
 	// The next call retries only what is still wrong.
 	f.failAdd, f.failDel, f.ops = nil, nil, nil
-	if _, err := a.Set(context.Background(), desired); err != nil {
+	if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	if diff := cmpDiff([]string{"add 10.0.0.2/32", "del 10.0.0.5/32"}, f.ops); diff != "" {
@@ -226,7 +226,7 @@ func TestSetReportsIPv6AddressTakenWithOtherLength(t *testing.T) {
 	// The kernel holds an IPv6 address once, whatever its prefix length.
 	f, a, _ := newTest(t, "2001:db8::1/64")
 	for range 2 { // reported on every call, never written
-		st, err := a.Set(context.Background(), owned("2001:db8::1/128", "10.0.0.1/32"))
+		st, err := a.Set(context.Background(), DesiredOf(owned("2001:db8::1/128", "10.0.0.1/32")))
 		wantErr := `vip "2001:db8::1/128": add on "rhi0": the address is already there as "2001:db8::1/64"`
 		if err == nil || err.Error() != wantErr {
 			t.Errorf("Set error = %v, want %s", err, wantErr)
@@ -242,7 +242,7 @@ func TestSetReportsIPv6AddressTakenWithOtherLength(t *testing.T) {
 
 func TestSetRejectsNonHostPrefix(t *testing.T) {
 	f, a, _ := newTest(t)
-	st, err := a.Set(context.Background(), owned("10.0.0.0/24", "::ffff:10.0.0.1/128", "10.0.0.1/32"))
+	st, err := a.Set(context.Background(), DesiredOf(owned("10.0.0.0/24", "::ffff:10.0.0.1/128", "10.0.0.1/32")))
 	wantErr := `vip "10.0.0.0/24": not a /32 or /128 host prefix` + "\n" + `vip "::ffff:10.0.0.1/128": not a /32 or /128 host prefix`
 	// Map order is random, so compare the sorted lines.
 	var got []string
@@ -266,7 +266,7 @@ func TestMissingInterface(t *testing.T) {
 	log, _ := logtest.NewNullLogger()
 	a := New(f, iface, log)
 
-	st, err := a.Set(context.Background(), owned("10.0.0.1/32"))
+	st, err := a.Set(context.Background(), DesiredOf(owned("10.0.0.1/32")))
 	if !errors.Is(err, ErrNoInterface) {
 		t.Errorf("Set error = %v, want ErrNoInterface", err)
 	}
@@ -285,7 +285,7 @@ func TestMissingInterface(t *testing.T) {
 
 	// The interface appears: the next Set just works.
 	f.addLink(iface)
-	if _, err := a.Set(context.Background(), owned("10.0.0.1/32")); err != nil {
+	if _, err := a.Set(context.Background(), DesiredOf(owned("10.0.0.1/32"))); err != nil {
 		t.Fatalf("Set after the interface appeared: %v", err)
 	}
 	if diff := cmpDiff(want("10.0.0.1/32"), f.String()); diff != "" {
@@ -296,7 +296,7 @@ func TestMissingInterface(t *testing.T) {
 func TestInterfaceRemovedBetweenReadAndWrite(t *testing.T) {
 	f, a, _ := newTest(t)
 	f.beforeWrite = func(string, netip.Prefix) { delete(f.links, iface) }
-	_, err := a.Set(context.Background(), owned("10.0.0.1/32", "10.0.0.2/32"))
+	_, err := a.Set(context.Background(), DesiredOf(owned("10.0.0.1/32", "10.0.0.2/32")))
 	// Both adds are tried and both fail; nothing panics.
 	if !errors.Is(err, unix.ENODEV) || len(f.ops) != 2 {
 		t.Errorf("Set error = %v after ops %v, want two ENODEV failures", err, f.ops)
@@ -310,7 +310,7 @@ func TestDumpInterrupted(t *testing.T) {
 	t.Run("once", func(t *testing.T) {
 		f, a, _ := newTest(t, start...)
 		f.interrupted = 1
-		st, err := a.Set(context.Background(), desired)
+		st, err := a.Set(context.Background(), DesiredOf(desired))
 		if err != nil {
 			t.Fatalf("Set: %v", err)
 		}
@@ -334,7 +334,7 @@ func TestDumpInterrupted(t *testing.T) {
 	t.Run("always", func(t *testing.T) {
 		f, a, _ := newTest(t, start...)
 		f.interrupted = maxReads
-		_, err := a.Set(context.Background(), owned("-10.0.0.1/32"))
+		_, err := a.Set(context.Background(), DesiredOf(owned("-10.0.0.1/32")))
 		if !errors.Is(err, netlink.ErrDumpInterrupted) {
 			t.Errorf("Set error = %v, want ErrDumpInterrupted", err)
 		}
@@ -347,7 +347,7 @@ func TestDumpInterrupted(t *testing.T) {
 func TestRepairsExternalChanges(t *testing.T) {
 	f, a, hook := newTest(t)
 	desired := owned("10.0.0.1/32", "-10.0.0.2/32", "2001:db8::1/128")
-	if _, err := a.Set(context.Background(), desired); err != nil {
+	if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
 	// Someone deletes a VIP rhi holds and adds one it withdrew.
@@ -358,7 +358,7 @@ func TestRepairsExternalChanges(t *testing.T) {
 	f.ops = nil
 
 	for range 2 { // the second call must neither write nor warn
-		if _, err := a.Set(context.Background(), desired); err != nil {
+		if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
 			t.Fatalf("Set: %v", err)
 		}
 	}
@@ -389,7 +389,7 @@ func TestRaceWithSomeoneElseCountsAsReached(t *testing.T) {
 			delete(f.links[iface].addrs, p)
 		}
 	}
-	st, err := a.Set(context.Background(), owned("10.0.0.1/32", "-10.0.0.2/32"))
+	st, err := a.Set(context.Background(), DesiredOf(owned("10.0.0.1/32", "-10.0.0.2/32")))
 	if err != nil {
 		t.Fatalf("Set: %v", err)
 	}
@@ -407,7 +407,7 @@ func TestLinkDownIsReportedOncePerChange(t *testing.T) {
 	l.up = false
 	desired := owned("10.0.0.1/32")
 	for range 2 {
-		st, err := a.Set(context.Background(), desired)
+		st, err := a.Set(context.Background(), DesiredOf(desired))
 		if err != nil {
 			t.Fatalf("Set: %v", err)
 		}
@@ -416,11 +416,11 @@ func TestLinkDownIsReportedOncePerChange(t *testing.T) {
 		}
 	}
 	l.up = true
-	if _, err := a.Set(context.Background(), desired); err != nil {
+	if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
 	l.up = false
-	if _, err := a.Set(context.Background(), desired); err != nil {
+	if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
 	down := "warning interface is down: addresses are kept, but BIRD announces nothing from it"
@@ -451,7 +451,7 @@ func TestSetStopsWhenCancelled(t *testing.T) {
 	f, a, _ := newTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := a.Set(ctx, owned("10.0.0.4/32")); !errors.Is(err, context.Canceled) || len(f.ops) != 0 {
+	if _, err := a.Set(ctx, DesiredOf(owned("10.0.0.4/32"))); !errors.Is(err, context.Canceled) || len(f.ops) != 0 {
 		t.Errorf("Set on a cancelled ctx: error %v, ops %v; want context.Canceled and no ops", err, f.ops)
 	}
 }
@@ -468,7 +468,7 @@ func TestSetBatchStopsWhenCancelled(t *testing.T) {
 	for i := range rtnl.BatchSize + 44 {
 		vips = append(vips, fmt.Sprintf("10.0.%d.%d/32", i/250, i%250+1))
 	}
-	st, err := a.Set(ctx, owned(vips...))
+	st, err := a.Set(ctx, DesiredOf(owned(vips...)))
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), fmt.Sprintf("44 of %d changes not made", len(vips))) {
 		t.Errorf("Set error = %v, want context.Canceled with 44 changes not made", err)
 	}
@@ -476,7 +476,7 @@ func TestSetBatchStopsWhenCancelled(t *testing.T) {
 		t.Errorf("%d writes and %d present after the first send, want %d", len(f.ops), len(st.Present), rtnl.BatchSize)
 	}
 	f.beforeWrite = nil
-	st, err = a.Set(context.Background(), owned(vips...))
+	st, err = a.Set(context.Background(), DesiredOf(owned(vips...)))
 	if err != nil || len(st.Present) != len(vips) {
 		t.Errorf("the next Set: error %v, %d present; want the rest added", err, len(st.Present))
 	}
@@ -489,7 +489,7 @@ func TestSetBatchAnswersLost(t *testing.T) {
 	f, a, _ := newTest(t)
 	f.loseAcks = 4
 	vips := []string{"10.0.0.1/32", "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32", "10.0.0.5/32", "10.0.0.6/32"}
-	st, err := a.Set(context.Background(), owned(vips...))
+	st, err := a.Set(context.Background(), DesiredOf(owned(vips...)))
 	if err == nil || !strings.Contains(err.Error(), "3 of 6 changes not made") || !errors.Is(err, unix.EAGAIN) {
 		t.Errorf("Set error = %v, want 3 of 6 not made, no answer", err)
 	}
@@ -500,7 +500,7 @@ func TestSetBatchAnswersLost(t *testing.T) {
 		t.Errorf("kernel after the lost answers:\n%s", got)
 	}
 	f.ops = nil
-	st, err = a.Set(context.Background(), owned(vips...))
+	st, err = a.Set(context.Background(), DesiredOf(owned(vips...)))
 	if err != nil || len(st.Present) != 6 {
 		t.Fatalf("the next Set: error %v, present %v", err, st.Present)
 	}
@@ -547,7 +547,7 @@ func TestSequence(t *testing.T) {
 	run := func(order []int) {
 		t.Helper()
 		for _, i := range order {
-			st, err := a.Set(context.Background(), desired(steps[i]))
+			st, err := a.Set(context.Background(), DesiredOf(desired(steps[i])))
 			if err != nil {
 				t.Fatalf("step %d %v: %v", i, steps[i], err)
 			}
@@ -586,7 +586,7 @@ func TestSetCountsChanges(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.edit()
-		st, err := a.Set(context.Background(), desired)
+		st, err := a.Set(context.Background(), DesiredOf(desired))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -617,7 +617,7 @@ func TestPointToPointIsForeign(t *testing.T) {
 
 	// Unwanted, whatever the entry's local or peer address: no write.
 	none := owned("-10.9.0.1/32", "-10.9.0.2/32", "-2001:db8::1/128", "-2001:db8::2/128", "10.0.0.1/32")
-	st, err := a.Set(ctx, none)
+	st, err := a.Set(ctx, DesiredOf(none))
 	if err != nil {
 		t.Fatalf("Set: %v", err)
 	}
@@ -640,7 +640,7 @@ func TestPointToPointIsForeign(t *testing.T) {
 	// kernel allows; the IPv6 one cannot be, and says why each time.
 	both := owned("10.9.0.1/32", "2001:db8::1/128", "10.0.0.1/32")
 	for range 2 {
-		st, err = a.Set(ctx, both)
+		st, err = a.Set(ctx, DesiredOf(both))
 		wantErr := `vip "2001:db8::1/128": add on "rhi0": the address is already there as "2001:db8::1 peer 2001:db8::2/128"`
 		if err == nil || err.Error() != wantErr {
 			t.Errorf("Set error = %v, want %s", err, wantErr)
@@ -658,7 +658,7 @@ func TestPointToPointIsForeign(t *testing.T) {
 
 	// Withdrawn again: only rhi's own entry goes.
 	f.ops = nil
-	if _, err := a.Set(ctx, none); err != nil {
+	if _, err := a.Set(ctx, DesiredOf(none)); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
 	if diff := cmpDiff([]string{"del 10.9.0.1/32"}, f.ops); diff != "" {
@@ -714,7 +714,7 @@ func TestNeedlessDeleteIsChecked(t *testing.T) {
 	f.failDel = map[netip.Prefix]error{netip.MustParsePrefix("10.0.0.5/32"): unix.EADDRNOTAVAIL}
 	desired := owned("-10.0.0.5/32", "-10.0.0.6/32")
 	for i := range 2 {
-		st, err := a.Set(context.Background(), desired)
+		st, err := a.Set(context.Background(), DesiredOf(desired))
 		wantErr := `vip "10.0.0.5/32": delete on "rhi0": cannot assign requested address, yet the address is still listed`
 		if err == nil || err.Error() != wantErr || !errors.Is(err, unix.EADDRNOTAVAIL) {
 			t.Errorf("Set %d: error = %v, want %s", i, err, wantErr)
@@ -790,7 +790,7 @@ func TestSetStatesAreNeverChanged(t *testing.T) {
 	var all []held
 	set := func(o map[netip.Prefix]bool) State {
 		t.Helper()
-		st, err := a.Set(ctx, o)
+		st, err := a.Set(ctx, DesiredOf(o))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -818,5 +818,40 @@ func TestSetStatesAreNeverChanged(t *testing.T) {
 	}
 	if got, want := all[len(all)-2].st.Present, prefixes("10.0.0.4/32"); !slices.Equal(got, want) {
 		t.Errorf("Present = %v, want %v", got, want)
+	}
+}
+
+// TestSetRefusesBrokenDesired: a Desired out of order, with a repeat or
+// with a VIP in both lists is an error that names it, and Set then
+// changes nothing; DesiredOf builds one Set takes.
+func TestSetRefusesBrokenDesired(t *testing.T) {
+	tests := []struct {
+		name string
+		want Desired
+		err  string
+	}{
+		{"unsorted", Desired{Present: prefixes("10.0.0.2/32", "10.0.0.1/32")}, `"10.0.0.2/32" before "10.0.0.1/32"`},
+		{"repeat", Desired{Absent: prefixes("10.0.0.1/32", "10.0.0.1/32")}, `absent VIPs not sorted without repeats`},
+		{"both", Desired{Present: prefixes("10.0.0.1/32"), Absent: prefixes("10.0.0.1/32")}, `vip "10.0.0.1/32" desired both present and absent`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, a, _ := newTest(t, "10.0.0.1/32")
+			before := f.String()
+			_, err := a.Set(context.Background(), tt.want)
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("error %v, want one with %q", err, tt.err)
+			}
+			if got := f.String(); got != before {
+				t.Errorf("the interface changed: %q, was %q", got, before)
+			}
+		})
+	}
+	want := DesiredOf(owned("10.0.0.2/32", "-10.0.0.3/32", "10.0.0.1/32", "-2001:db8::1/128"))
+	if diff := cmpDiff(Desired{Present: prefixes("10.0.0.1/32", "10.0.0.2/32"), Absent: prefixes("10.0.0.3/32", "2001:db8::1/128")}, want); diff != "" {
+		t.Errorf("DesiredOf (-want +got):\n%s", diff)
+	}
+	if err := want.check(); err != nil {
+		t.Errorf("DesiredOf's result breaks the contract: %v", err)
 	}
 }
