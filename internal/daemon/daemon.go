@@ -138,8 +138,10 @@ type Daemon struct {
 // still to withdraw, and the last Set's input.
 type setState struct {
 	// want is what the last Set was told: every VIP rhi owns, sorted,
-	// present or absent. Refilled by every Set (setOwned), in place.
+	// present or absent, refilled by every Set (fillWant), in buf or
+	// sharing the main interface's Present.
 	want    vip.Desired
+	buf     []netip.Prefix
 	orphans map[netip.Prefix]bool // dropped by a reload, still to withdraw
 }
 

@@ -71,7 +71,7 @@ func (s State) Has(p netip.Prefix) bool {
 // repeats (as State.Present is). Two States' Present that are one slice
 // (Set shares it while nothing changed) have none, found without a walk.
 func EachDifference(a, b []netip.Prefix, f func(netip.Prefix)) {
-	if len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) {
+	if samePrefixes(a, b) {
 		return
 	}
 	for len(a) > 0 && len(b) > 0 {
@@ -289,7 +289,16 @@ func (a *Announcer) set(list []netip.Prefix) map[netip.Prefix]struct{} {
 // built a.reached (never while armed) makes it plan.
 func (a *Announcer) steady(r reading, want Desired) bool {
 	return a.armed && !a.fullOnly && !a.stale && a.reached == nil && len(r.peers) == 0 && a.readLast(r.list) &&
-		slices.Equal(want.Present, a.present) && slices.Equal(want.Absent, a.absent)
+		samePrefixes(want.Present, a.present) && samePrefixes(want.Absent, a.absent)
+}
+
+// samePrefixes is slices.Equal, at once for one slice twice (a caller may
+// hand Set back the Present of the State it returned).
+func samePrefixes(x, y []netip.Prefix) bool {
+	if len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]) {
+		return true
+	}
+	return slices.Equal(x, y)
 }
 
 // reachedMap builds a.reached from a.present and a.absent, unless it is
