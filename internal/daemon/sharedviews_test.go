@@ -57,7 +57,7 @@ func TestSharedSlicesUnderReaders(t *testing.T) {
 	}
 	type held struct {
 		since   []time.Time
-		flips   []uint64
+		flips   []uint32
 		present []netip.Prefix
 		copies  [3]any
 	}
@@ -92,7 +92,7 @@ func TestSharedSlicesUnderReaders(t *testing.T) {
 		hs = append(hs, held{since: v.vips.since, flips: v.vips.flips, present: v.iface.Present,
 			copies: [3]any{slices.Clone(v.vips.since), slices.Clone(v.vips.flips), slices.Clone(v.iface.Present)}})
 		for i, x := range hs {
-			if !slices.Equal(x.since, x.copies[0].([]time.Time)) || !slices.Equal(x.flips, x.copies[1].([]uint64)) ||
+			if !slices.Equal(x.since, x.copies[0].([]time.Time)) || !slices.Equal(x.flips, x.copies[1].([]uint32)) ||
 				!slices.Equal(x.present, x.copies[2].([]netip.Prefix)) {
 				t.Fatalf("step %d: what publish %d shared has changed since", step, i)
 			}

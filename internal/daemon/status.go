@@ -52,7 +52,7 @@ type vipRecs struct {
 	state  []packedState
 	other  map[int]decide.State // the states that do not pack, by position
 	since  []time.Time
-	flips  []uint64
+	flips  []uint32
 	placed []uint8     // vipStates.placed
 	kinds  placeKinds  // vipStates.kinds, shared: it only grows
 	runs   []guard.Run // nil unless cfg.FailOpen is enabled
@@ -112,7 +112,7 @@ type vipRec struct {
 func (r *vipRecs) at(i int) vipRec {
 	var rec vipRec
 	if i < len(r.state) {
-		rec.state, rec.since, rec.flips = r.state[i].unpack(), r.since[i], r.flips[i]
+		rec.state, rec.since, rec.flips = r.state[i].unpack(), r.since[i], uint64(r.flips[i])
 		if s, ok := r.other[i]; ok {
 			rec.state = s
 		}

@@ -14,10 +14,11 @@ import (
 // per key in that order, the verdict last logged: slices rather than a map
 // keyed by the key, rebuilt when the keys change (a reload).
 type upstreamLog struct {
-	keys   []health.Upstream // the plan's keys at the last note, shared with it
-	last   []health.Verdict  // the last verdict logged, per keys[i]
-	logged []bool            // whether keys[i] has a verdict logged
-	seen   []bool            // scratch: per resource of the plan, met in this note
+	keys []health.Upstream // the plan's keys at the last note, shared with it
+	// last is the verdict last logged per keys[i], a Verdict in a byte;
+	// notLogged if none is.
+	last []int8
+	seen []bool // scratch: per resource of the plan, met in this note
 }
 
 // note logs the verdicts of snap for the plan's keys that changed since
@@ -43,11 +44,13 @@ func (u *upstreamLog) note(log logrus.FieldLogger, plan *health.Plan, snap healt
 		if r.Verdict == health.Failed || r.Verdict == health.NotFound {
 			unreadable++
 		}
-		if !(u.logged[i] && u.last[i] == r.Verdict) {
-			u.last[i] = r.Verdict
+		if u.last[i] == notLogged || health.Verdict(u.last[i]) != r.Verdict {
 			logVerdict(log, k, r, policy)
 		}
-		u.logged[i] = ok // a key snap lacks is forgotten
+		u.last[i] = int8(r.Verdict)
+		if !ok {
+			u.last[i] = notLogged // a key snap lacks is forgotten
+		}
 	}
 	return unreadable
 }
@@ -63,19 +66,24 @@ func (u *upstreamLog) rekey(keys []health.Upstream) {
 		u.keys = keys
 		return
 	}
-	was := make(map[string]health.Verdict, len(u.keys))
+	was := make(map[string]int8, len(u.keys))
 	for i, k := range u.keys {
-		if u.logged[i] {
-			was[k.Key] = u.last[i]
-		}
+		was[k.Key] = u.last[i]
 	}
 	u.keys = keys
-	u.last = make([]health.Verdict, len(keys))
-	u.logged = make([]bool, len(keys))
+	u.last = make([]int8, len(keys))
 	for i, up := range keys {
-		u.last[i], u.logged[i] = was[up.Key]
+		v, ok := was[up.Key]
+		if !ok {
+			v = notLogged
+		}
+		u.last[i] = v
 	}
 }
+
+// notLogged is upstreamLog.last for a key with no verdict logged: no
+// Verdict is negative.
+const notLogged = -1
 
 // logVerdict logs upstream k's new verdict r.
 func logVerdict(log logrus.FieldLogger, k string, r health.Result, policy config.FailurePolicy) {

@@ -37,7 +37,7 @@ func TestViewKeepsEveryState(t *testing.T) {
 	d.vs.ready = true
 	d.vs.state = states
 	d.vs.since = make([]time.Time, len(states))
-	d.vs.flips = make([]uint64, len(states))
+	d.vs.flips = make([]uint32, len(states))
 	d.cfg, _ = manyVIPs(len(states))
 	var r vipRecs
 	r.fill(d)
@@ -70,7 +70,7 @@ func TestViewSharesSinceAndFlips(t *testing.T) {
 	type held struct {
 		v     *view
 		since []time.Time
-		flips []uint64
+		flips []uint32
 	}
 	var prev *held
 	changes := 0

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -28,8 +29,11 @@ type vipStates struct {
 	// cur is placeAll's scratch: where each VIP is now (currentAll).
 	cur   []uint8
 	since []time.Time // last change of Announced or presence
-	flips []uint64    // changes of Announced
-	ready bool        // seeded: the state is known
+	// flips counts the changes of Announced, up to 2^32-1 (a change every
+	// 100 ms, the fastest polls, reaches it in 13 years): half the bytes
+	// of a uint64 per VIP.
+	flips []uint32
+	ready bool // seeded: the state is known
 	// shared says that a status view holds since and flips (vipRecs.fill):
 	// they change seldom, so views share them instead of copying 320 KB
 	// a tick at 10,000 VIPs, and touch copies them before the
@@ -47,7 +51,9 @@ func (s *vipStates) touch(i int, now time.Time, flip bool) {
 	}
 	s.since[i] = now
 	if flip {
-		s.flips[i]++
+		if s.flips[i] < math.MaxUint32 { // stays there rather than wrap to 0
+			s.flips[i]++
+		}
 	}
 }
 
@@ -84,7 +90,7 @@ func (s *vipStates) get(p netip.Prefix) decide.State {
 // seed gives every VIP its initial state, present or not as present says.
 func (s *vipStates) seed(present func(netip.Prefix) bool, now time.Time) {
 	n := len(s.vips)
-	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint64, n)
+	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint32, n)
 	s.placed = make([]uint8, n)
 	s.shared = false
 	for i := range s.vips {
@@ -105,7 +111,7 @@ func (s *vipStates) reload(vips []config.VIP, initial func(netip.Prefix) decide.
 	}
 	old := *s
 	n := len(vips)
-	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint64, n)
+	s.state, s.since, s.flips = make([]decide.State, n), make([]time.Time, n), make([]uint32, n)
 	s.placed = make([]uint8, n)
 	s.shared = false
 	s.order = nil // old still uses its order

@@ -148,10 +148,13 @@ type Announcer struct {
 	// would plan nothing: it skips the plan (steady). last is kept as
 	// lastAt: the position in a.present of each prefix of last, in the
 	// dump's order (a.present holds them all, and is not replaced while
-	// armed), 40 KB at 10,000 VIPs where a copy of the list was 320 KB.
+	// armed), 40 KB at 10,000 VIPs where a copy of the list was 320 KB;
+	// or, when last was in a.present's order (the kernel lists addresses
+	// as they were added, and Set adds them sorted), by lastSorted alone.
 	// lastPresent is that Set's count of present VIPs, for its log line.
 	armed       bool
 	lastAt      []int32
+	lastSorted  bool
 	lastPresent int
 	// fullOnly makes every Set plan (tests compare the two ways); skipped
 	// counts the Sets that did not.
@@ -342,7 +345,11 @@ func (a *Announcer) arm(r reading, c changes, clean bool) {
 // list, and reports whether a.present holds every one (it does when a Set
 // found nothing to do: what it read were the owned VIPs it left present).
 func (a *Announcer) keepLast(list []netip.Prefix) bool {
-	a.lastAt = a.lastAt[:0]
+	a.lastAt, a.lastSorted = a.lastAt[:0], slices.Equal(list, a.present)
+	if a.lastSorted {
+		a.lastAt = nil
+		return true
+	}
 	for _, p := range list {
 		i, ok := slices.BinarySearchFunc(a.present, p, netip.Prefix.Compare)
 		if !ok {
@@ -356,6 +363,9 @@ func (a *Announcer) keepLast(list []netip.Prefix) bool {
 // readLast reports whether list is the list keepLast was given, prefix by
 // prefix in the same order, while armed.
 func (a *Announcer) readLast(list []netip.Prefix) bool {
+	if a.lastSorted {
+		return slices.Equal(list, a.present)
+	}
 	if len(list) != len(a.lastAt) {
 		return false
 	}
