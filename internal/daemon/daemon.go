@@ -459,9 +459,8 @@ func (d *Daemon) tick(ctx context.Context) {
 	if ctx.Err() != nil {
 		return // shutting down: a poll cut short says nothing about health
 	}
-	d.noteMoving(snap)
 	polled := d.env.now()
-	unreadable := d.polls.upstreams.note(d.log, d.plan, snap, d.cfg.FailurePolicy)
+	unreadable := d.noteMoving(snap)
 	d.polls.stats.polled(unreadable)
 	if d.env.onPoll != nil {
 		d.env.onPoll(polled.Sub(start), unreadable)

@@ -42,7 +42,27 @@ func TestUpstreamLog(t *testing.T) {
 				ups[i] = up
 			}
 		}
-		n := u.note(log, health.NewPlan(ups), snap, policy)
+		plan := health.NewPlan(ups)
+		read := map[int]health.Result{}
+		n := u.note(log, plan, snap, policy, func(j int, r health.Result) {
+			if _, twice := read[j]; twice {
+				t.Errorf("resource %d given twice", j)
+			}
+			read[j] = r
+		})
+		// Every resource is given its reading under its first key.
+		checked := map[int]bool{}
+		for i, up := range ups {
+			if j, ok := plan.KeyResource(i); ok && !checked[j] {
+				if r, given := read[j]; !given || r.Verdict != snap[up.Key].Verdict {
+					t.Errorf("resource %d (%s): given %v (%v), want %v", j, up.Key, r.Verdict, given, snap[up.Key].Verdict)
+				}
+				checked[j] = true
+			}
+		}
+		if len(read) != len(checked) {
+			t.Errorf("resources given %v, named by the keys %v", read, checked)
+		}
 		var got []line
 		for _, e := range hook.AllEntries() {
 			got = append(got, line{e.Level, e.Data["upstream"].(string), e.Data["verdict"].(string)})

@@ -27,20 +27,26 @@ type upstreamLog struct {
 // not found). Keys that name one resource (`/upstreams/1` and
 // `/apisix/upstreams/1`) are one upstream: read once, logged and counted
 // once, under the first key that names it. policy says what an upstream
-// without a health checker counts as, for the warning.
-func (u *upstreamLog) note(log logrus.FieldLogger, plan *health.Plan, snap health.Snapshot, policy config.FailurePolicy) (unreadable int) {
+// without a health checker counts as, for the warning. each, if not nil,
+// is given every resource's reading (resource j, as plan numbers them,
+// read under its first key), so that the caller need not look it up again.
+func (u *upstreamLog) note(log logrus.FieldLogger, plan *health.Plan, snap health.Snapshot, policy config.FailurePolicy, each func(j int, r health.Result)) (unreadable int) {
 	keys := plan.Upstreams()
 	u.rekey(keys)
 	u.seen = resize(u.seen, plan.Resources())
 	for i, up := range keys {
-		if j, ok := plan.KeyResource(i); ok {
-			if u.seen[j] {
-				continue // another spelling of a resource already noted
-			}
-			u.seen[j] = true
+		j, res := plan.KeyResource(i)
+		if res && u.seen[j] {
+			continue // another spelling of a resource already noted
 		}
 		k := up.Key
 		r, ok := snap[k]
+		if res {
+			u.seen[j] = true
+			if each != nil {
+				each(j, r)
+			}
+		}
 		if r.Verdict == health.Failed || r.Verdict == health.NotFound {
 			unreadable++
 		}
