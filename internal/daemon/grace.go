@@ -34,6 +34,9 @@ type graces struct {
 
 // in reports whether p's grace still runs at now.
 func (g *graces) in(p netip.Prefix, now time.Time) bool {
+	if len(g.until) == 0 { // most ticks: spare the lookup
+		return false
+	}
 	t, ok := g.until[p]
 	return ok && now.Before(t)
 }

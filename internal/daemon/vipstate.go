@@ -140,11 +140,10 @@ func (s *vipStates) placement(i int) place.Placement { return s.kinds.of(s.place
 
 // place sets the i-th VIP's placement, and reports whether it changed.
 func (s *vipStates) place(i int, pl place.Placement) bool {
-	c := s.kinds.code(pl)
-	if c == s.placed[i] {
+	if s.kinds.of(s.placed[i]) == pl {
 		return false
 	}
-	s.placed[i] = c
+	s.placed[i] = s.kinds.code(pl)
 	return true
 }
 
