@@ -22,7 +22,9 @@ func (d *Daemon) placeAll() bool {
 	in := place.Input{FailOpen: fo, LastResort: d.tier.lastResort(), Phase: d.phase()}
 	now := d.env.now()
 	changed := false
-	d.vs.cur = d.currentAll(d.vs.cur)
+	if k := keyOf(d.currentLists(), d.vs.vips); k != d.vs.curOf || len(d.vs.cur) != len(d.vs.vips) {
+		d.vs.cur, d.vs.curOf = d.currentAll(d.vs.cur), k
+	}
 	for i := range d.cfg.VIPs {
 		p := d.cfg.VIPs[i].Address
 		in.Health, in.Drained, in.Current, in.Guard = d.vs.state[i], d.drains.drained.Has(p), tierAt[d.vs.cur[i]], 0

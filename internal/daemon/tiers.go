@@ -194,8 +194,8 @@ var tierAt = [...]decide.Tier{decide.TierWithdrawn, decide.TierLastResort, decid
 // of the walk.
 func (d *Daemon) currentAll(buf []uint8) []uint8 {
 	vips, order := d.vs.vips, d.vs.order
+	lists := d.currentLists()
 	buf = slices.Grow(buf[:0], len(vips))[:len(vips)]
-	lists := [...][]netip.Prefix{d.tier.present(lrIdx), d.tier.present(degIdx), d.ifc.iface.Present} // tierAt[1:]
 	var at [len(lists)]int
 	for _, pos := range order {
 		a := vips[pos].Address.Addr()
@@ -215,6 +215,12 @@ func (d *Daemon) currentAll(buf []uint8) []uint8 {
 		}
 	}
 	return buf
+}
+
+// currentLists are the interfaces' lists currentAll walks, in tierAt[1:]'s
+// order.
+func (d *Daemon) currentLists() [3][]netip.Prefix {
+	return [...][]netip.Prefix{d.tier.present(lrIdx), d.tier.present(degIdx), d.ifc.iface.Present}
 }
 
 // setInterfaces sets the interfaces to d.set.want: the main one alone

@@ -26,8 +26,12 @@ type vipStates struct {
 	// Placement, before the first. A byte a VIP where a Placement is 32.
 	placed []uint8
 	kinds  placeKinds
-	// cur is placeAll's scratch: where each VIP is now (currentAll).
+	// cur is where each VIP is now (currentAll), as of the interfaces'
+	// lists and the VIPs curOf names: a State's Present is never changed
+	// in place, nor a config's VIPs, so while the same lists and VIPs are
+	// in use, cur holds, and placeAll need not walk them again.
 	cur   []uint8
+	curOf curKey
 	since []time.Time // last change of Announced or presence
 	// flips counts the changes of Announced, up to 2^32-1 (a change every
 	// 100 ms, the fastest polls, reaches it in 13 years): half the bytes
@@ -174,4 +178,30 @@ func (k *placeKinds) code(pl place.Placement) uint8 {
 	}
 	k.list = append(k.list, pl)
 	return uint8(len(k.list) - 1)
+}
+
+// curKey names what vipStates.cur was computed from: the interfaces'
+// Present lists and the configuration's VIPs, each by its first element
+// and length (holding the first keeps the array from being reused).
+type curKey struct {
+	lists [3]struct {
+		first *netip.Prefix
+		n     int
+	}
+	vips *config.VIP
+	n    int
+}
+
+// keyOf is the curKey of lists and vips.
+func keyOf(lists [3][]netip.Prefix, vips []config.VIP) curKey {
+	var k curKey
+	for i, l := range lists {
+		if len(l) > 0 {
+			k.lists[i].first, k.lists[i].n = &l[0], len(l)
+		}
+	}
+	if len(vips) > 0 {
+		k.vips, k.n = &vips[0], len(vips)
+	}
+	return k
 }
