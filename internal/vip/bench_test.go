@@ -35,14 +35,14 @@ func BenchmarkSet(b *testing.B) {
 	}
 	b.Run("noop", func(b *testing.B) {
 		f, a := newBench(b)
-		desired := benchOwned(n)
-		if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
+		desired := DesiredOf(benchOwned(n))
+		if _, err := a.Set(context.Background(), desired); err != nil {
 			b.Fatal(err)
 		}
 		writes := f.writes
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.Set(context.Background(), DesiredOf(desired)); err != nil {
+			if _, err := a.Set(context.Background(), desired); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -84,12 +84,12 @@ func BenchmarkSet(b *testing.B) {
 		if _, err := a.Set(context.Background(), DesiredOf(even)); err != nil {
 			b.Fatal(err)
 		}
-		sets := []map[netip.Prefix]bool{odd, even}
+		sets := []Desired{DesiredOf(odd), DesiredOf(even)}
 		calls := 0
 		writes := f.writes
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.Set(context.Background(), DesiredOf(sets[calls%2])); err != nil {
+			if _, err := a.Set(context.Background(), sets[calls%2]); err != nil {
 				b.Fatal(err)
 			}
 			calls++

@@ -21,14 +21,14 @@ func BenchmarkSetNetlinkCPU(b *testing.B) {
 	_, h := labNS(b)
 	log, _ := logtest.NewNullLogger()
 	a := New(h, iface, log)
-	owned := benchOwned(n)
-	if _, err := a.Set(context.Background(), DesiredOf(owned)); err != nil {
+	owned := DesiredOf(benchOwned(n))
+	if _, err := a.Set(context.Background(), owned); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	cpu := processCPU(b)
 	for b.Loop() {
-		if _, err := a.Set(context.Background(), DesiredOf(owned)); err != nil {
+		if _, err := a.Set(context.Background(), owned); err != nil {
 			b.Fatal(err)
 		}
 	}

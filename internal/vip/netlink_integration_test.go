@@ -230,13 +230,14 @@ func BenchmarkSetNetlink(b *testing.B) {
 	log, _ := logtest.NewNullLogger()
 	a := New(h, iface, log)
 	even := benchOwned(n)
-	if _, err := a.Set(context.Background(), DesiredOf(even)); err != nil {
+	evenD := DesiredOf(even)
+	if _, err := a.Set(context.Background(), evenD); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("noop", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.Set(context.Background(), DesiredOf(even)); err != nil {
+			if _, err := a.Set(context.Background(), evenD); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -251,11 +252,11 @@ func BenchmarkSetNetlink(b *testing.B) {
 			odd[p] = false
 			i++
 		}
-		sets := []map[netip.Prefix]bool{odd, even}
+		sets := []Desired{DesiredOf(odd), evenD}
 		calls := 0
 		b.ReportAllocs()
 		for b.Loop() {
-			st, err := a.Set(context.Background(), DesiredOf(sets[calls%2]))
+			st, err := a.Set(context.Background(), sets[calls%2])
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -264,7 +265,7 @@ func BenchmarkSetNetlink(b *testing.B) {
 			}
 			calls++
 		}
-		if _, err := a.Set(context.Background(), DesiredOf(even)); err != nil {
+		if _, err := a.Set(context.Background(), evenD); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -382,10 +383,10 @@ func BenchmarkSetNetlink1000(b *testing.B) {
 			for p := range off {
 				off[p] = false
 			}
-			sets := []map[netip.Prefix]bool{on, off}
+			sets := []Desired{DesiredOf(on), DesiredOf(off)}
 			calls := 0
 			for b.Loop() {
-				st, err := a.Set(context.Background(), DesiredOf(sets[calls%2]))
+				st, err := a.Set(context.Background(), sets[calls%2])
 				if err != nil {
 					b.Fatal(err)
 				}

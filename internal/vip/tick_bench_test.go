@@ -39,13 +39,18 @@ func BenchmarkDecideAndSet(b *testing.B) {
 		log.SetLevel(logrus.InfoLevel)
 		a := New(f, iface, log)
 		states := map[netip.Prefix]decide.State{}
-		owned := make(map[netip.Prefix]bool, n)
+		var want Desired // refilled in place, as the daemon does
 		tick := func(snap health.Snapshot) {
 			decide.Tick(cfg, snap, states)
-			for i := range cfg.VIPs {
-				owned[cfg.VIPs[i].Address] = states[cfg.VIPs[i].Address].Announced
+			want.Present, want.Absent = want.Present[:0], want.Absent[:0]
+			for i := range cfg.VIPs { // in address order
+				if p := cfg.VIPs[i].Address; states[p].Announced {
+					want.Present = append(want.Present, p)
+				} else {
+					want.Absent = append(want.Absent, p)
+				}
 			}
-			if _, err := a.Set(context.Background(), DesiredOf(owned)); err != nil {
+			if _, err := a.Set(context.Background(), want); err != nil {
 				b.Fatal(err)
 			}
 		}
