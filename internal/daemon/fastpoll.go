@@ -119,8 +119,8 @@ func (f *fastPolls) C() <-chan time.Time {
 // noteMoving files the readings of a regular poll and the probes' outcomes,
 // and starts or stops the fast ticker. The readings come from the upstream
 // log's walk of the snapshot, which it also does (upstreamLog.note), and
-// returns its count of unreadable upstreams: a second lookup of each
-// resource by key in the snapshot was a sixth of a steady tick at 10,000.
+// returns its count of unreadable upstreams: each resource is looked up
+// by key in the snapshot once a poll, not once for each.
 func (d *Daemon) noteMoving(snap health.Snapshot) (unreadable int) {
 	f := &d.polls.fast
 	f.reindex(d.plan, d.cfg)

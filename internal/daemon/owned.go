@@ -323,8 +323,7 @@ func (d *Daemon) setOwned(ctx context.Context) (vip.State, error) {
 // placement says and the orphans as unwanted, in address order
 // (vipStates.order). When the VIPs wanted are those the main interface
 // held after the last Set, as on most ticks, Present is that list
-// (State.Present, never changed): a copy would be 320 KB more at 10,000
-// VIPs. Otherwise Present and Absent are built in d.set.buf, reused
+// (State.Present, never changed) rather than a second copy of every VIP. Otherwise Present and Absent are built in d.set.buf, reused
 // while it is not much larger than they need.
 func (d *Daemon) fillWant() {
 	last := d.ifc.iface.Present

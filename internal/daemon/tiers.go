@@ -190,8 +190,8 @@ var tierAt = [...]decide.Tier{decide.TierWithdrawn, decide.TierLastResort, decid
 // binary searches per VIP took a third of a steady tick at 10,000 VIPs.
 // Same precedence as current. The VIPs and the lists hold host prefixes
 // only, whose order is their addresses' (one length per family), so it
-// compares addresses: Prefix.Compare masks both sides first, and was most
-// of the walk.
+// compares addresses: Prefix.Compare masks both sides first, which costs
+// more than the rest of the walk.
 func (d *Daemon) currentAll(buf []uint8) []uint8 {
 	vips, order := d.vs.vips, d.vs.order
 	lists := d.currentLists()

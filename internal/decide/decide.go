@@ -56,8 +56,8 @@ const (
 // State is what the decider remembers about one VIP between polls. The zero
 // value is a withdrawn VIP with no history.
 //
-// The bools come first: the loop keeps a State per VIP, and 48 bytes
-// rather than the 64 that padding after each bool made.
+// The bools come first, together, so that no padding follows each: the
+// loop keeps a State per VIP.
 type State struct {
 	Announced bool // whether the VIP should be on the interface (before drain)
 	// Degraded says that an announced VIP is on the degraded interface
