@@ -94,10 +94,16 @@ func newFakeLink(present ...string) *fakeLink {
 	return l
 }
 
-func (l *fakeLink) state(owned map[netip.Prefix]bool) vip.State {
+// state is the link as Set reports it for want (nil: every address is
+// rhi's, as Observe reports it).
+func (l *fakeLink) state(want *vip.Desired) vip.State {
 	st := vip.State{Exists: l.exists, Up: l.exists && !l.down, ForeignPeers: l.peers}
 	for p := range l.addrs {
-		if _, mine := owned[p]; owned == nil || mine {
+		mine := want == nil
+		if !mine {
+			_, mine = want.Want(p)
+		}
+		if mine {
 			st.Present = append(st.Present, p)
 		} else {
 			st.Foreign = append(st.Foreign, p)
@@ -133,8 +139,7 @@ func (l *fakeLink) Observe(ctx context.Context) (vip.State, error) {
 func (l *fakeLink) Set(ctx context.Context, want vip.Desired) (vip.State, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	owned, err := ownedOf(want)
-	if err != nil {
+	if err := checkDesired(want); err != nil {
 		return vip.State{}, err
 	}
 	if !l.exists {
@@ -142,8 +147,8 @@ func (l *fakeLink) Set(ctx context.Context, want vip.Desired) (vip.State, error)
 	}
 	var errs []error
 	changed := 0
-	for _, p := range sortedKeys(owned) { // adds first
-		if owned[p] && !l.addrs[p] {
+	for _, p := range want.Present { // adds first
+		if !l.addrs[p] {
 			l.writes++
 			changed++
 			if l.failAdd[p] {
@@ -153,8 +158,8 @@ func (l *fakeLink) Set(ctx context.Context, want vip.Desired) (vip.State, error)
 			l.addrs[p] = true
 		}
 	}
-	for _, p := range sortedKeys(owned) {
-		if !owned[p] && l.addrs[p] {
+	for _, p := range want.Absent {
+		if l.addrs[p] {
 			l.writes++
 			changed++
 			if l.failDel[p] {
@@ -164,7 +169,7 @@ func (l *fakeLink) Set(ctx context.Context, want vip.Desired) (vip.State, error)
 			delete(l.addrs, p)
 		}
 	}
-	st := l.state(owned)
+	st := l.state(&want)
 	st.Changed = changed
 	if l.sets != nil {
 		l.sets <- struct{}{}
@@ -172,23 +177,23 @@ func (l *fakeLink) Set(ctx context.Context, want vip.Desired) (vip.State, error)
 	return st, errors.Join(errs...)
 }
 
-// ownedOf is want as a map of every VIP to whether it is wanted, or an
-// error if want breaks vip.Desired's contract (as vip.Announcer's Set
-// would refuse it): the daemon must hand Set sorted, disjoint lists.
-func ownedOf(want vip.Desired) (map[netip.Prefix]bool, error) {
-	owned := map[netip.Prefix]bool{}
-	for present, l := range map[bool][]netip.Prefix{true: want.Present, false: want.Absent} {
-		if !slices.IsSortedFunc(l, netip.Prefix.Compare) || len(slices.Compact(slices.Clone(l))) != len(l) {
-			return nil, fmt.Errorf("desired list not sorted without repeats: %v", l)
-		}
-		for _, p := range l {
-			if _, dup := owned[p]; dup {
-				return nil, fmt.Errorf("vip %q desired both present and absent", p)
+// checkDesired reports how want breaks vip.Desired's contract, as
+// vip.Announcer's Set would refuse it: the daemon must hand Set sorted,
+// disjoint lists.
+func checkDesired(want vip.Desired) error {
+	for _, l := range [][]netip.Prefix{want.Present, want.Absent} {
+		for i := 1; i < len(l); i++ {
+			if l[i-1].Compare(l[i]) >= 0 {
+				return fmt.Errorf("desired list not sorted without repeats: %s before %s", l[i-1], l[i])
 			}
-			owned[p] = present
 		}
 	}
-	return owned, nil
+	for _, p := range want.Absent {
+		if w, _ := want.Want(p); w {
+			return fmt.Errorf("vip %q desired both present and absent", p)
+		}
+	}
+	return nil
 }
 
 func sortedKeys(m map[netip.Prefix]bool) []netip.Prefix {

@@ -89,11 +89,10 @@ type readOnly struct{ *fakeLink }
 func (r readOnly) Set(ctx context.Context, want vip.Desired) (vip.State, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	owned, err := ownedOf(want)
-	if err != nil {
+	if err := checkDesired(want); err != nil {
 		return vip.State{}, err
 	}
-	return r.state(owned), nil
+	return r.state(&want), nil
 }
 
 // TestDryRunQuiet: a dry run holds BIRD to the interface as it is, so the

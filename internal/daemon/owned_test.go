@@ -429,11 +429,10 @@ func (d dryLink) Observe(ctx context.Context) (vip.State, error) { return d.l.Ob
 func (d dryLink) Set(ctx context.Context, want vip.Desired) (vip.State, error) {
 	d.l.mu.Lock()
 	defer d.l.mu.Unlock()
-	owned, err := ownedOf(want)
-	if err != nil {
+	if err := checkDesired(want); err != nil {
 		return vip.State{}, err
 	}
-	return d.l.state(owned), nil
+	return d.l.state(&want), nil
 }
 func (d dryLink) Renew(ctx context.Context, p netip.Prefix, present bool) error { return nil }
 func (d dryLink) DeletePeers(context.Context, []vip.Peer) error                 { return nil }
