@@ -323,44 +323,47 @@ func (d *Daemon) setOwned(ctx context.Context) (vip.State, error) {
 // placement says and the orphans as unwanted, in address order
 // (vipStates.order). When the VIPs wanted are those the main interface
 // held after the last Set, as on most ticks, Present is that list
-// (State.Present, never changed) rather than a second copy of every VIP. Otherwise Present and Absent are built in d.set.buf, reused
-// while it is not much larger than they need.
+// (State.Present, never changed) rather than a second copy of every VIP,
+// and one walk does. Otherwise a second walk builds Present. Both are
+// built in d.set.buf, reused while it is not much larger than they need;
+// each list's capacity is its length, so that an append (an orphan, a
+// VIP held back) moves it out.
 func (d *Daemon) fillWant() {
 	last := d.ifc.iface.Present
-	present, absent, k := 0, 0, 0
+	s := &d.set
+	absent := s.buf[:0]
+	present, k := 0, 0
 	for _, pos := range d.vs.order {
+		p := d.vs.vips[pos].Address
 		if !d.desiredAt(int(pos)) {
-			absent++
+			absent = append(absent, p)
 			continue
 		}
-		if present == k && k < len(last) && last[k] == d.vs.vips[pos].Address {
+		if present == k && k < len(last) && last[k] == p {
 			k++
 		}
 		present++
 	}
-	shared := present == k && k == len(last)
-	size := absent
-	if !shared {
-		size += present
-	}
-	s := &d.set
-	if cap(s.buf) > 4*size+64 {
-		s.buf = nil // the storage of a tick that changed much: let it go
-	}
-	s.buf = slices.Grow(s.buf[:0], size)[:size]
 	w := &s.want
-	w.Present, w.Absent = s.buf[absent:absent:size], s.buf[:0:absent]
-	for _, pos := range d.vs.order {
-		p := d.vs.vips[pos].Address
-		switch {
-		case !d.desiredAt(int(pos)):
-			w.Absent = append(w.Absent, p)
-		case !shared:
-			w.Present = append(w.Present, p)
+	w.Absent, w.Present = absent[:len(absent):len(absent)], last
+	used := len(absent)
+	if present != k || k != len(last) {
+		if cap(absent)-len(absent) < present { // room for both, kept for the next
+			absent = append(make([]netip.Prefix, 0, len(absent)+present), absent...)
+			w.Absent = absent[:len(absent):len(absent)]
 		}
+		pres := absent[len(absent) : len(absent) : len(absent)+present]
+		for _, pos := range d.vs.order {
+			if d.desiredAt(int(pos)) {
+				pres = append(pres, d.vs.vips[pos].Address)
+			}
+		}
+		w.Present = pres[:len(pres):len(pres)]
+		used += len(pres)
 	}
-	if shared {
-		w.Present = last
+	s.buf = absent
+	if cap(s.buf) > 4*used+64 {
+		s.buf = nil // the storage of a tick that changed much: let it go
 	}
 	if len(d.set.orphans) > 0 {
 		for p := range d.set.orphans {

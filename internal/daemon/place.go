@@ -33,7 +33,7 @@ func (d *Daemon) placeAll() bool {
 		}
 		d.graceInput(&in, p, now)
 		d.noteNoLastResort(p, &in)
-		pl := place.Place(in)
+		pl := place.Place(&in)
 		if old := d.vs.placement(i); d.vs.place(i, pl) {
 			changed = true
 			if old.Tier != "" {

@@ -89,7 +89,7 @@ func runFleet(sites []*site, o fleetOpts, d time.Duration, health func(at time.D
 			if cur == "" {
 				cur = decide.TierAnnounced
 			}
-			s.tier = Place(Input{Health: h, FailOpen: true, Guard: s.run.Verdict(s.hold, s.fell), LastResort: true, Current: cur}).Tier
+			s.tier = Place(&Input{Health: h, FailOpen: true, Guard: s.run.Verdict(s.hold, s.fell), LastResort: true, Current: cur}).Tier
 		}
 		for _, s := range sites {
 			s.hist = append(s.hist, s.tier)

@@ -50,7 +50,7 @@ func TestPlaceEveryInput(t *testing.T) {
 	n := 0
 	every(func(in Input) {
 		n++
-		got := Place(in)
+		got := Place(&in)
 		name := fmt.Sprintf("%+v", in)
 		fail := func(rule string) { t.Errorf("%s: got %+v: %s", name, got, rule) }
 		healthy := in.Health.Announced
@@ -64,7 +64,7 @@ func TestPlaceEveryInput(t *testing.T) {
 		if rest.Phase == Stopping {
 			rest.Phase = Running
 		}
-		served := Place(rest).Tier.Present()
+		served := Place(&rest).Tier.Present()
 		switch {
 		case stepping && !in.Grace:
 			if got.Tier != decide.TierWithdrawn {
@@ -188,7 +188,7 @@ func TestPlaceCases(t *testing.T) {
 		{"stopping in its grace", Input{Health: decide.State{Announced: true, Degraded: true}, Phase: Stopping, LastResort: true, Current: decide.TierDegraded, Grace: true},
 			Placement{decide.TierLastResort, ReasonStopping}},
 	} {
-		if got := Place(tc.in); got != tc.want {
+		if got := Place(&tc.in); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
