@@ -580,7 +580,7 @@ func (d *Daemon) desired(p netip.Prefix) bool {
 
 // desiredAt is desired of the i-th VIP of the config, without a lookup.
 func (d *Daemon) desiredAt(i int) bool {
-	return d.vs.ready && d.vs.placement(i).Tier.Present()
+	return d.vs.ready && d.vs.present(i)
 }
 
 // apply sets the interface to the desired state, and reports whether that

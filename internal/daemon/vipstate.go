@@ -142,6 +142,13 @@ func (s *vipStates) reload(vips []config.VIP, initial func(netip.Prefix) decide.
 // placement is the i-th VIP's placement.
 func (s *vipStates) placement(i int) place.Placement { return s.kinds.of(s.placed[i]) }
 
+// present reports whether the i-th VIP's placement has it on an
+// interface (its tier is Present), without comparing strings.
+func (s *vipStates) present(i int) bool {
+	c := int(s.placed[i])
+	return c < len(s.kinds.present) && s.kinds.present[c]
+}
+
 // place sets the i-th VIP's placement, and reports whether it changed.
 func (s *vipStates) place(i int, pl place.Placement) bool {
 	if s.kinds.of(s.placed[i]) == pl {
@@ -156,7 +163,10 @@ func (s *vipStates) place(i int, pl place.Placement) bool {
 // stays short: a placement is one of decide's four tiers with one of
 // decide's or place's reasons, fewer than a hundred pairs, so that its
 // indexes fit a byte. The zero Placement is index 0.
-type placeKinds struct{ list []place.Placement }
+type placeKinds struct {
+	list    []place.Placement
+	present []bool // list[c].Tier.Present()
+}
 
 // of is the placement of index c.
 func (k *placeKinds) of(c uint8) place.Placement {
@@ -169,14 +179,14 @@ func (k *placeKinds) of(c uint8) place.Placement {
 // code is pl's index, pl added to the list if new.
 func (k *placeKinds) code(pl place.Placement) uint8 {
 	if len(k.list) == 0 {
-		k.list = append(k.list, place.Placement{})
+		k.list, k.present = append(k.list, place.Placement{}), append(k.present, false)
 	}
 	for i := range k.list {
 		if k.list[i] == pl {
 			return uint8(i)
 		}
 	}
-	k.list = append(k.list, pl)
+	k.list, k.present = append(k.list, pl), append(k.present, pl.Tier.Present())
 	return uint8(len(k.list) - 1)
 }
 
