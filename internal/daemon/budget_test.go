@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // The budget keeps regular and fast polls within apisix_poll_budget of
@@ -272,5 +273,33 @@ func TestStretchRoundsUp(t *testing.T) {
 	r.d.notePolling()
 	if got := r.d.polls.stats.polling.EffectiveInterval; got != eff {
 		t.Errorf("/status says %v, the grid runs at %v", got, eff)
+	}
+}
+
+// The early polls promise a read of every upstream inside every window as
+// long as the interval (TestEarlyPollsLandInEveryWindow). A regular poll
+// spreads its one-upstream requests over spread() (10 × the last poll's
+// request time), the client sending upstream i of n at start + i·spread/n.
+// When one poll's requests take a little longer than the one before (1 ms
+// each, then 1.25 ms: APISIX a little busier), the last upstream's request
+// moves later by more than the 2 % the poll came early, and its reads are
+// more than an interval apart even at the earliest draw.
+func TestSpreadKeepsEveryUpstreamWithinTheInterval(t *testing.T) {
+	const n = 20
+	d := &Daemon{}
+	d.polls.budget.effective = time.Second
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	d.env.now = func() time.Time { return at }
+	d.env.early = func(g time.Duration) time.Duration { return time.Duration(float64(g) * earlyMin) }
+	last := func(spread time.Duration) time.Duration { return time.Duration(n-1) * (spread / n) }
+
+	d.polls.budget.last = health.PollCost{One: n * time.Millisecond, OneRequests: n}
+	first := last(d.polls.budget.spread()) // the poll at `at`
+	d.polls.budget.regCost(health.PollCost{One: n * 1250 * time.Microsecond, OneRequests: n})
+	grid := &resetTicker{fakeTicker: newFakeTicker()}
+	d.nextPoll(grid, at)
+	second := grid.last + last(d.polls.budget.spread()) // the next poll, from `at`
+	if gap := second - first; gap >= d.polls.budget.effective {
+		t.Errorf("upstream %d read %v after its last read, at the earliest draw: a window of %v can fall between", n, gap, d.polls.budget.effective)
 	}
 }
