@@ -3,6 +3,7 @@ package apisix
 import (
 	"encoding/json"
 	"github.com/rhi-daemon/rhi/internal/health"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -310,6 +311,100 @@ func TestAnswerNamesItsResource(t *testing.T) {
 			err := answersFor(tt.status, "application/json", []byte(tt.body), tt.ref)
 			if (err == nil) != tt.ok {
 				t.Errorf("answersFor(%d, %s, %v) = %v; want ok %v", tt.status, tt.body, tt.ref, err, tt.ok)
+			}
+		})
+	}
+}
+
+// Every one-resource answer in testdata is accepted for the request it
+// answered (the resource APISIX's own test asked for, or the file's
+// realistic one), under every key spelling a config may use for it: the
+// check must never turn a genuine answer into Failed, which the failure
+// policy would judge. The refs here are written out, not read from the
+// bodies, so a body whose name does not match its request would show.
+func TestRealAnswersAreForTheirRequest(t *testing.T) {
+	api := "/apisix/upstreams/api"
+	for file, key := range map[string]string{
+		"t-2.15.3-control-healthcheck-TEST1-upstreams-1.json":      "/upstreams/1",
+		"t-2.15.3-control-healthcheck-TEST3-services-1.json":       "/services/1",
+		"t-3.18.0-control-healthcheck-TEST2-routes-1.json":         "/routes/1",
+		"t-3.18.0-control-healthcheck-TEST3-services-1.json":       "/services/1",
+		"t-3.18.0-control-healthcheck-TEST5-404.json":              "/routes/1",
+		"t-3.18.0-control-healthcheck-TEST7-routes-1-passive.json": "/routes/1",
+		"v2-upstream-all-healthy.json":                             api,
+		"v2-upstream-all-unhealthy.json":                           api,
+		"v2-upstream-mixed.json":                                   api,
+		"v3-mostly-healthy.json":                                   api,
+		"v3-mostly-unhealthy.json":                                 api,
+		"v3-route-inline-yaml-mode.json":                           "/routes/1",
+		"v3-service-active-port-override.json":                     "/services/1",
+		"v3-stream-route.json":                                     "/apisix/stream_routes/1",
+		"v3-upstream-all-healthy.json":                             api,
+		"v3-upstream-all-unhealthy.json":                           api,
+		"v3-upstream-mixed.json":                                   api,
+		"v3-upstream-no-checker-yet.json":                          api,
+		"v3-upstream-pending-purge.json":                           api,
+		"v3.3-upstream-mixed-no-hostname.json":                     api,
+		"error-404-no-checker.json":                                api,
+		"error-404-not-found.json":                                 api,
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := http.StatusOK
+		if strings.HasPrefix(file, "error-404") || strings.HasSuffix(file, "-404.json") {
+			status = http.StatusNotFound
+		}
+		ref, err := health.ParseRef(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same resource as etcd mode (default and custom prefix) and
+		// standalone mode name it: only type and id identify it.
+		for _, k := range []string{key, "/apisix/" + ref.Type + "/" + ref.ID, "/" + ref.Type + "/" + ref.ID, "/gw/prod/" + ref.Type + "/" + ref.ID} {
+			r, err := health.ParseRef(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := answersFor(status, "application/json", b, r); err != nil {
+				t.Errorf("%s for %s: %v", file, k, err)
+			}
+		}
+	}
+}
+
+// The spellings APISIX has used that the fixtures do not all hold: ids of
+// every character the config admits, a custom etcd prefix, 2.x's escaped
+// slashes for each type, and JSON's \u escapes. A look-alike of another
+// type or id is refused.
+func TestAnswerNameSpellings(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		ref        health.Ref
+		ok         bool
+	}{
+		{"id of every admitted character", `{"name":"/apisix/upstreams/A.b-9_z","nodes":{}}`, health.Ref{Type: "upstreams", ID: "A.b-9_z"}, true},
+		{"64-character id", `{"name":"/apisix/routes/` + strings.Repeat("x", 64) + `","nodes":{}}`, health.Ref{Type: "routes", ID: strings.Repeat("x", 64)}, true},
+		{"custom etcd prefix", `{"name":"/gw/prod/services/web","nodes":{}}`, health.Ref{Type: "services", ID: "web"}, true},
+		{"2.x service", `{"healthy_nodes":{},"name":"upstream#\/apisix\/services\/1","nodes":[],"src_id":"1","src_type":"services"}`, health.Ref{Type: "services", ID: "1"}, true},
+		{"2.x route, plain slashes (3.2)", `{"healthy_nodes":{},"name":"upstream#/apisix/routes/1","nodes":[],"src_id":"1","src_type":"routes"}`, health.Ref{Type: "routes", ID: "1"}, true},
+		{"unicode escapes", `{"name":"\u002fapisix\u002fupstreams\u002f1","nodes":{}}`, health.Ref{Type: "upstreams", ID: "1"}, true},
+		{"404 of a stream route", `{"error_msg":"stream_routes[1] not found"}`, health.Ref{Type: "stream_routes", ID: "1"}, true},
+		{"stream route for a route", `{"name":"/apisix/stream_routes/1","nodes":{}}`, health.Ref{Type: "routes", ID: "1"}, false},
+		{"route for a stream route", `{"name":"/apisix/routes/1","nodes":{}}`, health.Ref{Type: "stream_routes", ID: "1"}, false},
+		{"404 of a stream route for a route", `{"error_msg":"stream_routes[1] not found"}`, health.Ref{Type: "routes", ID: "1"}, false},
+		{"id that ends the asked one", `{"name":"/apisix/upstreams/x.1","nodes":{}}`, health.Ref{Type: "upstreams", ID: "1"}, false},
+		{"name that only starts with the asked one", `{"name":"/apisix/upstreams/1/","nodes":{}}`, health.Ref{Type: "upstreams", ID: "1"}, false},
+		{"404 no checker of an id ending the asked one", `{"error_msg":"no checker for upstreams[x1]"}`, health.Ref{Type: "upstreams", ID: "1"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status := http.StatusOK
+			if strings.Contains(tt.body, "error_msg") {
+				status = http.StatusNotFound
+			}
+			if err := answersFor(status, "application/json", []byte(tt.body), tt.ref); (err == nil) != tt.ok {
+				t.Errorf("answersFor(%s, %v) = %v; want ok %v", tt.body, tt.ref, err, tt.ok)
 			}
 		})
 	}

@@ -161,13 +161,12 @@ func (b *pollBudget) spread() time.Duration {
 // regrid sets the regular grid to the interval the budget allows, logging
 // once when it stretches the configured one.
 func (d *Daemon) regrid() {
-	reg, _ := d.polls.budget.intervals(d.cfg, d.polls.fast.n > 0)
-	if reg > d.cfg.PollInterval {
-		// The estimate moves a little every poll; the grid need not.
-		reg = reg.Round(10 * time.Millisecond)
-	}
+	reg := d.gridInterval()
 	b := &d.polls.budget
-	if reg == b.effective {
+	if reg == b.effective && (reg > d.cfg.PollInterval || b.stretchedSince.IsZero()) {
+		// Unchanged. A reload sets the grid back to the configured
+		// interval before its poll (Run): a stretch that ended there
+		// still has to end here.
 		return
 	}
 	b.effective = reg
@@ -196,14 +195,27 @@ func (d *Daemon) regrid() {
 	e.Debug("apisix_poll_interval stretched")
 }
 
+// gridInterval is the regular grid's interval the budget allows now. A
+// stretched one is rounded up to 10 ms: the estimate moves a little every
+// poll, the grid need not, and rounding down would take more than the
+// budget.
+func (d *Daemon) gridInterval() time.Duration {
+	reg, _ := d.polls.budget.intervals(d.cfg, d.polls.fast.n > 0)
+	if reg > d.cfg.PollInterval {
+		const step = 10 * time.Millisecond
+		if r := reg.Truncate(step); r < reg {
+			reg = r + step
+		}
+	}
+	return reg
+}
+
 // notePolling files the pace of the polls for /status and /metrics: the
 // intervals the budget allows now, what the polls cost, what moves.
 func (d *Daemon) notePolling() {
 	b := &d.polls.budget
-	reg, fast := b.intervals(d.cfg, d.polls.fast.n > 0)
-	if reg > d.cfg.PollInterval {
-		reg = reg.Round(10 * time.Millisecond)
-	}
+	reg := d.gridInterval()
+	_, fast := b.intervals(d.cfg, d.polls.fast.n > 0)
 	if d.cfg.FastPollInterval <= 0 {
 		fast = 0
 	}

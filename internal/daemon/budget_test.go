@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rhi-daemon/rhi/internal/config"
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // The budget keeps regular and fast polls within apisix_poll_budget of
@@ -81,8 +82,9 @@ func TestBudgetStretchesTheGrid(t *testing.T) {
 		r.d.regrid()
 		r.d.nextPoll(grid, r.d.env.now())
 	}
-	// 10 ms a poll at 1 %, polls 6 % early on average: 1.06 s.
-	if want := 1060 * time.Millisecond; grid.last != want {
+	// 10 ms a poll at 1 %, polls 6 % early on average: 1.064 s, rounded
+	// up to the 10 ms grid.
+	if want := 1070 * time.Millisecond; grid.last != want {
 		t.Errorf("grid reset to %v, want %v", grid.last, want)
 	}
 	warns := 0
@@ -96,7 +98,7 @@ func TestBudgetStretchesTheGrid(t *testing.T) {
 	}
 	r.d.tick(context.Background())
 	p := r.d.Status().ControlAPI.Polling
-	if p.EffectiveInterval != 1060*time.Millisecond || p.StretchedSince.IsZero() || p.PollCost != 10*time.Millisecond || p.BudgetPercent != 1 {
+	if p.EffectiveInterval != 1070*time.Millisecond || p.StretchedSince.IsZero() || p.PollCost != 10*time.Millisecond || p.BudgetPercent != 1 {
 		t.Errorf("status polling %+v", p)
 	}
 	r.h.each = 0
@@ -201,5 +203,103 @@ func TestEarlyPollsLandInEveryWindow(t *testing.T) {
 		if e := randomEarly(interval); e < interval*2/100 || e > interval*10/100 {
 			t.Fatalf("randomEarly(%v) = %v, want 2-10 %%", interval, e)
 		}
+	}
+}
+
+// A reload sets the grid back to the configured interval before its poll
+// (Run). When the cost that stretched it is gone by then, the interval is
+// not stretched any more: /status must not keep a stretched_since, and the
+// log says the configured interval is back.
+func TestReloadEndsAStretch(t *testing.T) {
+	cfg := fastSeed()
+	cfg.PollInterval, cfg.PollBudget = 200*time.Millisecond, 1
+	r := newFastRig(t, cfg, newFakeLink())
+	for _, k := range []string{api, auth, admin, primary, reserve} {
+		r.h.res[k] = up(2, 2, 0)
+	}
+	r.d.env.early = func(time.Duration) time.Duration { return 0 }
+	grid := &resetTicker{fakeTicker: newFakeTicker()}
+	poll := func() {
+		r.d.tick(context.Background())
+		r.d.regrid()
+		r.d.nextPoll(grid, r.d.env.now())
+	}
+	r.h.each = 2 * time.Millisecond // 10 ms a poll: stretched at 1 %
+	for range 4 {
+		poll()
+	}
+	if r.d.polls.budget.stretchedSince.IsZero() {
+		t.Fatal("the grid did not stretch")
+	}
+	// What Run does on a reload, then its poll, which costs nothing: the
+	// estimate (the least of the last few) is 0 from it on.
+	r.h.each = 0
+	next := fastSeed()
+	next.PollInterval, next.PollBudget = cfg.PollInterval, cfg.PollBudget
+	r.d.applyReload(next)
+	r.d.polls.budget.effective = r.d.cfg.PollInterval
+	poll()
+	if r.d.polls.budget.effective != cfg.PollInterval {
+		t.Fatalf("effective %v, want the configured %v", r.d.polls.budget.effective, cfg.PollInterval)
+	}
+	r.d.tick(context.Background())
+	if p := r.d.Status().ControlAPI.Polling; !p.StretchedSince.IsZero() || p.EffectiveInterval != cfg.PollInterval {
+		t.Errorf("status: effective %v, stretched since %v; want %v and not stretched", p.EffectiveInterval, p.StretchedSince, cfg.PollInterval)
+	}
+	back := 0
+	for _, e := range r.logs.AllEntries() {
+		if e.Message == "poll interval back to the configured one" {
+			back++
+		}
+	}
+	if back != 1 {
+		t.Errorf("%d logs of the interval back, want 1", back)
+	}
+}
+
+// A stretched interval is rounded to 10 ms for a steady grid; rounding it
+// down would take more than the budget. Cost 9.8 ms at 10 %: the mean gap
+// must be at least 98 ms, so the interval at least 104.3 ms.
+func TestStretchRoundsUp(t *testing.T) {
+	cfg := fastSeed()
+	cfg.PollInterval, cfg.PollBudget, cfg.FastPollInterval = 100*time.Millisecond, 10, 0
+	r := newFastRig(t, cfg, newFakeLink())
+	r.d.polls.budget.reg = 9800 * time.Microsecond
+	r.d.regrid()
+	eff := r.d.polls.budget.effective
+	if used := float64(r.d.polls.budget.reg) / (float64(eff) * (1 - earlyMean)); used > share(cfg) {
+		t.Errorf("effective %v: %.2f %% of a worker, over the %v %% budget", eff, 100*used, float64(cfg.PollBudget))
+	}
+	r.d.notePolling()
+	if got := r.d.polls.stats.polling.EffectiveInterval; got != eff {
+		t.Errorf("/status says %v, the grid runs at %v", got, eff)
+	}
+}
+
+// The early polls promise a read of every upstream inside every window as
+// long as the interval (TestEarlyPollsLandInEveryWindow). A regular poll
+// spreads its one-upstream requests over spread() (10 × the last poll's
+// request time), the client sending upstream i of n at start + i·spread/n.
+// When one poll's requests take a little longer than the one before (1 ms
+// each, then 1.25 ms: APISIX a little busier), the last upstream's request
+// moves later by more than the 2 % the poll came early, and its reads are
+// more than an interval apart even at the earliest draw.
+func TestSpreadKeepsEveryUpstreamWithinTheInterval(t *testing.T) {
+	const n = 20
+	d := &Daemon{}
+	d.polls.budget.effective = time.Second
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	d.env.now = func() time.Time { return at }
+	d.env.early = func(g time.Duration) time.Duration { return time.Duration(float64(g) * earlyMin) }
+	last := func(spread time.Duration) time.Duration { return time.Duration(n-1) * (spread / n) }
+
+	d.polls.budget.last = health.PollCost{One: n * time.Millisecond, OneRequests: n}
+	first := last(d.polls.budget.spread()) // the poll at `at`
+	d.polls.budget.regCost(health.PollCost{One: n * 1250 * time.Microsecond, OneRequests: n})
+	grid := &resetTicker{fakeTicker: newFakeTicker()}
+	d.nextPoll(grid, at)
+	second := grid.last + last(d.polls.budget.spread()) // the next poll, from `at`
+	if gap := second - first; gap >= d.polls.budget.effective {
+		t.Errorf("upstream %d read %v after its last read, at the earliest draw: a window of %v can fall between", n, gap, d.polls.budget.effective)
 	}
 }

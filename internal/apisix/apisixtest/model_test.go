@@ -228,3 +228,24 @@ func TestMovingReads(t *testing.T) {
 		t.Errorf("%d moving reads of a resource never read", got)
 	}
 }
+
+// A moving read is an answer its reader could see a node between states
+// in: one cut short (Truncated) shows the reader nothing and is not
+// counted; a whole one, stalled first or not, is.
+func TestMovingReadsCountWholeAnswersOnly(t *testing.T) {
+	for _, tt := range []struct {
+		fault apisixtest.Fault
+		want  int
+	}{
+		{apisixtest.NoFault, 1},
+		{apisixtest.Truncated, 0},
+	} {
+		s := apisixtest.New()
+		s.SetNodes(api, n("10.0.0.1", 80, apisixtest.MostlyHealthy))
+		s.SetFault(api, tt.fault)
+		serve(s, "/v1/healthcheck/upstreams/api")
+		if got := s.MovingReads(api); got != tt.want {
+			t.Errorf("fault %v: %d moving reads, want %d", tt.fault, got, tt.want)
+		}
+	}
+}

@@ -615,6 +615,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// stall stands for something in front of APISIX: the worker
 		// sees the request when it is released).
 		a = s.serve(r)
+		if fault != Truncated {
+			s.noteMoving(r, a)
+		}
 	}
 	switch fault {
 	case NoFault, Stall:
@@ -782,11 +785,20 @@ func (s *Server) answer(r *http.Request, wk int) answer {
 	case acceptsHTML(r):
 		return s.htmlPage([]health.Ref{ref})
 	}
-	a := jsonAnswer(res.format, s.entry(ref, res))
-	if a.status == http.StatusOK && bytes.Contains(a.body, []byte(`"mostly_`)) {
-		s.movingReads[ref]++
+	return jsonAnswer(res.format, s.entry(ref, res))
+}
+
+// noteMoving counts a, the answer to r that its reader gets whole, in
+// MovingReads when it is a one-resource answer that shows a node between
+// states.
+func (s *Server) noteMoving(r *http.Request, a answer) {
+	ref, ok := resourceOf(r)
+	if !ok || a.status != http.StatusOK || a.contentType != "application/json" || !bytes.Contains(a.body, []byte(`"mostly_`)) {
+		return
 	}
-	return a
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.movingReads[ref]++
 }
 
 // MovingReads is the number of one-resource answers for ref that showed a
