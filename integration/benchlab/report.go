@@ -129,7 +129,7 @@ func (r *report) printSteps(w io.Writer) {
 		return
 	}
 	fmt.Fprintln(w, "\nWithdraws behind the fake's checker (APISIX 3.18's defaults: a check a second, a dying node")
-	fmt.Fprintln(w, "mostly_healthy for one check), backends killed at a random phase, fast_poll_interval 100ms.")
+	fmt.Fprintln(w, "mostly_healthy for one check), backends killed at a random point of the poll interval, fast_poll_interval 100ms.")
 	fmt.Fprintln(w, "rhi's share: the last node unhealthy in the fake -> the route gone at the peer, median / worst.")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "poll	trials	rhi's share	mostly_healthy window read")

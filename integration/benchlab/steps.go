@@ -30,8 +30,8 @@ var stepsRef = health.Ref{Type: "upstreams", ID: "1"}
 
 // runSteps kills the backends of one VIP's upstream while the fake's
 // checker steps its nodes as APISIX 3.18 does with its defaults (a check a
-// second, healthy → mostly_healthy → unhealthy), at a random phase to
-// rhi's polls, and times rhi's share of each withdraw, with fast polls at
+// second, healthy → mostly_healthy → unhealthy), at a random point of
+// rhi's poll interval, and times rhi's share of each withdraw, with fast polls at
 // their default interval.
 func runSteps(ctx context.Context, bins site.Binaries, poll time.Duration, trials int, rng *rand.Rand, r *report) (err error) {
 	l, err := newLab(ctx)

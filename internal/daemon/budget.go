@@ -36,6 +36,7 @@ type pollBudget struct {
 	reg, fast         time.Duration
 	regRing, fastRing recent
 	last              health.PollCost // the last regular poll's
+	spreadUsed        time.Duration   // what the last regular poll's requests were spread over
 	spent             time.Duration   // every measured request's time, ever
 	// effective is the regular grid's interval now.
 	effective time.Duration
@@ -50,6 +51,7 @@ func share(cfg *config.Config) float64 { return float64(cfg.PollBudget) / 100 }
 
 // regCost files a regular poll's cost.
 func (b *pollBudget) regCost(c health.PollCost) {
+	b.spreadUsed = b.spread() // what the poll that cost c was spread over
 	b.last = c
 	b.spent += c.Busy
 	b.reg = b.regRing.add(c.Busy)
@@ -128,9 +130,17 @@ func randomEarly(interval time.Duration) time.Duration {
 // interval, less the loop's early draw, after the tick at at. A poll that
 // ran past that skips to the next gap, so a stalled control API is
 // polled at the interval, not back to back.
+//
+// A poll spreads its one-upstream requests (spread), the last one going
+// out nearly a whole spread after the poll starts. When the next poll's
+// spread is longer, its last request would come that much later than the
+// last one before, past the interval: the gap is shortened by the growth,
+// so that every upstream, not only the first, is read at least once an
+// interval.
 func (d *Daemon) nextPoll(t ticker, at time.Time) {
-	gap := d.polls.budget.effective
-	gap -= d.env.early(gap)
+	b := &d.polls.budget
+	gap := b.effective
+	gap -= d.env.early(gap) + max(0, b.spread()-b.spreadUsed)
 	wait := gap - d.env.now().Sub(at)
 	for gap > 0 && wait <= 0 {
 		wait += gap

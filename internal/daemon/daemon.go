@@ -331,7 +331,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case r := <-d.in.reloads:
 			d.applyReload(r.cfg)
 			close(r.applied)
-			d.polls.budget.effective = d.cfg.PollInterval
+			// A new config is judged afresh: its interval, and a stretch
+			// of it is warned about once more.
+			d.polls.budget.effective, d.polls.budget.warned = d.cfg.PollInterval, false
 			at := d.env.now()
 			d.tick(ctx)
 			d.regrid()

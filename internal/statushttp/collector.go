@@ -46,7 +46,7 @@ var (
 	famInterval = family{"rhi_poll_interval_seconds",
 		"apisix_poll_interval: the configured interval of the regular polls.", "gauge", nil}
 	famEffective = family{"rhi_poll_interval_effective_seconds",
-		"The regular polls' interval now: apisix_poll_interval, or longer while apisix_poll_budget stretches it.", "gauge", nil}
+		"The regular polls' interval now: apisix_poll_interval, or longer while apisix_poll_budget stretches it; each poll comes a random 2-10 % of it early.", "gauge", nil}
 	famPollCost = family{"rhi_poll_cost_seconds",
 		"What the last regular poll took of APISIX's control-API time, measured request by request.", "gauge", nil}
 	famCostTotal = family{"rhi_control_api_cost_seconds_total",
