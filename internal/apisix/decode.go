@@ -119,21 +119,24 @@ func errorMessage(contentType string, body []byte) (string, bool) {
 	if isHTML(contentType) {
 		return "", false
 	}
+	return stringKey(body, "error_msg")
+}
+
+// stringKey returns the string under key of the JSON object body; false
+// when body is not valid JSON, not an object, or has no string there.
+func stringKey(body []byte, key string) (string, bool) {
 	if !validJSON(body) {
 		return "", false
 	}
 	w := &walker{b: body}
-	var msg string
+	var v string
 	var ok bool
-	err := w.object([]string{"error_msg"}, func(int) error {
+	err := w.object([]string{key}, func(int) error {
 		var err error
-		msg, ok, err = w.stringValue()
+		v, ok, err = w.stringValue()
 		return err
 	})
-	if err != nil || !ok {
-		return "", false
-	}
-	return msg, true
+	return v, err == nil && ok
 }
 
 // short keeps a server's message from flooding the logs.
@@ -375,16 +378,8 @@ func answersFor(status int, contentType string, body []byte, ref health.Ref) err
 // object with a string name.
 func bodyName(body []byte) (string, bool) {
 	b := trimJSONSpace(body)
-	if len(b) == 0 || b[0] != '{' || !validJSON(b) {
+	if len(b) == 0 || b[0] != '{' {
 		return "", false
 	}
-	w := &walker{b: b}
-	var name string
-	var ok bool
-	err := w.object([]string{"name"}, func(int) error {
-		var err error
-		name, ok, err = w.stringValue()
-		return err
-	})
-	return name, err == nil && ok
+	return stringKey(b, "name")
 }
