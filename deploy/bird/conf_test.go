@@ -52,9 +52,14 @@ func birds(t *testing.T) []birdBin {
 }
 
 // eachBird runs f as a subtest for every BIRD present.
+// The BIRDs run side by side: each parse is a process that mostly waits
+// to start.
 func eachBird(t *testing.T, f func(t *testing.T, b birdBin)) {
 	for _, b := range birds(t) {
-		t.Run(b.name, func(t *testing.T) { f(t, b) })
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, b)
+		})
 	}
 }
 
