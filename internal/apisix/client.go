@@ -365,8 +365,9 @@ func (c *Client) fetchNoted(ctx context.Context, ref health.Ref, note *connNote)
 	if err != nil {
 		r = failed(err)
 	} else {
-		r = classify(a.status, a.contentType, a.body)
-		if err := answersFor(a.status, a.contentType, a.body, ref); err != nil && r.Verdict != health.Failed {
+		var about string
+		r, about = classify(a.status, a.contentType, a.body)
+		if err := answersFor(a.status, about, ref); err != nil && r.Verdict != health.Failed {
 			r = failed(err)
 		}
 		if note != nil && (a.status == http.StatusNoContent || a.status == http.StatusNotModified) {

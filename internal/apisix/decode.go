@@ -16,7 +16,8 @@ import (
 // order; APISIX sends an empty list as {} (a Lua empty table encoded by
 // cjson), as [] in the newest code, or leaves it out.
 type healthBody struct {
-	name         bool // "name" holds a string
+	name         []byte // "name" as quoted in the body, when a string
+	nameEsc      bool   // it holds an escape
 	nodes        []byte
 	healthyNodes []byte // 2.x–3.2 only
 	v2           bool   // src_type, src_id or healthy_nodes: keys only 2.x–3.2 sends
@@ -53,13 +54,14 @@ func readHealthBody(w *walker) (healthBody, error) {
 		var err error
 		switch k {
 		case keyName:
-			// Only whether it is a string matters: no copy of it. The
-			// body is valid JSON, so its escapes are.
+			// Kept as quoted, no copy: whether it is a string decides
+			// the body, the text is read only to check it names the
+			// resource asked for. The body is valid JSON, so its escapes
+			// are.
 			if w.peek() != '"' {
 				return w.skip()
 			}
-			_, _, err = w.str()
-			h.name = err == nil
+			h.name, h.nameEsc, err = w.str()
 		case keyNodes:
 			h.nodes, err = w.raw()
 		case keyHealthyNodes:
@@ -77,39 +79,41 @@ func readHealthBody(w *walker) (healthBody, error) {
 	return h, err
 }
 
-// classify turns one HTTP answer into a Result. The error it carries does not
-// name the request; the caller adds that.
-func classify(status int, contentType string, body []byte) health.Result {
+// classify turns one HTTP answer into a Result, and returns what the answer
+// says it is about (answersFor checks it): a 200 body's name, a 404's
+// error_msg, "" for any other. The error it carries does not name the
+// request; the caller adds that.
+func classify(status int, contentType string, body []byte) (r health.Result, about string) {
 	switch status {
 	case http.StatusOK:
 		if isHTML(contentType) {
 			// APISIX 3.3+ renders HTML when it thinks a browser asks.
-			return failed(fmt.Errorf("HTTP 200 with content type %q", contentType))
+			return failed(fmt.Errorf("HTTP 200 with content type %q", contentType)), ""
 		}
-		return decodeHealth(body)
+		return decodeHealthNamed(body)
 	case http.StatusNotFound:
 		return classifyNotFound(contentType, body)
 	}
 	if msg, ok := errorMessage(contentType, body); ok {
-		return failed(fmt.Errorf("HTTP %d: %q", status, short(msg)))
+		return failed(fmt.Errorf("HTTP %d: %q", status, short(msg))), ""
 	}
-	return failed(fmt.Errorf("HTTP %d", status))
+	return failed(fmt.Errorf("HTTP %d", status)), ""
 }
 
 // classifyNotFound tells APISIX's two meaningful 404s ("no checker for
 // upstreams[api]", "upstreams[api] not found") from every other 404: a
 // missing src id, nginx's HTML page for an unknown path, a proxy's page.
-func classifyNotFound(contentType string, body []byte) health.Result {
+func classifyNotFound(contentType string, body []byte) (health.Result, string) {
 	msg, ok := errorMessage(contentType, body)
 	switch {
 	case !ok:
-		return failed(fmt.Errorf("HTTP 404 without an APISIX error body (content type %q)", contentType))
+		return failed(fmt.Errorf("HTTP 404 without an APISIX error body (content type %q)", contentType)), ""
 	case strings.HasPrefix(msg, "no checker for "):
-		return health.Result{Verdict: health.NoChecker, Err: fmt.Errorf("HTTP 404: %q", short(msg))}
+		return health.Result{Verdict: health.NoChecker, Err: fmt.Errorf("HTTP 404: %q", short(msg))}, msg
 	case strings.HasSuffix(msg, " not found"):
-		return health.Result{Verdict: health.NotFound, Err: fmt.Errorf("HTTP 404: %q", short(msg))}
+		return health.Result{Verdict: health.NotFound, Err: fmt.Errorf("HTTP 404: %q", short(msg))}, msg
 	default:
-		return failed(fmt.Errorf("HTTP 404: %q", short(msg)))
+		return failed(fmt.Errorf("HTTP 404: %q", short(msg))), msg
 	}
 }
 
@@ -119,24 +123,18 @@ func errorMessage(contentType string, body []byte) (string, bool) {
 	if isHTML(contentType) {
 		return "", false
 	}
-	return stringKey(body, "error_msg")
-}
-
-// stringKey returns the string under key of the JSON object body; false
-// when body is not valid JSON, not an object, or has no string there.
-func stringKey(body []byte, key string) (string, bool) {
 	if !validJSON(body) {
 		return "", false
 	}
 	w := &walker{b: body}
-	var v string
+	var msg string
 	var ok bool
-	err := w.object([]string{key}, func(int) error {
+	err := w.object([]string{"error_msg"}, func(int) error {
 		var err error
-		v, ok, err = w.stringValue()
+		msg, ok, err = w.stringValue()
 		return err
 	})
-	return v, err == nil && ok
+	return msg, err == nil && ok
 }
 
 // short keeps a server's message from flooding the logs.
@@ -152,31 +150,43 @@ func short(s string) string {
 // format only: one that carries keys of both is Failed, since which rules
 // apply is then a guess.
 func decodeHealth(body []byte) health.Result {
+	r, _ := decodeHealthNamed(body)
+	return r
+}
+
+// decodeHealthNamed is decodeHealth that also returns the body's name
+// ("" when it has none).
+func decodeHealthNamed(body []byte) (health.Result, string) {
 	b := trimJSONSpace(body)
 	if !validJSON(b) {
 		var v any
-		return failed(fmt.Errorf("decode: %w", json.Unmarshal(b, &v)))
+		return failed(fmt.Errorf("decode: %w", json.Unmarshal(b, &v))), ""
 	}
 	if b[0] != '{' {
 		// A top-level array is what the list endpoint sends.
-		return failed(fmt.Errorf("decode: body is %s, not an object", kindOf(b)))
+		return failed(fmt.Errorf("decode: body is %s, not an object", kindOf(b))), ""
 	}
 	h, err := readHealthBody(&walker{b: b})
 	if err != nil {
-		return failed(fmt.Errorf("decode: %w", err))
+		return failed(fmt.Errorf("decode: %w", err)), ""
 	}
 	// Both formats always carry a name. Requiring it keeps an empty object
 	// ({} is also the empty list endpoint's answer) from reading as "no
 	// checker", which counts as healthy by default.
-	switch {
-	case !h.name:
-		return failed(errors.New(`decode: "name" missing or not a string`))
-	case h.v2 && h.v3:
-		return failed(errors.New(`decode: body mixes the 2.x-3.2 format (src_type, src_id, healthy_nodes) with the 3.3+ one (type)`))
-	case h.v2:
-		return decodeV2(&h)
+	if h.name == nil {
+		return failed(errors.New(`decode: "name" missing or not a string`)), ""
 	}
-	return decodeV3(h.nodes)
+	name, err := unquote(h.name, h.nameEsc)
+	if err != nil {
+		return failed(fmt.Errorf("decode: name: %w", err)), ""
+	}
+	switch {
+	case h.v2 && h.v3:
+		return failed(errors.New(`decode: body mixes the 2.x-3.2 format (src_type, src_id, healthy_nodes) with the 3.3+ one (type)`)), name
+	case h.v2:
+		return decodeV2(&h), name
+	}
+	return decodeV3(h.nodes), name
 }
 
 // node is what matters of one 3.3+ node: whether its status is one APISIX
@@ -354,32 +364,24 @@ func refPath(r health.Ref) string {
 // sends one answer too many shifts every later answer onto the wrong
 // request. Checking the name turns that into an unreadable upstream
 // instead of another upstream's health.
-func answersFor(status int, contentType string, body []byte, ref health.Ref) error {
+//
+// about is what classify read of the answer; "" (an answer classify has
+// failed, or one that names nothing) passes.
+func answersFor(status int, about string, ref health.Ref) error {
+	if about == "" {
+		return nil
+	}
 	switch status {
 	case http.StatusOK:
-		name, ok := bodyName(body)
-		if !ok {
-			return nil // decodeHealth has failed the body already
-		}
-		if !strings.HasSuffix(name, "/"+ref.Type+"/"+ref.ID) {
-			return fmt.Errorf("answer names %q, not %s/%s", short(name), ref.Type, ref.ID)
+		if !strings.HasSuffix(about, "/"+ref.Type+"/"+ref.ID) {
+			return fmt.Errorf("answer names %q, not %s/%s", short(about), ref.Type, ref.ID)
 		}
 	case http.StatusNotFound:
-		msg, ok := errorMessage(contentType, body)
+		msg := about
 		res := ref.Type + "[" + ref.ID + "]"
-		if ok && msg != "no checker for "+res && msg != res+" not found" && (strings.HasPrefix(msg, "no checker for ") || strings.HasSuffix(msg, " not found")) {
+		if msg != "no checker for "+res && msg != res+" not found" && (strings.HasPrefix(msg, "no checker for ") || strings.HasSuffix(msg, " not found")) {
 			return fmt.Errorf("HTTP 404 %q is not about %s[%s]", short(msg), ref.Type, ref.ID)
 		}
 	}
 	return nil
-}
-
-// bodyName returns a health-checker body's name, when it is a JSON
-// object with a string name.
-func bodyName(body []byte) (string, bool) {
-	b := trimJSONSpace(body)
-	if len(b) == 0 || b[0] != '{' {
-		return "", false
-	}
-	return stringKey(b, "name")
 }
