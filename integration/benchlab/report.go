@@ -132,9 +132,9 @@ func (r *report) printSteps(w io.Writer) {
 	fmt.Fprintln(w, "mostly_healthy for one check), backends killed at a random point of the poll interval, fast_poll_interval 100ms.")
 	fmt.Fprintln(w, "rhi's share: the last node unhealthy in the fake -> the route gone at the peer, median / worst.")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "poll	trials	rhi's share	mostly_healthy window read")
+	fmt.Fprintln(tw, "poll\ttrials\trhi's share\tmostly_healthy window read")
 	for _, st := range r.steps {
-		fmt.Fprintf(tw, "%s	%d	%s	%d of %d\n", st.poll, len(st.shares), site.Summarize(st.shares), st.caught, len(st.shares))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d of %d\n", st.poll, len(st.shares), site.Summarize(st.shares), st.caught, len(st.shares))
 	}
 	tw.Flush()
 }
