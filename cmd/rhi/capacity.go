@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -17,7 +18,7 @@ func capacityWhy(v status.VIPStatus) string {
 	var out []string
 	for _, u := range v.Upstreams {
 		if u.MinHealthy != "" && (u.Verdict == "up" || u.Verdict == "down") && u.Healthy < u.Needed {
-			out = append(out, fmt.Sprintf("%s: %d of %d healthy, needs %s", shortKey(u.Key), u.Healthy, u.Nodes, u.MinHealthy))
+			out = append(out, fmt.Sprintf("%s: %d of %d healthy, needs %s", health.ShortKey(u.Key), u.Healthy, u.Nodes, u.MinHealthy))
 		}
 	}
 	if p := v.Probe; p != nil && p.Result != "up" {

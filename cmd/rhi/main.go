@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/logfile"
 )
@@ -198,7 +199,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok
 // loadConfig loads the config at path; on failure it prints every problem
 // to stderr and ok is false (the caller exits 2).
 func loadConfig(path string, stderr io.Writer) (cfg *config.Config, ok bool) {
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(path, apisix.UpstreamKey)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return nil, false

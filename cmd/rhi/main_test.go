@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/logfile"
 )
@@ -18,7 +19,7 @@ func TestCheckConfigSeed(t *testing.T) {
 		t.Fatalf("exit %d, stderr %s", code, errb.String())
 	}
 	// The printed effective config is itself a valid config with defaults.
-	cfg, err := config.Parse("printed", out.Bytes())
+	cfg, err := config.Parse("printed", out.Bytes(), apisix.UpstreamKey)
 	if err != nil {
 		t.Fatalf("printed config does not parse: %v\n%s", err, out.String())
 	}
@@ -39,14 +40,14 @@ func TestShippedExampleIsValid(t *testing.T) {
 // valid and lists no VIP, so rhi started before anyone edits it (at boot,
 // once enabled) puts nothing on rhi0.
 func TestShippedConffileAnnouncesNothing(t *testing.T) {
-	cfg, err := config.Load("../../deploy/rhi.minimal.yaml")
+	cfg, err := config.Load("../../deploy/rhi.minimal.yaml", apisix.UpstreamKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cfg.VIPs) != 0 {
 		t.Errorf("deploy/rhi.minimal.yaml has %d VIPs, want none", len(cfg.VIPs))
 	}
-	example, err := config.Load("../../deploy/rhi.yaml")
+	example, err := config.Load("../../deploy/rhi.yaml", apisix.UpstreamKey)
 	if err != nil {
 		t.Fatal(err)
 	}

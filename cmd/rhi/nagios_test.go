@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/router"
 )
 
@@ -22,7 +22,7 @@ func TestVerifyNagiosGolden(t *testing.T) {
 		code int
 	}{
 		{"daemon-consistent", verifyEnv{bird: "up-vip", daemon: vDaemonWants(true, true), iface: vBoth}, nagiosOK},
-		{"poll-withdrawn-no-status-listen", verifyEnv{bird: "up-novip", noStatus: true, api: map[health.Ref]string{vAPI4: apisixtest.Unhealthy, vAPI6: apisixtest.Unhealthy}}, nagiosOK},
+		{"poll-withdrawn-no-status-listen", verifyEnv{bird: "up-novip", noStatus: true, api: map[apisix.Ref]string{vAPI4: apisixtest.Unhealthy, vAPI6: apisixtest.Unhealthy}}, nagiosOK},
 		{"daemon-bird-missed-the-addresses", verifyEnv{bird: "up-novip", daemon: vDaemonWants(true, true), iface: vBoth}, nagiosCritical},
 		{"daemon-wants-withdrawn-bird-still-exports", verifyEnv{bird: "up-vip", daemon: vDaemonWants(false, true), iface: vBoth}, nagiosCritical},
 		// Both sessions down: nothing carries the VIPs, which disagree.

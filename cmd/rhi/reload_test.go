@@ -9,6 +9,7 @@ import (
 
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 )
 
@@ -27,7 +28,7 @@ func accepted(_ <-chan struct{}, err error) bool { return err == nil }
 // TestReloadEveryInvalidFile reloads each invalid testdata config: none may
 // reach the daemon, and each is logged with its problems.
 func TestReloadEveryInvalidFile(t *testing.T) {
-	started, err := config.Load("../../internal/config/testdata/seed.yaml")
+	started, err := config.Load("../../internal/config/testdata/seed.yaml", apisix.UpstreamKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestReloadEveryInvalidFile(t *testing.T) {
 // TestReloadWarnsOfIgnoredKeys: a reloaded file with fail_open.release is
 // applied, and the key is named with its line in a warning.
 func TestReloadWarnsOfIgnoredKeys(t *testing.T) {
-	started, err := config.Load("../../internal/config/testdata/seed.yaml")
+	started, err := config.Load("../../internal/config/testdata/seed.yaml", apisix.UpstreamKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestReloadWarnsOfIgnoredKeys(t *testing.T) {
 // names the key. (config's TestDiffKeepsTheOwnershipRecord holds the
 // rule.)
 func TestReloadKeepsTheOwnershipRecord(t *testing.T) {
-	started, err := config.Load("../../internal/config/testdata/seed.yaml")
+	started, err := config.Load("../../internal/config/testdata/seed.yaml", apisix.UpstreamKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestLoadedConfigsBuildAClient(t *testing.T) {
 			for k, to := range timeouts {
 				name := fmt.Sprintf("%d-%d-%d.yaml", i, j, k)
 				text := fmt.Sprintf("apisix_control_url: %q\napisix_poll_mode: %q\napisix_timeout: %q\n", u, m, to)
-				cfg, err := config.Parse(name, []byte(text))
+				cfg, err := config.Parse(name, []byte(text), apisix.UpstreamKey)
 				if err != nil {
 					continue
 				}

@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/safefile"
@@ -65,7 +66,7 @@ func hup(pid int) error { return syscall.Kill(pid, syscall.SIGHUP) }
 // reload` must still ask it why: then the socket is the control_socket the
 // file's YAML names, if it can be read, else the default.
 func reloadSocket(path string) string {
-	if cfg, err := config.Load(path); err == nil {
+	if cfg, err := config.Load(path, apisix.UpstreamKey); err == nil {
 		return cfg.ControlSocket
 	}
 	socket := config.Default().ControlSocket

@@ -19,6 +19,7 @@ import (
 
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/status"
@@ -75,7 +76,7 @@ type reloadSite struct {
 
 func newReloadSite(t *testing.T, file string) *reloadSite {
 	t.Helper()
-	started, err := config.Load("../../internal/config/testdata/seed.yaml")
+	started, err := config.Load("../../internal/config/testdata/seed.yaml", apisix.UpstreamKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestReloadState(t *testing.T) {
 func TestReloadAttemptStopsWithTheDaemon(t *testing.T) {
 	d := &gatedReloader{}
 	state := &reloadState{now: time.Now}
-	started, err := config.Load("../../internal/config/testdata/seed.yaml")
+	started, err := config.Load("../../internal/config/testdata/seed.yaml", apisix.UpstreamKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +364,7 @@ func TestReloadedNoticeIsOneStatusLine(t *testing.T) {
 // monotonic time of now, then READY=1 and the outcome.
 func TestReloadAttemptTellsSystemd(t *testing.T) {
 	c := fakeSystemd(t)
-	started, err := config.Load("../../internal/config/testdata/seed.yaml")
+	started, err := config.Load("../../internal/config/testdata/seed.yaml", apisix.UpstreamKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,6 +229,11 @@ func startServers(ctx context.Context, cfg *config.Config, h func() http.Handler
 	return wg.Wait
 }
 
+// The APISIX client is the daemon's health source with plans: were its
+// methods to drift from daemon.Planner, the daemon would poll it key by
+// key, without plans, spreading or budget.
+var _ daemon.Planner = (*apisix.Client)(nil)
+
 // newHealth builds the control API client from the keys config.Diff names
 // as the client's (URL, timeout, poll mode). It does no I/O.
 func newHealth(cfg *config.Config) (*apisix.Client, error) {
@@ -317,7 +322,7 @@ type reloader interface {
 // at start-up (config.IsRestartOnly), is logged with every problem and
 // rejected: err says why, and the old configuration keeps running.
 func reload(path string, started *config.Config, d reloader, log logrus.FieldLogger) (applied <-chan struct{}, err error) {
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(path, apisix.UpstreamKey)
 	if err != nil {
 		log.WithField("config", path).WithError(err).Error("reload rejected; the old configuration keeps running")
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/daemon"
 
@@ -17,7 +18,7 @@ import (
 // each other; the poll hook newDaemon gives the daemon reaches the metrics
 // it returns, which /metrics then shows.
 func TestNewDaemonWiresPollsToMetrics(t *testing.T) {
-	cfg, err := config.Load("../../internal/config/testdata/seed.yaml")
+	cfg, err := config.Load("../../internal/config/testdata/seed.yaml", apisix.UpstreamKey)
 	if err != nil {
 		t.Fatal(err)
 	}

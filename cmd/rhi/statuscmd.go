@@ -16,6 +16,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/internal/ctlsock"
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -289,15 +290,6 @@ func birdCell(c *status.VIPConfirm) string {
 	return "ok"
 }
 
-// shortKey drops the etcd prefix: "/apisix/upstreams/api" → "upstreams/api".
-func shortKey(k string) string {
-	parts := strings.Split(k, "/")
-	if len(parts) >= 2 {
-		return strings.Join(parts[len(parts)-2:], "/")
-	}
-	return k
-}
-
 func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
@@ -315,7 +307,7 @@ func ago(now, t time.Time) string {
 // upstreamCell is one upstream in the VIP table: "upstreams/api=up", with
 // its nodes and threshold when it has one: "upstreams/api=up(1/10<5)".
 func upstreamCell(u status.UpstreamStatus) string {
-	c := shortKey(u.Key) + "=" + u.Verdict
+	c := health.ShortKey(u.Key) + "=" + u.Verdict
 	if u.MinHealthy != "" {
 		rel := ">="
 		if u.Healthy < u.Needed {

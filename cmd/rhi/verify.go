@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/expect"
 	"github.com/rhi-daemon/rhi/internal/probe"
@@ -154,7 +155,7 @@ func verifyWith(ctx context.Context, args []string, stdout, stderr io.Writer, de
 	if !ok {
 		return code
 	}
-	cfg, err := config.Load(f.config)
+	cfg, err := config.Load(f.config, apisix.UpstreamKey)
 	if err != nil {
 		if f.nagios {
 			return nagiosCouldNotCheck(stdout, err)

@@ -21,8 +21,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/bird"
 	"github.com/rhi-daemon/rhi/bird/birdtest"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/router"
 	"github.com/rhi-daemon/rhi/internal/status"
 	"github.com/rhi-daemon/rhi/internal/vip"
@@ -35,8 +35,8 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files in testd
 var (
 	vVIP4 = netip.MustParsePrefix("10.255.0.10/32")
 	vVIP6 = netip.MustParsePrefix("fd00:255::10/128")
-	vAPI4 = health.Ref{Type: "upstreams", ID: "api4"}
-	vAPI6 = health.Ref{Type: "upstreams", ID: "api6"}
+	vAPI4 = apisix.Ref{Type: "upstreams", ID: "api4"}
+	vAPI6 = apisix.Ref{Type: "upstreams", ID: "api6"}
 )
 
 func vTestdata(t *testing.T, name string) string {
@@ -74,7 +74,7 @@ type verifyEnv struct {
 
 	// api maps each upstream the control API knows to its nodes' status;
 	// an upstream left out is "not found". nil: nothing listens.
-	api      map[health.Ref]string
+	api      map[apisix.Ref]string
 	apiFault apisixtest.Fault
 	pollMode string // apisix_poll_mode; "": the default
 
@@ -260,8 +260,8 @@ func vDaemonWants(present ...bool) *status.Status {
 
 var vBoth = []netip.Prefix{vVIP4, vVIP6}
 
-func vHealthy(refs ...health.Ref) map[health.Ref]string {
-	m := map[health.Ref]string{}
+func vHealthy(refs ...apisix.Ref) map[apisix.Ref]string {
+	m := map[apisix.Ref]string{}
 	for _, r := range refs {
 		m[r] = apisixtest.Healthy
 	}
@@ -349,7 +349,7 @@ func TestVerifyGolden(t *testing.T) {
 		},
 		{
 			name: "poll-withdrawn-no-status-listen",
-			env:  verifyEnv{bird: "up-novip", noStatus: true, api: map[health.Ref]string{vAPI4: apisixtest.Unhealthy, vAPI6: apisixtest.Unhealthy}},
+			env:  verifyEnv{bird: "up-novip", noStatus: true, api: map[apisix.Ref]string{vAPI4: apisixtest.Unhealthy, vAPI6: apisixtest.Unhealthy}},
 			code: 0,
 		},
 		{

@@ -16,7 +16,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
 var bins site.Binaries
@@ -214,7 +214,7 @@ func TestFailurePolicies(t *testing.T) {
 	for _, fault := range []string{"refuse", "stall", "500", "503", "garbage", "html404", "truncated", "slow"} {
 		t.Run(fault, func(t *testing.T) {
 			for _, s := range w.sites {
-				if err := s.API.Fault(health.Ref{}, fault); err != nil {
+				if err := s.API.Fault(apisix.Ref{}, fault); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -231,7 +231,7 @@ func TestFailurePolicies(t *testing.T) {
 			}
 			w.peerSees(t, "via dc2 (paths from dc2)", "10.0.0.100")
 			for _, s := range w.sites {
-				if err := s.API.Fault(health.Ref{}, "none"); err != nil {
+				if err := s.API.Fault(apisix.Ref{}, "none"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -245,7 +245,7 @@ func TestFailurePolicies(t *testing.T) {
 func TestNoCheckerAndNotFound(t *testing.T) {
 	vips := []site.VIP{{Address: "10.0.0.100", Upstreams: []string{"/apisix/upstreams/api"}}}
 	w := newWorld(t, site.Config{VIPs: vips, NoChecker: "healthy"}, site.Config{VIPs: vips, NoChecker: "unhealthy"})
-	api := health.Ref{Type: "upstreams", ID: "api"}
+	api := apisix.Ref{Type: "upstreams", ID: "api"}
 	w.peerSees(t, "via dc1 (paths from dc1, dc2)", "10.0.0.100")
 	for _, s := range w.sites {
 		if err := s.API.NoChecker(api); err != nil {
@@ -276,7 +276,7 @@ func TestIPv6AndV2Format(t *testing.T) {
 	w := newWorld(t, site.Config{VIPs: vips})
 	s := w.sites[0]
 	w.peerSees(t, "via dc1 (paths from dc1)", "fd00:255::10", "10.0.0.100")
-	api := health.Ref{Type: "upstreams", ID: "api"}
+	api := apisix.Ref{Type: "upstreams", ID: "api"}
 	if err := s.API.SetFormat(api, "v2", 2, "unhealthy"); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
 // These tests run rhi against the fake APISIX behaving as APISIX 3.18 does
@@ -29,7 +29,7 @@ import (
 
 const dataAddr = "127.0.0.1:9080"
 
-var up1 = health.Ref{Type: "upstreams", ID: "1"}
+var up1 = apisix.Ref{Type: "upstreams", ID: "1"}
 
 // announced reports whether vip is on the site's interface.
 func announced(ctx context.Context, s *Site, vip string) (bool, error) {

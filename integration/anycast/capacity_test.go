@@ -15,13 +15,13 @@ import (
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // In the lab: capacity thresholds and the data-path probe.
 
-var apiRef = health.Ref{Type: "upstreams", ID: "api"}
+var apiRef = apisix.Ref{Type: "upstreams", ID: "api"}
 
 // vipStatus waits until the site's /status shows the VIP at addr as ok
 // says, and returns that status and the poll count it was seen at.
@@ -132,7 +132,7 @@ func (p *probeTarget) run(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.proc, p.api = proc, fakeapi.NewClient(p.sock)
-	if err := lab.Eventually(ctx, 0, 0, func(context.Context) error { return p.api.Fault(health.Ref{}, "none") }); err != nil {
+	if err := lab.Eventually(ctx, 0, 0, func(context.Context) error { return p.api.Fault(apisix.Ref{}, "none") }); err != nil {
 		t.Fatalf("probe target did not come up: %v", err)
 	}
 }
@@ -202,7 +202,7 @@ func TestProbeAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := st.ControlAPI.Polls
-	if err := pt.api.Fault(health.Ref{}, "503"); err != nil {
+	if err := pt.api.Fault(apisix.Ref{}, "503"); err != nil {
 		t.Fatal(err)
 	}
 	down, polls := s.vipStatus(t, "10.0.0.100", func(v status.VIPStatus) error {
@@ -228,7 +228,7 @@ func TestProbeAnswer(t *testing.T) {
 		t.Errorf("rhi_probe_duration_seconds missing")
 	}
 
-	if err := pt.api.Fault(health.Ref{}, "none"); err != nil {
+	if err := pt.api.Fault(apisix.Ref{}, "none"); err != nil {
 		t.Fatal(err)
 	}
 	s.holds(t, "10.0.0.100/32")

@@ -9,8 +9,8 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
 	"github.com/rhi-daemon/rhi/integration/site"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // costResult is one window of data-path traffic through the fake with its
@@ -64,7 +64,7 @@ func runCost(ctx context.Context, bins site.Binaries, n int, window time.Duratio
 	if err != nil {
 		return err
 	}
-	if err := s.API.SetRoute("bench", health.Ref{Type: "upstreams", ID: "1"}, "", "/"); err != nil {
+	if err := s.API.SetRoute("bench", apisix.Ref{Type: "upstreams", ID: "1"}, "", "/"); err != nil {
 		return err
 	}
 	s.StartWait = 3 * time.Minute

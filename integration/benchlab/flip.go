@@ -11,7 +11,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
 // bulkKey is the one upstream every VIP of a flip scenario depends on, so
@@ -270,7 +270,7 @@ func startSite(ctx context.Context, l *lab.Lab, bins site.Binaries, cfg site.Con
 		return nil, err
 	}
 	for _, k := range site.Keys(cfg.VIPs) {
-		ref, err := health.ParseRef(k)
+		ref, err := apisix.ParseRef(k)
 		if err != nil {
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
 // stepsResult is one poll interval's withdraws behind the fake's checker.
@@ -26,7 +26,7 @@ type stepsResult struct {
 }
 
 // stepsRef is the one upstream of the steps scenarios.
-var stepsRef = health.Ref{Type: "upstreams", ID: "1"}
+var stepsRef = apisix.Ref{Type: "upstreams", ID: "1"}
 
 // runSteps kills the backends of one VIP's upstream while the fake's
 // checker steps its nodes as APISIX 3.18 does with its defaults (a check a

@@ -42,8 +42,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Control returns the handler of the control protocol for srv.
@@ -112,7 +112,7 @@ func Control(srv *apisixtest.Server) http.Handler {
 			srv.SetGlobalFault(f)
 		} else {
 			typ, id, _ := strings.Cut(ref, "/")
-			srv.SetFault(health.Ref{Type: typ, ID: id}, f)
+			srv.SetFault(apisix.Ref{Type: typ, ID: id}, f)
 		}
 		if f == apisixtest.NoFault {
 			srv.Release()
@@ -124,8 +124,8 @@ func Control(srv *apisixtest.Server) http.Handler {
 	return mux
 }
 
-func refOf(r *http.Request) health.Ref {
-	return health.Ref{Type: r.PathValue("type"), ID: r.PathValue("id")}
+func refOf(r *http.Request) apisix.Ref {
+	return apisix.Ref{Type: r.PathValue("type"), ID: r.PathValue("id")}
 }
 
 func orDefault(s, d string) string {
@@ -188,48 +188,48 @@ func (c *Client) Requests() (int, error) {
 }
 
 // SetNodes creates or replaces ref's checker with count nodes of status.
-func (c *Client) SetNodes(ref health.Ref, count int, status string) error {
+func (c *Client) SetNodes(ref apisix.Ref, count int, status string) error {
 	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&status=%s", ref.Type, ref.ID, count, status))
 }
 
 // SetHealthyOf replaces ref's checker with total nodes, the first healthy
 // of them healthy and the others unhealthy.
-func (c *Client) SetHealthyOf(ref health.Ref, healthy, total int) error {
+func (c *Client) SetHealthyOf(ref apisix.Ref, healthy, total int) error {
 	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&healthy=%d&status=unhealthy", ref.Type, ref.ID, total, healthy))
 }
 
 // SetFormat switches ref to the 2.x ("v2") or 3.x ("v3") body format; the
 // nodes are replaced by count nodes of status.
-func (c *Client) SetFormat(ref health.Ref, format string, count int, status string) error {
+func (c *Client) SetFormat(ref apisix.Ref, format string, count int, status string) error {
 	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&status=%s&format=%s", ref.Type, ref.ID, count, status, format))
 }
 
 // SetMixed replaces ref's checker with healthy healthy nodes and unhealthy
 // unhealthy ones (the degraded tier's share).
-func (c *Client) SetMixed(ref health.Ref, healthy, unhealthy int) error {
+func (c *Client) SetMixed(ref apisix.Ref, healthy, unhealthy int) error {
 	return c.do("PUT", fmt.Sprintf("/nodes/%s/%s?count=%d&unhealthy=%d", ref.Type, ref.ID, healthy+unhealthy, unhealthy))
 }
 
 // SetStatus sets every node of ref to status.
-func (c *Client) SetStatus(ref health.Ref, status string) error {
+func (c *Client) SetStatus(ref apisix.Ref, status string) error {
 	return c.do("POST", fmt.Sprintf("/status/%s/%s?status=%s", ref.Type, ref.ID, status))
 }
 
 // NoChecker makes ref a resource without a health checker.
-func (c *Client) NoChecker(ref health.Ref) error {
+func (c *Client) NoChecker(ref apisix.Ref) error {
 	return c.do("POST", fmt.Sprintf("/nochecker/%s/%s", ref.Type, ref.ID))
 }
 
 // Remove deletes ref: APISIX then answers "not found".
-func (c *Client) Remove(ref health.Ref) error {
+func (c *Client) Remove(ref apisix.Ref) error {
 	return c.do("DELETE", fmt.Sprintf("/resources/%s/%s", ref.Type, ref.ID))
 }
 
 // Fault injects f for every request, or for ref only when ref is not zero;
 // "none" clears it.
-func (c *Client) Fault(ref health.Ref, f string) error {
+func (c *Client) Fault(ref apisix.Ref, f string) error {
 	q := "/fault?fault=" + f
-	if ref != (health.Ref{}) {
+	if ref != (apisix.Ref{}) {
 		q += "&ref=" + ref.Type + "/" + ref.ID
 	}
 	return c.do("POST", q)

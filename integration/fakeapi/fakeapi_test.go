@@ -37,7 +37,7 @@ func TestControlSteersPolls(t *testing.T) {
 		}
 	}()
 	c := NewClient(sock)
-	api := health.Ref{Type: "upstreams", ID: "api"}
+	api := apisix.Ref{Type: "upstreams", ID: "api"}
 	waitUp(t, c)
 
 	steps := []struct {
@@ -50,19 +50,19 @@ func TestControlSteersPolls(t *testing.T) {
 		{"v2 healthy", func() error { return c.SetFormat(api, "v2", 1, "healthy") }, health.Up},
 		{"no checker", func() error { return c.NoChecker(api) }, health.NoChecker},
 		{"gone", func() error { return c.Remove(api) }, health.NotFound},
-		{"500", func() error { c.SetNodes(api, 1, "healthy"); return c.Fault(health.Ref{}, "500") }, health.Failed},
-		{"cleared", func() error { return c.Fault(health.Ref{}, "none") }, health.Up},
+		{"500", func() error { c.SetNodes(api, 1, "healthy"); return c.Fault(apisix.Ref{}, "500") }, health.Failed},
+		{"cleared", func() error { return c.Fault(apisix.Ref{}, "none") }, health.Up},
 	}
 	for _, s := range steps {
 		if err := s.do(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		const key = "/apisix/upstreams/api"
-		if got := cl.Poll(context.Background(), health.MustUpstreams(key))[key].Verdict; got != s.want {
+		if got := cl.Poll(context.Background(), health.Upstreams(key))[key].Verdict; got != s.want {
 			t.Errorf("%s: verdict %v, want %v", s.name, got, s.want)
 		}
 	}
-	if err := c.Fault(health.Ref{}, "bogus"); err == nil {
+	if err := c.Fault(apisix.Ref{}, "bogus"); err == nil {
 		t.Error("unknown fault accepted")
 	}
 	// Requests counts the health requests served: one per Poll above, and
@@ -71,7 +71,7 @@ func TestControlSteersPolls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl.Poll(context.Background(), health.MustUpstreams("/apisix/upstreams/api"))
+	cl.Poll(context.Background(), health.Upstreams("/apisix/upstreams/api"))
 	if after, err := c.Requests(); err != nil || after != before+1 {
 		t.Errorf("requests went from %d to %d (%v), want +1", before, after, err)
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // TestRunLoad sends a counted load, back to back, over three connections
@@ -15,7 +15,7 @@ func TestRunLoad(t *testing.T) {
 	srv := apisixtest.NewWith(apisixtest.Options{Workers: 3})
 	ts := srv.StartData()
 	defer srv.Close()
-	api := health.Ref{Type: "upstreams", ID: "api"}
+	api := apisix.Ref{Type: "upstreams", ID: "api"}
 	srv.SetUpstream(api, apisixtest.Node{IP: "10.0.0.1", Port: 80})
 	srv.SetRoute("1", apisixtest.Route{Host: "api.example", Ref: api})
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // maxNodes bounds the nodes of one resource and maxBulk the resources of
@@ -101,12 +101,12 @@ func addResources(mux *http.ServeMux, srv *apisixtest.Server) {
 			return
 		}
 		typ := orDefault(r.FormValue("type"), "upstreams")
-		if !health.ValidType(typ) {
-			fail(w, fmt.Errorf("type: %q is not one of %s", typ, strings.Join(health.Types, ", ")), http.StatusBadRequest)
+		if !apisix.ValidType(typ) {
+			fail(w, fmt.Errorf("type: %q is not one of %s", typ, strings.Join(apisix.Types, ", ")), http.StatusBadRequest)
 			return
 		}
 		for i := 1; i <= count; i++ {
-			srv.SetUpstream(health.Ref{Type: typ, ID: strconv.Itoa(i)}, srv.FreshNodes(per)...)
+			srv.SetUpstream(apisix.Ref{Type: typ, ID: strconv.Itoa(i)}, srv.FreshNodes(per)...)
 		}
 	})
 }
@@ -155,7 +155,7 @@ func addBackends(mux *http.ServeMux, srv *apisixtest.Server) {
 func addRoutesAndRestart(mux *http.ServeMux, srv *apisixtest.Server) {
 	mux.HandleFunc("PUT /routes/{id}", func(w http.ResponseWriter, r *http.Request) {
 		typ, id, ok := strings.Cut(r.FormValue("ref"), "/")
-		ref := health.Ref{Type: typ, ID: id}
+		ref := apisix.Ref{Type: typ, ID: id}
 		if !ok || ref.Check() != nil {
 			fail(w, fmt.Errorf("ref: %q is not type/id", r.FormValue("ref")), http.StatusBadRequest)
 			return
@@ -187,10 +187,10 @@ func addRecords(mux *http.ServeMux, srv *apisixtest.Server) {
 		writeJSON(w, Checkers{Workers: have, Probing: probing})
 	})
 	mux.HandleFunc("GET /transitions", func(w http.ResponseWriter, r *http.Request) {
-		var ref health.Ref
+		var ref apisix.Ref
 		if v := r.FormValue("ref"); v != "" {
 			typ, id, ok := strings.Cut(v, "/")
-			ref = health.Ref{Type: typ, ID: id}
+			ref = apisix.Ref{Type: typ, ID: id}
 			if !ok || ref.Check() != nil {
 				fail(w, fmt.Errorf("ref: %q is not type/id", v), http.StatusBadRequest)
 				return
@@ -227,12 +227,12 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // SetUpstream configures ref with count nodes of their own addresses, as
 // an APISIX config change does (see apisixtest.Server.SetUpstream).
-func (c *Client) SetUpstream(ref health.Ref, count int) error {
+func (c *Client) SetUpstream(ref apisix.Ref, count int) error {
 	return c.do("PUT", fmt.Sprintf("/upstreams/%s/%s?count=%d", ref.Type, ref.ID, count))
 }
 
 // SetUpstreamNodes configures ref with these "ip:port" nodes.
-func (c *Client) SetUpstreamNodes(ref health.Ref, nodes ...string) error {
+func (c *Client) SetUpstreamNodes(ref apisix.Ref, nodes ...string) error {
 	q := url.Values{"nodes": {strings.Join(nodes, ",")}}
 	return c.do("PUT", fmt.Sprintf("/upstreams/%s/%s?%s", ref.Type, ref.ID, q.Encode()))
 }
@@ -244,18 +244,18 @@ func (c *Client) Bulk(count, nodes int) error {
 
 // SetBackends sets the server of every node of ref to state ("alive",
 // "dead", "http500", "hang").
-func (c *Client) SetBackends(ref health.Ref, state string) error {
+func (c *Client) SetBackends(ref apisix.Ref, state string) error {
 	return c.do("POST", fmt.Sprintf("/backends/%s/%s?state=%s", ref.Type, ref.ID, url.QueryEscape(state)))
 }
 
 // SetBackend sets the server of ref's i-th node (from 0) to state.
-func (c *Client) SetBackend(ref health.Ref, i int, state string) error {
+func (c *Client) SetBackend(ref apisix.Ref, i int, state string) error {
 	return c.do("POST", fmt.Sprintf("/backends/%s/%s?node=%d&state=%s", ref.Type, ref.ID, i, url.QueryEscape(state)))
 }
 
 // SetRoute routes data-path requests with this host (if not empty) and
 // path prefix to ref.
-func (c *Client) SetRoute(id string, ref health.Ref, host, path string) error {
+func (c *Client) SetRoute(id string, ref apisix.Ref, host, path string) error {
 	q := url.Values{"ref": {ref.Type + "/" + ref.ID}, "host": {host}, "path": {path}}
 	return c.do("PUT", "/routes/"+url.PathEscape(id)+"?"+q.Encode())
 }
@@ -267,7 +267,7 @@ func (c *Client) Restart(down time.Duration, cold bool) error {
 }
 
 // Checkers tells which workers have ref's checker and which one probes.
-func (c *Client) Checkers(ref health.Ref) (Checkers, error) {
+func (c *Client) Checkers(ref apisix.Ref) (Checkers, error) {
 	var ck Checkers
 	return ck, c.getJSON(fmt.Sprintf("/checkers/%s/%s", ref.Type, ref.ID), &ck)
 }
@@ -281,9 +281,9 @@ func (c *Client) Accounting() (apisixtest.Accounting, error) {
 // Transitions are the status changes of ref's nodes (of every resource for
 // the zero Ref), oldest first; see apisixtest.Server.Transitions. Ref is
 // left zero in each: Resource names it.
-func (c *Client) Transitions(ref health.Ref) ([]apisixtest.Transition, error) {
+func (c *Client) Transitions(ref apisix.Ref) ([]apisixtest.Transition, error) {
 	path := "/transitions"
-	if ref != (health.Ref{}) {
+	if ref != (apisix.Ref{}) {
 		path += "?ref=" + url.QueryEscape(ref.Type+"/"+ref.ID)
 	}
 	var tr []apisixtest.Transition
@@ -293,7 +293,7 @@ func (c *Client) Transitions(ref health.Ref) ([]apisixtest.Transition, error) {
 // MovingReads is the number of one-resource answers for ref that showed a
 // node mostly_healthy or mostly_unhealthy; see
 // apisixtest.Server.MovingReads.
-func (c *Client) MovingReads(ref health.Ref) (int, error) {
+func (c *Client) MovingReads(ref apisix.Ref) (int, error) {
 	var n int
 	return n, c.getJSON("/moving-reads/"+url.PathEscape(ref.Type)+"/"+url.PathEscape(ref.ID), &n)
 }

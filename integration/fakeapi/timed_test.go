@@ -43,10 +43,10 @@ func TestControlSteersTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := health.Ref{Type: "upstreams", ID: "api"}
+	api := apisix.Ref{Type: "upstreams", ID: "api"}
 	const key = "/apisix/upstreams/api"
 	poll := func() health.Verdict {
-		return cl.Poll(context.Background(), health.MustUpstreams(key))[key].Verdict
+		return cl.Poll(context.Background(), health.Upstreams(key))[key].Verdict
 	}
 	data := func(path string) int {
 		hc := &http.Client{Timeout: 10 * time.Second}
@@ -117,7 +117,7 @@ func TestControlSteersTime(t *testing.T) {
 		t.Errorf("after reset: %+v (%v)", a.Total(), err)
 	}
 	must(t, c.Bulk(3, 1))
-	if cfg := srv.Config(health.Ref{Type: "upstreams", ID: "3"}); len(cfg) != 1 || cfg[0] == srv.Config(api)[0] {
+	if cfg := srv.Config(apisix.Ref{Type: "upstreams", ID: "3"}); len(cfg) != 1 || cfg[0] == srv.Config(api)[0] {
 		t.Errorf("bulk upstream 3: %+v, want one node of its own", cfg)
 	}
 	must(t, c.SetUpstreamNodes(api, "192.0.2.9:80"))

@@ -30,7 +30,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
 	"github.com/rhi-daemon/rhi/integration/lab"
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -226,7 +226,7 @@ func New(ctx context.Context, dc *lab.DC, bins Binaries, cfg Config) (*Site, err
 	var healthy []string
 	for _, v := range cfg.VIPs {
 		for _, k := range v.Upstreams {
-			ref, err := health.ParseRef(k)
+			ref, err := apisix.ParseRef(k)
 			if err != nil {
 				return nil, err
 			}
@@ -244,7 +244,7 @@ func New(ctx context.Context, dc *lab.DC, bins Binaries, cfg Config) (*Site, err
 	}
 	s.apiProc = p
 	s.API = fakeapi.NewClient(sock)
-	if err := lab.Eventually(ctx, 0, 0, func(context.Context) error { return s.API.Fault(health.Ref{}, "none") }); err != nil {
+	if err := lab.Eventually(ctx, 0, 0, func(context.Context) error { return s.API.Fault(apisix.Ref{}, "none") }); err != nil {
 		return nil, fmt.Errorf("%s: fake control API did not come up: %w", dc.Name, err)
 	}
 	if err := s.WriteConfig(cfg); err != nil {
@@ -413,7 +413,7 @@ func (s *Site) APISocket() string { return filepath.Join(s.DC.Dir, "api.sock") }
 // SetAll sets every node of every given upstream key to status.
 func (s *Site) SetAll(status string, keys ...string) error {
 	for _, k := range keys {
-		ref, err := health.ParseRef(k)
+		ref, err := apisix.ParseRef(k)
 		if err != nil {
 			return err
 		}

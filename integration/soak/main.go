@@ -26,7 +26,7 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
@@ -260,7 +260,7 @@ func (w *world) flap(ctx context.Context, rng *rand.Rand, o options) (int, error
 					continue
 				}
 				status := statuses[rng.IntN(len(statuses))]
-				ref, err := health.ParseRef(k)
+				ref, err := apisix.ParseRef(k)
 				if err != nil {
 					return changes, err
 				}

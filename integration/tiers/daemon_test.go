@@ -12,13 +12,13 @@ import (
 
 	"github.com/rhi-daemon/rhi/integration/lab"
 	"github.com/rhi-daemon/rhi/integration/site"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/decide"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/status"
 )
 
 // api is the one upstream of the daemon test's VIP.
-var api = health.Ref{Type: "upstreams", ID: "api"}
+var api = apisix.Ref{Type: "upstreams", ID: "api"}
 
 // daemonPoll is rhi's poll interval in TestDaemonDegraded: the shortest
 // allowed, so the measured time is mostly the move, not the wait for a poll.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Defaults for Options fields left zero.
@@ -168,8 +169,8 @@ func newHTTPClient(maxInFlight int) *http.Client {
 
 // Poll reads the health of every upstream and returns one Result per
 // distinct key. Keys naming the same resource (repeated, or with different
-// etcd prefixes) are read once. The refs were parsed with the config, so a
-// poll parses no key; a Ref that Ref.Check rejects (one built by hand) is
+// etcd prefixes) are read once. A key is parsed (ParseRef) when its plan is
+// made, so a poll of a plan parses no key; a key that ParseRef rejects is
 // Failed without a request.
 //
 // All requests share one deadline: the client's timeout, or ctx's if that
@@ -182,23 +183,30 @@ func newHTTPClient(maxInFlight int) *http.Client {
 // holds are answered from it and only the rest are fetched one by one; see
 // Mode for what happens when the list cannot be used.
 func (c *Client) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
-	return c.PollPlan(ctx, health.NewPlan(ups))
-}
-
-// PollPlan is Poll of plan's upstreams. A caller that polls the same keys
-// again and again builds the plan once (health.NewPlan) instead of once a
-// poll.
-func (c *Client) PollPlan(ctx context.Context, plan *health.Plan) health.Snapshot {
-	snap, _ := c.PollPlanWith(ctx, plan, PollOptions{})
+	snap, _ := c.pollPlan(ctx, NewPlan(ups), PollOptions{})
 	return snap
 }
 
 // PollOptions shape one poll (health.PollOptions: the daemon's words).
 type PollOptions = health.PollOptions
 
-// PollPlanWith is PollPlan shaped by opts. It also returns what the poll
-// cost the control API as the client measured it.
-func (c *Client) PollPlanWith(ctx context.Context, plan *health.Plan, opts PollOptions) (health.Snapshot, Cost) {
+// Plan parses ups for polls of them (NewPlan), which keeps ups: a caller
+// that polls the same keys again and again builds the plan once and hands
+// it to every PollPlan instead of paying for it at each poll.
+func (c *Client) Plan(ups []health.Upstream) health.Plan { return NewPlan(ups) }
+
+// PollPlan is Poll of plan's upstreams, shaped by opts. It also returns
+// what the poll cost the control API as the client measured it. A plan
+// the client did not make is planned again.
+func (c *Client) PollPlan(ctx context.Context, plan health.Plan, opts PollOptions) (health.Snapshot, Cost) {
+	p, ok := plan.(*Plan)
+	if !ok {
+		p = NewPlan(plan.Upstreams())
+	}
+	return c.pollPlan(ctx, p, opts)
+}
+
+func (c *Client) pollPlan(ctx context.Context, plan *Plan, opts PollOptions) (health.Snapshot, Cost) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
@@ -225,7 +233,8 @@ func (c *Client) PollPlanWith(ctx context.Context, plan *health.Plan, opts PollO
 		if j, ok := plan.KeyResource(i); ok {
 			snap[u.Key] = jobs[j].res
 		} else {
-			snap[u.Key] = health.Result{Verdict: health.Failed, Err: fmt.Errorf("key %q: %w", u.Key, u.Ref.Check())}
+			_, err := ParseRef(u.Key)
+			snap[u.Key] = health.Result{Verdict: health.Failed, Err: fmt.Errorf("key %q: %w", u.Key, err)}
 		}
 	}
 	return snap, cost
@@ -242,7 +251,7 @@ func (c *Client) CloseIdleConnections() {
 
 // job is one distinct resource of a poll and what was learned about it.
 type job struct {
-	ref    health.Ref
+	ref    Ref
 	res    health.Result
 	done   bool  // answered by the list
 	listed int32 // entries of the list that named ref
@@ -347,13 +356,13 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 }
 
 // fetch reads one resource's health checker.
-func (c *Client) fetch(ctx context.Context, ref health.Ref) health.Result {
+func (c *Client) fetch(ctx context.Context, ref Ref) health.Result {
 	return c.fetchNoted(ctx, ref, nil)
 }
 
 // fetchNoted is fetch that, when note is not nil, notes the connection the
 // request went over (connNote); a 204 or 304 answer closes it.
-func (c *Client) fetchNoted(ctx context.Context, ref health.Ref, note *connNote) health.Result {
+func (c *Client) fetchNoted(ctx context.Context, ref Ref, note *connNote) health.Result {
 	path := refPath(ref)
 	if note != nil {
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {

@@ -30,20 +30,9 @@ type got struct {
 	Healthy, Total int
 }
 
-// ups turns keys into what Poll takes, splitting off the last two segments
-// as the Ref without checking them, as a caller building Upstreams by hand
-// might: Poll itself must refuse a bad one.
-func ups(keys ...string) []health.Upstream {
-	out := make([]health.Upstream, len(keys))
-	for i, k := range keys {
-		out[i].Key = k
-		if j := strings.LastIndexByte(k, '/'); j > 0 {
-			typ := k[:j]
-			out[i].Ref = health.Ref{Type: typ[strings.LastIndexByte(typ, '/')+1:], ID: k[j+1:]}
-		}
-	}
-	return out
-}
+// ups turns keys into what Poll takes, unchecked, as a caller building
+// Upstreams by hand might: Poll itself must refuse a bad one.
+func ups(keys ...string) []health.Upstream { return health.Upstreams(keys...) }
 
 func newClient(t testing.TB, url string, opts apisix.Options) *apisix.Client {
 	t.Helper()
@@ -172,8 +161,8 @@ func TestPollFixtures(t *testing.T) {
 				b = []byte(`{"healthy_nodes":` + string(b) + `,"name":"upstream#/upstreams/1","nodes":` + string(b) + `,"src_id":"1","src_type":"upstreams"}`)
 			}
 			ref := namedRef(b)
-			if ref == (health.Ref{}) {
-				ref = health.Ref{Type: "upstreams", ID: fmt.Sprintf("f%d", i)}
+			if ref == (apisix.Ref{}) {
+				ref = apisix.Ref{Type: "upstreams", ID: fmt.Sprintf("f%d", i)}
 			}
 			key := "/apisix/" + ref.Type + "/" + ref.ID
 			current.Store(&reply{"/v1/healthcheck/" + ref.Type + "/" + ref.ID, tt.status, b})
@@ -193,24 +182,24 @@ func TestPollFixtures(t *testing.T) {
 
 // namedRef is the resource a fixture names: its "name" ("…/<type>/<id>")
 // or its 404 message ("… <type>[<id>]…"); zero for neither.
-func namedRef(body []byte) health.Ref {
+func namedRef(body []byte) apisix.Ref {
 	var v struct {
 		Name     string `json:"name"`
 		ErrorMsg string `json:"error_msg"`
 	}
 	if json.Unmarshal(body, &v) != nil {
-		return health.Ref{}
+		return apisix.Ref{}
 	}
 	if parts := strings.Split(v.Name, "/"); len(parts) >= 3 {
-		return health.Ref{Type: parts[len(parts)-2], ID: parts[len(parts)-1]}
+		return apisix.Ref{Type: parts[len(parts)-2], ID: parts[len(parts)-1]}
 	}
 	if m := regexp.MustCompile(`(\w+)\[([^\]]+)\]`).FindStringSubmatch(v.ErrorMsg); m != nil {
-		return health.Ref{Type: m[1], ID: m[2]}
+		return apisix.Ref{Type: m[1], ID: m[2]}
 	}
-	return health.Ref{}
+	return apisix.Ref{}
 }
 
-var api = health.Ref{Type: "upstreams", ID: "api"}
+var api = apisix.Ref{Type: "upstreams", ID: "api"}
 
 const apiKey = "/apisix/upstreams/api"
 
@@ -267,7 +256,7 @@ func TestPollGlobalFault(t *testing.T) {
 	ts := srv.Start()
 	defer srv.Close()
 	healthyAPI(srv)
-	web := health.Ref{Type: "services", ID: "web"}
+	web := apisix.Ref{Type: "services", ID: "web"}
 	srv.SetNodes(web, apisixtest.Node{IP: "10.0.1.1", Port: 80, Status: apisixtest.Unhealthy})
 	c := newClient(t, ts.URL, apisix.Options{})
 	keys := []string{apiKey, "/apisix/services/web"}
@@ -386,7 +375,7 @@ func TestPollFetchesEachResourceOnce(t *testing.T) {
 	ts := srv.Start()
 	defer srv.Close()
 	healthyAPI(srv)
-	web := health.Ref{Type: "services", ID: "web"}
+	web := apisix.Ref{Type: "services", ID: "web"}
 	srv.SetNodes(web, apisixtest.Node{IP: "10.0.1.1", Port: 80, Status: apisixtest.Unhealthy})
 
 	keys := []string{apiKey, "/apisix/services/web", apiKey, "/upstreams/api", "/custom/prefix/upstreams/api",
@@ -457,7 +446,7 @@ func TestPollConcurrency(t *testing.T) {
 	srv := apisixtest.New()
 	var keys []string
 	for i := range resources {
-		ref := health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		ref := apisix.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		srv.SetNodes(ref, apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy})
 		keys = append(keys, "/apisix/upstreams/"+ref.ID)
 	}
@@ -486,7 +475,7 @@ func TestPollKeepAlive(t *testing.T) {
 	srv := apisixtest.New()
 	var keys []string
 	for i := range 8 {
-		ref := health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		ref := apisix.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		keys = append(keys, "/apisix/upstreams/"+ref.ID)
 		switch i {
 		case 0:
@@ -549,7 +538,7 @@ func TestPollRequest(t *testing.T) {
 		srv.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	ref := health.Ref{Type: "stream_routes", ID: "a.B-9_z"}
+	ref := apisix.Ref{Type: "stream_routes", ID: "a.B-9_z"}
 	srv.SetNodes(ref, apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy})
 
 	key := "/apisix/stream_routes/a.B-9_z"
@@ -649,7 +638,7 @@ func BenchmarkPoll1000(b *testing.B) {
 	defer srv.Close()
 	keys := make([]string, 1000)
 	for i := range keys {
-		ref := health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		ref := apisix.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		srv.SetNodes(ref,
 			apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy},
 			apisixtest.Node{IP: "10.0.0.2", Port: 80, Status: apisixtest.Unhealthy},
@@ -664,4 +653,10 @@ func BenchmarkPoll1000(b *testing.B) {
 			b.Fatalf("got %v, err %v", r.Verdict, r.Err)
 		}
 	}
+}
+
+// refOf is the resource u's key names.
+func refOf(u health.Upstream) apisix.Ref {
+	r, _ := apisix.ParseRef(u.Key)
+	return r
 }

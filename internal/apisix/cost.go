@@ -9,7 +9,11 @@ import (
 )
 
 // Cost is what one poll asked of the control API, as the client measured
-// it (health.PollCost: the words the daemon budgets with).
+// it (health.PollCost: the words the daemon budgets with). APISIX serves
+// its control API in the nginx workers that carry its traffic, and on the
+// loopback almost all of a request's time is the worker's work for it
+// (building and encoding the answer), during which the worker serves
+// nothing else.
 type Cost = health.PollCost
 
 // countList counts the list request in c.

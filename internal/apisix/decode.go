@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // healthBody is the part of a health-checker body the verdict depends on.
@@ -349,9 +350,9 @@ func failed(err error) health.Result { return health.Result{Verdict: health.Fail
 func trimJSONSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
 
 // refPath is the control-API path of r's health checker, with type and id
-// path-escaped. health.ParseRef only admits ids that need no escaping; the
+// path-escaped. ParseRef only admits ids that need no escaping; the
 // escaping keeps a Ref built by hand from changing the path's shape.
-func refPath(r health.Ref) string {
+func refPath(r Ref) string {
 	return "/v1/healthcheck/" + url.PathEscape(r.Type) + "/" + url.PathEscape(r.ID)
 }
 
@@ -367,7 +368,7 @@ func refPath(r health.Ref) string {
 //
 // about is what classify read of the answer; "" (an answer classify has
 // failed, or one that names nothing) passes.
-func answersFor(status int, about string, ref health.Ref) error {
+func answersFor(status int, about string, ref Ref) error {
 	if about == "" {
 		return nil
 	}

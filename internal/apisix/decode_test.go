@@ -2,12 +2,13 @@ package apisix
 
 import (
 	"encoding/json"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -168,13 +169,13 @@ func TestClassifyMessages(t *testing.T) {
 
 func TestRefPathEscapes(t *testing.T) {
 	tests := []struct {
-		ref  health.Ref
+		ref  Ref
 		want string
 	}{
-		{health.Ref{Type: "upstreams", ID: "api"}, "/v1/healthcheck/upstreams/api"},
-		{health.Ref{Type: "stream_routes", ID: "a.B-9_z"}, "/v1/healthcheck/stream_routes/a.B-9_z"},
-		{health.Ref{Type: "upstreams", ID: "a b/c?d#e"}, "/v1/healthcheck/upstreams/a%20b%2Fc%3Fd%23e"},
-		{health.Ref{Type: "upstreams", ID: "a/../b"}, "/v1/healthcheck/upstreams/a%2F..%2Fb"},
+		{Ref{Type: "upstreams", ID: "api"}, "/v1/healthcheck/upstreams/api"},
+		{Ref{Type: "stream_routes", ID: "a.B-9_z"}, "/v1/healthcheck/stream_routes/a.B-9_z"},
+		{Ref{Type: "upstreams", ID: "a b/c?d#e"}, "/v1/healthcheck/upstreams/a%20b%2Fc%3Fd%23e"},
+		{Ref{Type: "upstreams", ID: "a/../b"}, "/v1/healthcheck/upstreams/a%2F..%2Fb"},
 	}
 	for _, tt := range tests {
 		if got := refPath(tt.ref); got != tt.want {
@@ -283,18 +284,18 @@ func FuzzValidJSON(f *testing.F) {
 // with "/<type>/<id>" in every format APISIX sends, a 404 names
 // "<type>[<id>]"; anything naming another resource is refused.
 func TestAnswerNamesItsResource(t *testing.T) {
-	up1 := health.Ref{Type: "upstreams", ID: "1"}
+	up1 := Ref{Type: "upstreams", ID: "1"}
 	tests := []struct {
 		name   string
 		status int
 		body   string
-		ref    health.Ref
+		ref    Ref
 		ok     bool
 	}{
 		{"etcd mode", 200, `{"name":"/apisix/upstreams/1","nodes":{}}`, up1, true},
 		{"standalone", 200, `{"name":"/upstreams/1","nodes":{}}`, up1, true},
 		{"2.x", 200, `{"name":"upstream#\/apisix\/upstreams\/1","nodes":[]}`, up1, true},
-		{"route", 200, `{"name":"/apisix/routes/1","nodes":{}}`, health.Ref{Type: "routes", ID: "1"}, true},
+		{"route", 200, `{"name":"/apisix/routes/1","nodes":{}}`, Ref{Type: "routes", ID: "1"}, true},
 		{"another id", 200, `{"name":"/apisix/upstreams/11","nodes":{}}`, up1, false},
 		{"id a suffix of the name's", 200, `{"name":"/apisix/upstreams/21","nodes":{}}`, up1, false},
 		{"another type", 200, `{"name":"/apisix/routes/1","nodes":{}}`, up1, false},
@@ -302,7 +303,7 @@ func TestAnswerNamesItsResource(t *testing.T) {
 		{"404 no checker", 404, `{"error_msg":"no checker for upstreams[1]"}`, up1, true},
 		{"404 not found", 404, `{"error_msg":"upstreams[1] not found"}`, up1, true},
 		{"404 of another", 404, `{"error_msg":"no checker for upstreams[2]"}`, up1, false},
-		{"404 of another type", 404, `{"error_msg":"no checker for stream_routes[1]"}`, health.Ref{Type: "routes", ID: "1"}, false},
+		{"404 of another type", 404, `{"error_msg":"no checker for stream_routes[1]"}`, Ref{Type: "routes", ID: "1"}, false},
 		{"404 of another, not found", 404, `{"error_msg":"upstreams[11] not found"}`, up1, false},
 		{"500", 500, `{"error_msg":"whatever"}`, up1, true},
 	}
@@ -356,14 +357,14 @@ func TestRealAnswersAreForTheirRequest(t *testing.T) {
 		if strings.HasPrefix(file, "error-404") || strings.HasSuffix(file, "-404.json") {
 			status = http.StatusNotFound
 		}
-		ref, err := health.ParseRef(key)
+		ref, err := ParseRef(key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The same resource as etcd mode (default and custom prefix) and
 		// standalone mode name it: only type and id identify it.
 		for _, k := range []string{key, "/apisix/" + ref.Type + "/" + ref.ID, "/" + ref.Type + "/" + ref.ID, "/gw/prod/" + ref.Type + "/" + ref.ID} {
-			r, err := health.ParseRef(k)
+			r, err := ParseRef(k)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,22 +382,22 @@ func TestRealAnswersAreForTheirRequest(t *testing.T) {
 func TestAnswerNameSpellings(t *testing.T) {
 	for _, tt := range []struct {
 		name, body string
-		ref        health.Ref
+		ref        Ref
 		ok         bool
 	}{
-		{"id of every admitted character", `{"name":"/apisix/upstreams/A.b-9_z","nodes":{}}`, health.Ref{Type: "upstreams", ID: "A.b-9_z"}, true},
-		{"64-character id", `{"name":"/apisix/routes/` + strings.Repeat("x", 64) + `","nodes":{}}`, health.Ref{Type: "routes", ID: strings.Repeat("x", 64)}, true},
-		{"custom etcd prefix", `{"name":"/gw/prod/services/web","nodes":{}}`, health.Ref{Type: "services", ID: "web"}, true},
-		{"2.x service", `{"healthy_nodes":{},"name":"upstream#\/apisix\/services\/1","nodes":[],"src_id":"1","src_type":"services"}`, health.Ref{Type: "services", ID: "1"}, true},
-		{"2.x route, plain slashes (3.2)", `{"healthy_nodes":{},"name":"upstream#/apisix/routes/1","nodes":[],"src_id":"1","src_type":"routes"}`, health.Ref{Type: "routes", ID: "1"}, true},
-		{"unicode escapes", `{"name":"\u002fapisix\u002fupstreams\u002f1","nodes":{}}`, health.Ref{Type: "upstreams", ID: "1"}, true},
-		{"404 of a stream route", `{"error_msg":"stream_routes[1] not found"}`, health.Ref{Type: "stream_routes", ID: "1"}, true},
-		{"stream route for a route", `{"name":"/apisix/stream_routes/1","nodes":{}}`, health.Ref{Type: "routes", ID: "1"}, false},
-		{"route for a stream route", `{"name":"/apisix/routes/1","nodes":{}}`, health.Ref{Type: "stream_routes", ID: "1"}, false},
-		{"404 of a stream route for a route", `{"error_msg":"stream_routes[1] not found"}`, health.Ref{Type: "routes", ID: "1"}, false},
-		{"id that ends the asked one", `{"name":"/apisix/upstreams/x.1","nodes":{}}`, health.Ref{Type: "upstreams", ID: "1"}, false},
-		{"name that only starts with the asked one", `{"name":"/apisix/upstreams/1/","nodes":{}}`, health.Ref{Type: "upstreams", ID: "1"}, false},
-		{"404 no checker of an id ending the asked one", `{"error_msg":"no checker for upstreams[x1]"}`, health.Ref{Type: "upstreams", ID: "1"}, false},
+		{"id of every admitted character", `{"name":"/apisix/upstreams/A.b-9_z","nodes":{}}`, Ref{Type: "upstreams", ID: "A.b-9_z"}, true},
+		{"64-character id", `{"name":"/apisix/routes/` + strings.Repeat("x", 64) + `","nodes":{}}`, Ref{Type: "routes", ID: strings.Repeat("x", 64)}, true},
+		{"custom etcd prefix", `{"name":"/gw/prod/services/web","nodes":{}}`, Ref{Type: "services", ID: "web"}, true},
+		{"2.x service", `{"healthy_nodes":{},"name":"upstream#\/apisix\/services\/1","nodes":[],"src_id":"1","src_type":"services"}`, Ref{Type: "services", ID: "1"}, true},
+		{"2.x route, plain slashes (3.2)", `{"healthy_nodes":{},"name":"upstream#/apisix/routes/1","nodes":[],"src_id":"1","src_type":"routes"}`, Ref{Type: "routes", ID: "1"}, true},
+		{"unicode escapes", `{"name":"\u002fapisix\u002fupstreams\u002f1","nodes":{}}`, Ref{Type: "upstreams", ID: "1"}, true},
+		{"404 of a stream route", `{"error_msg":"stream_routes[1] not found"}`, Ref{Type: "stream_routes", ID: "1"}, true},
+		{"stream route for a route", `{"name":"/apisix/stream_routes/1","nodes":{}}`, Ref{Type: "routes", ID: "1"}, false},
+		{"route for a stream route", `{"name":"/apisix/routes/1","nodes":{}}`, Ref{Type: "stream_routes", ID: "1"}, false},
+		{"404 of a stream route for a route", `{"error_msg":"stream_routes[1] not found"}`, Ref{Type: "routes", ID: "1"}, false},
+		{"id that ends the asked one", `{"name":"/apisix/upstreams/x.1","nodes":{}}`, Ref{Type: "upstreams", ID: "1"}, false},
+		{"name that only starts with the asked one", `{"name":"/apisix/upstreams/1/","nodes":{}}`, Ref{Type: "upstreams", ID: "1"}, false},
+		{"404 no checker of an id ending the asked one", `{"error_msg":"no checker for upstreams[x1]"}`, Ref{Type: "upstreams", ID: "1"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			status := http.StatusOK
@@ -412,7 +413,7 @@ func TestAnswerNameSpellings(t *testing.T) {
 
 // answerFor checks a JSON answer for ref as the client does: classify reads
 // what it is about, answersFor compares.
-func answerFor(status int, body []byte, ref health.Ref) error {
+func answerFor(status int, body []byte, ref Ref) error {
 	_, about := classify(status, "application/json", body)
 	return answersFor(status, about, ref)
 }

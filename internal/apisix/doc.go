@@ -1,12 +1,15 @@
 // Package apisix reads upstream health from the APISIX control API
 // (GET /v1/healthcheck/<type>/<id>) and turns each answer into a
-// health.Verdict. The words it speaks (health.Ref, Result, Snapshot) live in
-// internal/health, so that the packages deciding on them need no HTTP.
+// health.Verdict. What it reports (Result, Snapshot) is in the daemon's
+// words, internal/health, so that the packages deciding on them need no
+// HTTP; what only APISIX knows (an upstream key's resource, Ref, ParseRef,
+// the control-API paths) stays here.
 //
 // One Poll fetches every distinct resource once, concurrently, over
 // kept-alive connections and under one deadline, and returns a
-// health.Snapshot keyed by the upstream keys of the config; the config
-// parsed each key into a health.Ref once, so a poll parses nothing. In ModeList, and in ModeAuto for many
+// health.Snapshot keyed by the upstream keys of the config; a Plan parses
+// each key into a Ref once, so a poll of a plan parses nothing. In
+// ModeList, and in ModeAuto for many
 // upstreams on APISIX 3.3+, a poll first reads the list of every checker
 // (GET /v1/healthcheck) and fetches one by one only the keys the list
 // lacks; see Mode. Both response formats are understood:

@@ -3,10 +3,11 @@ package apisix
 import (
 	"context"
 	"fmt"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // Mode is how a poll reads the control API (apisix_poll_mode).
@@ -114,7 +115,7 @@ func (c *Client) listFirst(n int) bool {
 // whether the list was usable: the 3.3+ format, and it answered at least
 // one job. jobs[j] is plan's resource j. Jobs it does not answer are left
 // for fetchEach.
-func (c *Client) fromList(ctx context.Context, jobs []job, plan *health.Plan, cost *Cost) bool {
+func (c *Client) fromList(ctx context.Context, jobs []job, plan *Plan, cost *Cost) bool {
 	deadline, _ := ctx.Deadline() // Poll's context always has one
 	lctx, cancel := c.listTimeout(ctx, time.Until(deadline)/2)
 	t0 := time.Now()
@@ -150,7 +151,7 @@ func (c *Client) fromList(ctx context.Context, jobs []job, plan *health.Plan, co
 // getList fetches the list and decodes it as it arrives, keeping only the
 // resources of plan: what it says of plan's resource j is in jobs[j]
 // (decodeListJobs). It returns the list's entries and bytes.
-func (c *Client) getList(ctx context.Context, plan *health.Plan, jobs []job) (entries int, size int64, err error) {
+func (c *Client) getList(ctx context.Context, plan *Plan, jobs []job) (entries int, size int64, err error) {
 	resp, err := c.send(ctx, listPath)
 	if err != nil {
 		return 0, 0, err

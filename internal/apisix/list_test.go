@@ -23,10 +23,10 @@ import (
 )
 
 var (
-	web  = health.Ref{Type: "services", ID: "web"}
-	dns  = health.Ref{Type: "stream_routes", ID: "dns"}
-	nock = health.Ref{Type: "upstreams", ID: "nock"}
-	gone = health.Ref{Type: "upstreams", ID: "gone"}
+	web  = apisix.Ref{Type: "services", ID: "web"}
+	dns  = apisix.Ref{Type: "stream_routes", ID: "dns"}
+	nock = apisix.Ref{Type: "upstreams", ID: "nock"}
+	gone = apisix.Ref{Type: "upstreams", ID: "gone"}
 )
 
 // listFake is a fake control API holding api (up 1/2), web (down 0/1), dns
@@ -61,9 +61,9 @@ func summarize(snap health.Snapshot) map[string]got {
 
 // fetched lists the resources of listFake that were requested one by one,
 // with their counts.
-func fetched(srv *apisixtest.Server) map[health.Ref]int {
-	m := map[health.Ref]int{}
-	for _, ref := range []health.Ref{api, web, dns, nock, gone} {
+func fetched(srv *apisixtest.Server) map[apisix.Ref]int {
+	m := map[apisix.Ref]int{}
+	for _, ref := range []apisix.Ref{api, web, dns, nock, gone} {
 		if n := srv.RequestsFor(ref); n > 0 {
 			m[ref] = n
 		}
@@ -77,9 +77,9 @@ func TestListAllKeysInList(t *testing.T) {
 	srv := listFake()
 	ts := srv.Start()
 	defer srv.Close()
-	r1 := health.Ref{Type: "routes", ID: "1"}
+	r1 := apisix.Ref{Type: "routes", ID: "1"}
 	srv.SetNodes(r1) // a checker that has not run: "nodes": {}
-	srv.SetNodes(health.Ref{Type: "upstreams", ID: "not-asked"}, apisixtest.Node{IP: "10.0.9.1", Port: 80, Status: apisixtest.Healthy})
+	srv.SetNodes(apisix.Ref{Type: "upstreams", ID: "not-asked"}, apisixtest.Node{IP: "10.0.9.1", Port: 80, Status: apisixtest.Healthy})
 
 	keys := []string{apiKey, "/upstreams/api", "/custom/prefix/upstreams/api", apiKey, "/apisix/services/web",
 		"/apisix/stream_routes/dns", "/apisix/routes/1", "/apisix/upstreams/"}
@@ -119,7 +119,7 @@ func TestListMissingKeys(t *testing.T) {
 	if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[health.Ref]int{nock: 1, gone: 1}, fetched(srv)); diff != "" {
+	if diff := cmp.Diff(map[apisix.Ref]int{nock: 1, gone: 1}, fetched(srv)); diff != "" {
 		t.Errorf("fetched one by one (-want +got):\n%s", diff)
 	}
 	if n := srv.ListRequests(); n != 1 {
@@ -140,7 +140,7 @@ func TestListV2Ignored(t *testing.T) {
 	srv := listFake()
 	ts := srv.Start()
 	defer srv.Close()
-	for _, ref := range []health.Ref{api, web, dns} {
+	for _, ref := range []apisix.Ref{api, web, dns} {
 		if err := srv.SetFormat(ref, apisixtest.V2); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestListV2Ignored(t *testing.T) {
 	if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[health.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}, fetched(srv)); diff != "" {
+	if diff := cmp.Diff(map[apisix.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}, fetched(srv)); diff != "" {
 		t.Errorf("fetched one by one (-want +got):\n%s", diff)
 	}
 	if n := srv.ListRequests(); n != 1 {
@@ -182,7 +182,7 @@ func TestListFailureFallsBack(t *testing.T) {
 			if diff := cmp.Diff(wantPerUpstream, summarize(snap)); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(map[health.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}, fetched(srv)); diff != "" {
+			if diff := cmp.Diff(map[apisix.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}, fetched(srv)); diff != "" {
 				t.Errorf("fetched one by one (-want +got):\n%s", diff)
 			}
 			if srv.ListRequests() < 1 {
@@ -272,7 +272,7 @@ func listServer(t *testing.T, srv *apisixtest.Server, status int, contentType, b
 // front of listFake: what the list holds (once) is answered from it, the
 // rest is fetched; lists that are empty, 2.x, or not a list answer nothing.
 func TestListAnswers(t *testing.T) {
-	all := map[health.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}
+	all := map[apisix.Ref]int{api: 1, web: 1, dns: 1, nock: 1, gone: 1}
 	read := func(file string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", file))
 		if err != nil {
@@ -285,28 +285,28 @@ func TestListAnswers(t *testing.T) {
 		status      int
 		contentType string
 		body        string
-		fetched     map[health.Ref]int
+		fetched     map[apisix.Ref]int
 		changed     map[string]got // verdicts that differ from wantPerUpstream
 	}{
 		// Its api and web are listFake's, and its routes/1 is not asked for.
-		{"v3-list-all.json", 200, "application/json", read("v3-list-all.json"), map[health.Ref]int{dns: 1, nock: 1, gone: 1}, nil},
+		{"v3-list-all.json", 200, "application/json", read("v3-list-all.json"), map[apisix.Ref]int{dns: 1, nock: 1, gone: 1}, nil},
 		{"standalone names", 200, "application/json", `[{"name":"/upstreams/api","nodes":[{"status":"healthy"}],"type":"http"}]`,
-			map[health.Ref]int{web: 1, dns: 1, nock: 1, gone: 1}, map[string]got{apiKey: {health.Up, 1, 1}}},
+			map[apisix.Ref]int{web: 1, dns: 1, nock: 1, gone: 1}, map[string]got{apiKey: {health.Up, 1, 1}}},
 		{"the list wins for what it holds", 200, "application/json",
 			`[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"}]},{"name":"/apisix/upstreams/gone","nodes":{}}]`,
-			map[health.Ref]int{web: 1, dns: 1, nock: 1}, map[string]got{apiKey: {health.Down, 0, 1}, "/apisix/upstreams/gone": {health.NoChecker, 0, 0}}},
+			map[apisix.Ref]int{web: 1, dns: 1, nock: 1}, map[string]got{apiKey: {health.Down, 0, 1}, "/apisix/upstreams/gone": {health.NoChecker, 0, 0}}},
 		{"purging nodes", 200, "application/json",
 			`[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"},{"status":"healthy","purge_time":1767225610.532}]},` +
 				`{"name":"/apisix/services/web","nodes":[{"status":"healthy","purge_time":1767225610.532}]}]`,
-			map[health.Ref]int{dns: 1, nock: 1, gone: 1}, map[string]got{apiKey: {health.Down, 0, 1}, "/apisix/services/web": {health.NoChecker, 0, 0}}},
+			map[apisix.Ref]int{dns: 1, nock: 1, gone: 1}, map[string]got{apiKey: {health.Down, 0, 1}, "/apisix/services/web": {health.NoChecker, 0, 0}}},
 		{"one resource twice, under two prefixes", 200, "application/json",
 			`[{"name":"/apisix/upstreams/api","nodes":[{"status":"unhealthy"}]},{"name":"/other/upstreams/api","nodes":[{"status":"unhealthy"}]},` +
 				`{"name":"/apisix/services/web","nodes":[{"status":"unhealthy"}]}]`,
-			map[health.Ref]int{api: 1, dns: 1, nock: 1, gone: 1}, nil},
+			map[apisix.Ref]int{api: 1, dns: 1, nock: 1, gone: 1}, nil},
 		// A garbled entry answers nothing: its key is fetched on its own
 		// and gets the verdict its endpoint gives.
 		{"a bad entry is fetched on its own", 200, "application/json", `[{"name":"/apisix/upstreams/api","nodes":"10.0.0.1"},{"name":"/apisix/services/web","nodes":[{"status":"unhealthy"}]}]`,
-			map[health.Ref]int{api: 1, dns: 1, nock: 1, gone: 1}, nil},
+			map[apisix.Ref]int{api: 1, dns: 1, nock: 1, gone: 1}, nil},
 		// A list that breaks after answering some entries (a bad entry, a
 		// cut body, a 2.x entry, data after it) answers none: what it said
 		// before the break is never a verdict; every key is fetched.
@@ -411,11 +411,11 @@ func TestListRequest(t *testing.T) {
 
 // manyUpstreams creates n upstreams, one healthy node each, and returns
 // their refs and keys.
-func manyUpstreams(srv *apisixtest.Server, n int) ([]health.Ref, []string) {
-	refs := make([]health.Ref, n)
+func manyUpstreams(srv *apisixtest.Server, n int) ([]apisix.Ref, []string) {
+	refs := make([]apisix.Ref, n)
 	keys := make([]string, n)
 	for i := range refs {
-		refs[i] = health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		refs[i] = apisix.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		srv.SetNodes(refs[i],
 			apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy},
 			apisixtest.Node{IP: "10.0.0.2", Port: 80, Status: apisixtest.Unhealthy})
@@ -493,28 +493,28 @@ func TestAutoRetries(t *testing.T) {
 	n := apisix.AutoMinKeys
 	tests := []struct {
 		name   string
-		spoil  func(*apisixtest.Server, []health.Ref)
-		repair func(*apisixtest.Server, []health.Ref)
+		spoil  func(*apisixtest.Server, []apisix.Ref)
+		repair func(*apisixtest.Server, []apisix.Ref)
 		// requests of a poll that tries the list and cannot use it
 		tried counts
 	}{
-		{"2.x list", func(srv *apisixtest.Server, refs []health.Ref) {
+		{"2.x list", func(srv *apisixtest.Server, refs []apisix.Ref) {
 			for _, r := range refs {
 				_ = srv.SetFormat(r, apisixtest.V2)
 			}
-		}, func(srv *apisixtest.Server, refs []health.Ref) {
+		}, func(srv *apisixtest.Server, refs []apisix.Ref) {
 			for _, r := range refs {
 				_ = srv.SetFormat(r, apisixtest.V3)
 			}
 		}, counts{1, n}},
-		{"failing list", func(srv *apisixtest.Server, _ []health.Ref) { srv.SetListFault(apisixtest.Status500) },
-			func(srv *apisixtest.Server, _ []health.Ref) { srv.SetListFault(apisixtest.NoFault) }, counts{1, n}},
-		{"list without our keys", func(srv *apisixtest.Server, refs []health.Ref) {
+		{"failing list", func(srv *apisixtest.Server, _ []apisix.Ref) { srv.SetListFault(apisixtest.Status500) },
+			func(srv *apisixtest.Server, _ []apisix.Ref) { srv.SetListFault(apisixtest.NoFault) }, counts{1, n}},
+		{"list without our keys", func(srv *apisixtest.Server, refs []apisix.Ref) {
 			for _, r := range refs {
 				srv.NoChecker(r)
 			}
-			srv.SetNodes(health.Ref{Type: "upstreams", ID: "not-ours"}, apisixtest.Node{IP: "10.0.9.1", Port: 80, Status: apisixtest.Healthy})
-		}, func(srv *apisixtest.Server, refs []health.Ref) {
+			srv.SetNodes(apisix.Ref{Type: "upstreams", ID: "not-ours"}, apisixtest.Node{IP: "10.0.9.1", Port: 80, Status: apisixtest.Healthy})
+		}, func(srv *apisixtest.Server, refs []apisix.Ref) {
 			for _, r := range refs {
 				srv.SetNodes(r, apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy})
 			}

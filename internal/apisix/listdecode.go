@@ -5,8 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // listed is what a list says about one resource a poll asks for: the
@@ -46,14 +47,14 @@ var (
 // of another shape, is an error, as is a 2.x–3.2 list (errV2List), a list
 // over lim (errListTooLarge), and ctx ending, which is checked as the
 // entries go by.
-func decodeHealthList(ctx context.Context, r io.Reader, want map[string]health.Ref, lim listLimits) (map[health.Ref]listed, error) {
+func decodeHealthList(ctx context.Context, r io.Reader, want map[string]Ref, lim listLimits) (map[Ref]listed, error) {
 	return decodeList(ctx, r, want, lim, listBufSize)
 }
 
 // decodeList is decodeHealthList with a read buffer of bufSize bytes to
 // start with (tests make it tiny).
-func decodeList(ctx context.Context, r io.Reader, want map[string]health.Ref, lim listLimits, bufSize int) (map[health.Ref]listed, error) {
-	e := listEntry{want: want, out: make(map[health.Ref]listed, len(want))}
+func decodeList(ctx context.Context, r io.Reader, want map[string]Ref, lim listLimits, bufSize int) (map[Ref]listed, error) {
+	e := listEntry{want: want, out: make(map[Ref]listed, len(want))}
 	if isList, err := readList(ctx, r, &e, lim, bufSize); !isList {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func decodeList(ctx context.Context, r io.Reader, want map[string]health.Ref, li
 // On an error, what it wrote to jobs is meaningless. It also returns how
 // many entries the list held (the checkers APISIX has, which is what the
 // list costs APISIX to build) and the body's bytes, as far as it read them.
-func decodeListJobs(ctx context.Context, r io.Reader, plan *health.Plan, jobs []job, lim listLimits) (entries int, bytes int64, err error) {
+func decodeListJobs(ctx context.Context, r io.Reader, plan *Plan, jobs []job, lim listLimits) (entries int, bytes int64, err error) {
 	e := listEntry{jobs: plan, found: jobs}
 	_, err = readList(ctx, r, &e, lim, listBufSize)
 	return e.n, e.bytes, err
@@ -196,14 +197,14 @@ func (r *listReader) finish(delim byte) error {
 // buffer, and records it in out if want holds its resource; or, when jobs
 // is set (a poll), in found[j] if it is the plan's resource j.
 type listEntry struct {
-	want  map[string]health.Ref // by resource name, "<type>/<id>"
-	out   map[health.Ref]listed
-	jobs  *health.Plan // replaces want and out when set
-	found []job        // by the plan's resource
-	v2    bool         // an entry had a key only 2.x–3.2 sends
-	n     int          // entries read
-	bytes int64        // of the body, read so far
-	w     walker       // reused: one allocated per entry was most of a poll's allocations
+	want  map[string]Ref // by resource name, "<type>/<id>"
+	out   map[Ref]listed
+	jobs  *Plan  // replaces want and out when set
+	found []job  // by the plan's resource
+	v2    bool   // an entry had a key only 2.x–3.2 sends
+	n     int    // entries read
+	bytes int64  // of the body, read so far
+	w     walker // reused: one allocated per entry was most of a poll's allocations
 }
 
 func (e *listEntry) UnmarshalJSON(b []byte) error {
@@ -268,17 +269,17 @@ func (e *listEntry) UnmarshalJSON(b []byte) error {
 
 // lookup reports whether the resource a quoted name names is wanted: in
 // want (j is then -1), or in jobs (j is then its index).
-func (e *listEntry) lookup(quoted []byte, esc bool) (ref health.Ref, j int, ok bool, err error) {
+func (e *listEntry) lookup(quoted []byte, esc bool) (ref Ref, j int, ok bool, err error) {
 	if e.jobs == nil {
 		ref, ok, err = e.wanted(quoted, esc)
 		return ref, -1, ok, err
 	}
 	j, ok, err = e.wantedJob(quoted, esc)
-	return health.Ref{}, j, ok, err
+	return Ref{}, j, ok, err
 }
 
 // store records what an entry says of a wanted resource, found by lookup.
-func (e *listEntry) store(ref health.Ref, j int, res health.Result) {
+func (e *listEntry) store(ref Ref, j int, res health.Result) {
 	if j >= 0 {
 		e.found[j].res = res
 		e.found[j].listed++
@@ -293,22 +294,22 @@ func (e *listEntry) store(ref health.Ref, j int, res health.Result) {
 // wanted reads a quoted name and reports whether want holds its resource.
 // The lookup allocates nothing, as most entries of a long list are not
 // wanted, and a wanted one takes its Ref from want: the name need only be
-// checked as health.ParseRef would, which FuzzDecodeListWanted holds it to.
-func (e *listEntry) wanted(quoted []byte, esc bool) (health.Ref, bool, error) {
+// checked as ParseRef would, which FuzzDecodeListWanted holds it to.
+func (e *listEntry) wanted(quoted []byte, esc bool) (Ref, bool, error) {
 	name, err := nameOf(quoted, esc)
 	if err != nil {
-		return health.Ref{}, false, err
+		return Ref{}, false, err
 	}
 	if e.want == nil {
-		ref, err := health.ParseRef(string(name))
+		ref, err := ParseRef(string(name))
 		if err != nil {
-			return health.Ref{}, false, nil // a resource no key can name
+			return Ref{}, false, nil // a resource no key can name
 		}
 		return ref, true, nil
 	}
 	j, _, ok := splitName(name)
 	if !ok {
-		return health.Ref{}, false, nil
+		return Ref{}, false, nil
 	}
 	ref, ok := e.want[string(name[j+1:])]
 	return ref, ok, nil
@@ -341,7 +342,7 @@ func nameOf(quoted []byte, esc bool) ([]byte, error) {
 
 // splitName finds the last two segments of a list entry's name, the
 // resource "<type>/<id>" at name[j+1:i] and name[i+1:], and reports
-// whether name has them and a prefix health.ParseRef accepts: a leading
+// whether name has them and a prefix ParseRef accepts: a leading
 // "/" and no empty segment. (Whether the resource is valid is left to the
 // lookup: every resource asked for is.)
 func splitName(name []byte) (j, i int, ok bool) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
 )
 
@@ -16,7 +15,7 @@ import (
 // answers.
 
 // decodeHealthListStd is decodeHealthList as it was, on a json.Decoder.
-func decodeHealthListStd(ctx context.Context, r io.Reader, want map[string]health.Ref, lim listLimits) (map[health.Ref]listed, error) {
+func decodeHealthListStd(ctx context.Context, r io.Reader, want map[string]Ref, lim listLimits) (map[Ref]listed, error) {
 	m := &meter{r: r, limit: lim.bytes, entryLimit: lim.entryBytes}
 	dec := json.NewDecoder(m)
 	t, err := next(dec)
@@ -29,7 +28,7 @@ func decodeHealthListStd(ctx context.Context, r io.Reader, want map[string]healt
 		}
 		return nil, nil
 	}
-	e := listEntry{want: want, out: make(map[health.Ref]listed, len(want))}
+	e := listEntry{want: want, out: make(map[Ref]listed, len(want))}
 	for n := 0; dec.More(); n++ {
 		if n == lim.entries {
 			return nil, fmt.Errorf("%w: more than %d entries", errListTooLarge, lim.entries)

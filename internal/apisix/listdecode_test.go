@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"io"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -26,15 +27,15 @@ type listSummary struct {
 var noLimits = listLimits{bytes: 1 << 40, entries: 1 << 30, entryBytes: 1 << 40}
 
 // decodeBytes decodes a whole list held in memory, keeping every resource.
-func decodeBytes(body []byte) (map[health.Ref]listed, error) {
+func decodeBytes(body []byte) (map[Ref]listed, error) {
 	return decodeHealthList(context.Background(), bytes.NewReader(body), nil, noLimits)
 }
 
-func summarize(m map[health.Ref]listed) map[health.Ref]listSummary {
+func summarize(m map[Ref]listed) map[Ref]listSummary {
 	if m == nil {
 		return nil
 	}
-	out := make(map[health.Ref]listSummary, len(m))
+	out := make(map[Ref]listSummary, len(m))
 	for ref, l := range m {
 		out[ref] = listSummary{summary(l.res), l.entries}
 	}
@@ -54,43 +55,43 @@ func TestDecodeHealthList(t *testing.T) {
 		name string
 		body string // "@file" reads testdata/file
 		kind int
-		want map[health.Ref]listSummary
+		want map[Ref]listSummary
 	}{
-		{"v3 list, every type", "@v3-list-all.json", ok, map[health.Ref]listSummary{
+		{"v3 list, every type", "@v3-list-all.json", ok, map[Ref]listSummary{
 			{Type: "routes", ID: "1"}: noChecker, {Type: "services", ID: "web"}: down(1),
 			{Type: "upstreams", ID: "api"}: up(1, 2), {Type: "upstreams", ID: "tcp-db"}: up(1, 1),
 		}},
-		{"standalone names", "@t-3.18.0-control-healthcheck-TEST2-list.json", ok, map[health.Ref]listSummary{{Type: "routes", ID: "1"}: up(1, 2)}},
-		{"standalone service", "@t-3.18.0-control-healthcheck-TEST3-list.json", ok, map[health.Ref]listSummary{{Type: "services", ID: "1"}: down(1)}},
-		{"stream route", "@t-3.18.0-stream-node-control-api-healthcheck-list.json", ok, map[health.Ref]listSummary{{Type: "stream_routes", ID: "1"}: up(1, 1)}},
+		{"standalone names", "@t-3.18.0-control-healthcheck-TEST2-list.json", ok, map[Ref]listSummary{{Type: "routes", ID: "1"}: up(1, 2)}},
+		{"standalone service", "@t-3.18.0-control-healthcheck-TEST3-list.json", ok, map[Ref]listSummary{{Type: "services", ID: "1"}: down(1)}},
+		{"stream route", "@t-3.18.0-stream-node-control-api-healthcheck-list.json", ok, map[Ref]listSummary{{Type: "stream_routes", ID: "1"}: up(1, 1)}},
 		{"empty {} (3.18.0 test)", "@t-3.18.0-control-healthcheck-TEST4-list-no-checkers.json", ok, nil},
 		{"empty {}", "@v3-list-empty.json", ok, nil},
 		{"empty {} of 2.x", "@v2-list-empty.json", ok, nil},
 		{"empty { } with spaces", " { \n } ", ok, nil},
-		{"empty []", "[]", ok, map[health.Ref]listSummary{}},
-		{"empty [ ]", " [ ]\n", ok, map[health.Ref]listSummary{}},
+		{"empty []", "[]", ok, map[Ref]listSummary{}},
+		{"empty [ ]", " [ ]\n", ok, map[Ref]listSummary{}},
 		{"null", "null", ok, nil},
 		{"2.x list", "@v2-list-all.json", v2, nil},
 		{"2.x list (2.15.3 test)", "@t-2.15.3-control-healthcheck-TEST2-list.json", v2, nil},
 		{"2.x entry among 3.3+ ones", `[{"name":"/upstreams/a","nodes":[]},{"name":"upstream#/upstreams/b","src_type":"upstreams","nodes":{}}]`, v2, nil},
 		{"healthy_nodes alone marks 2.x", `[{"name":"/upstreams/a","nodes":[],"healthy_nodes":{}}]`, v2, nil},
 		{"purging nodes ignored", `[{"name":"/upstreams/a","nodes":[{"status":"healthy","purge_time":1.5},{"status":"unhealthy"}]},` +
-			`{"name":"/upstreams/b","nodes":[{"status":"healthy","purge_time":1}]}]`, ok, map[health.Ref]listSummary{
+			`{"name":"/upstreams/b","nodes":[{"status":"healthy","purge_time":1}]}]`, ok, map[Ref]listSummary{
 			{Type: "upstreams", ID: "a"}: down(1), {Type: "upstreams", ID: "b"}: noChecker,
 		}},
-		{"empty node lists in every spelling", `[{"name":"/upstreams/a","nodes":{}},{"name":"/upstreams/b","nodes":[]},{"name":"/upstreams/c","nodes":null},{"name":"/upstreams/d"}]`, ok, map[health.Ref]listSummary{
+		{"empty node lists in every spelling", `[{"name":"/upstreams/a","nodes":{}},{"name":"/upstreams/b","nodes":[]},{"name":"/upstreams/c","nodes":null},{"name":"/upstreams/d"}]`, ok, map[Ref]listSummary{
 			{Type: "upstreams", ID: "a"}: noChecker, {Type: "upstreams", ID: "b"}: noChecker, {Type: "upstreams", ID: "c"}: noChecker, {Type: "upstreams", ID: "d"}: noChecker,
 		}},
-		{"mostly and unknown statuses", `[{"name":"/upstreams/a","nodes":[{"status":"mostly_healthy"},{"status":"mostly_unhealthy"},{"status":"checking"},{}]}]`, ok, map[health.Ref]listSummary{
+		{"mostly and unknown statuses", `[{"name":"/upstreams/a","nodes":[{"status":"mostly_healthy"},{"status":"mostly_unhealthy"},{"status":"checking"},{}]}]`, ok, map[Ref]listSummary{
 			{Type: "upstreams", ID: "a"}: up(1, 4),
 		}},
-		{"same resource under two prefixes", `[{"name":"/apisix/upstreams/a","nodes":[{"status":"healthy"}]},{"name":"/other/upstreams/a","nodes":[{"status":"unhealthy"}]}]`, ok, map[health.Ref]listSummary{
+		{"same resource under two prefixes", `[{"name":"/apisix/upstreams/a","nodes":[{"status":"healthy"}]},{"name":"/other/upstreams/a","nodes":[{"status":"unhealthy"}]}]`, ok, map[Ref]listSummary{
 			{Type: "upstreams", ID: "a"}: {down(1).Got, 2},
 		}},
-		{"names no key can hold are skipped", `[{"name":"/apisix/plugin_configs/1","nodes":[]},{"name":"","nodes":[]},{"name":"upstreams/a","nodes":[]},{"name":"/upstreams/` + strings.Repeat("x", 65) + `"},{"name":"/upstreams/b","nodes":[{"status":"healthy"}]}]`, ok, map[health.Ref]listSummary{
+		{"names no key can hold are skipped", `[{"name":"/apisix/plugin_configs/1","nodes":[]},{"name":"","nodes":[]},{"name":"upstreams/a","nodes":[]},{"name":"/upstreams/` + strings.Repeat("x", 65) + `"},{"name":"/upstreams/b","nodes":[{"status":"healthy"}]}]`, ok, map[Ref]listSummary{
 			{Type: "upstreams", ID: "b"}: up(1, 1),
 		}},
-		{"bad node list fails its key only", `[{"name":"/upstreams/a","nodes":"x"},{"name":"/upstreams/b","nodes":{"a":1}},{"name":"/upstreams/c","nodes":[{"status":"healthy"}]}]`, ok, map[health.Ref]listSummary{
+		{"bad node list fails its key only", `[{"name":"/upstreams/a","nodes":"x"},{"name":"/upstreams/b","nodes":{"a":1}},{"name":"/upstreams/c","nodes":[{"status":"healthy"}]}]`, ok, map[Ref]listSummary{
 			{Type: "upstreams", ID: "a"}: {got{Verdict: health.Failed, Err: true}, 1}, {Type: "upstreams", ID: "b"}: {got{Verdict: health.Failed, Err: true}, 1}, {Type: "upstreams", ID: "c"}: up(1, 1),
 		}},
 		{"one resource's body", "@v3-upstream-mixed.json", bad, nil},
@@ -160,7 +161,7 @@ func FuzzDecodeList(f *testing.F) {
 			t.Errorf("%q: accepted invalid JSON", body)
 		}
 		for ref, l := range m {
-			if back, err := health.ParseRef("/" + ref.Type + "/" + ref.ID); err != nil || back != ref {
+			if back, err := ParseRef("/" + ref.Type + "/" + ref.ID); err != nil || back != ref {
 				t.Errorf("%q: resource %v that no key names (%v)", body, ref, err)
 			}
 			if l.entries < 1 {
@@ -175,10 +176,10 @@ func FuzzDecodeList(f *testing.F) {
 // upstreams: decoding the list and every requested entry's nodes.
 func BenchmarkDecodeList10000(b *testing.B) {
 	var sb strings.Builder
-	refs := make([]health.Ref, 10000)
+	refs := make([]Ref, 10000)
 	sb.WriteByte('[')
 	for i := range refs {
-		refs[i] = health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		refs[i] = Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		if i > 0 {
 			sb.WriteByte(',')
 		}
@@ -188,7 +189,7 @@ func BenchmarkDecodeList10000(b *testing.B) {
 	}
 	sb.WriteByte(']')
 	body := []byte(sb.String())
-	want := make(map[string]health.Ref, len(refs))
+	want := make(map[string]Ref, len(refs))
 	for _, ref := range refs {
 		want[ref.String()] = ref
 	}
@@ -214,15 +215,15 @@ func TestDecodeListKeepsWanted(t *testing.T) {
 		`{"name":"/apisix/upstreams/other","nodes":[{"status":"healthy"}]},` +
 		`{"nodes":[{"status":"unhealthy"}],"name":"\/x\/services\/web"},` +
 		`{"name":"//routes/1","nodes":[]},{"name":"routes/1","nodes":[]}]`
-	want := map[string]health.Ref{}
-	for _, ref := range []health.Ref{{Type: "upstreams", ID: "api"}, {Type: "services", ID: "web"}, {Type: "routes", ID: "1"}, {Type: "upstreams", ID: "gone"}} {
+	want := map[string]Ref{}
+	for _, ref := range []Ref{{Type: "upstreams", ID: "api"}, {Type: "services", ID: "web"}, {Type: "routes", ID: "1"}, {Type: "upstreams", ID: "gone"}} {
 		want[ref.String()] = ref
 	}
 	m, err := decodeHealthList(context.Background(), strings.NewReader(body), want, noLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSummary := map[health.Ref]listSummary{
+	wantSummary := map[Ref]listSummary{
 		{Type: "upstreams", ID: "api"}: {got{Verdict: health.Up, Healthy: 1, Total: 1}, 1},
 		{Type: "services", ID: "web"}:  {got{Verdict: health.Down, Total: 1}, 1},
 	}

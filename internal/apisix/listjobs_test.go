@@ -33,7 +33,7 @@ func FuzzDecodeListJobs(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		want := resourcesNamed(body)
-		refs := make([]health.Ref, 0, len(want))
+		refs := make([]Ref, 0, len(want))
 		for _, ref := range want {
 			refs = append(refs, ref)
 		}
@@ -61,26 +61,26 @@ func FuzzDecodeListJobs(f *testing.F) {
 
 // planOf plans a poll of distinct refs, each under a key of its own: the
 // plan's resource j is refs[j].
-func planOf(refs []health.Ref) *health.Plan {
+func planOf(refs []Ref) *Plan {
 	ups := make([]health.Upstream, len(refs))
 	for j, ref := range refs {
-		ups[j] = health.Upstream{Key: "/" + ref.String(), Ref: ref}
+		ups[j] = health.Upstream{Key: "/" + ref.String()}
 	}
-	return health.NewPlan(ups)
+	return NewPlan(ups)
 }
 
 // resourcesNamed returns, by "<type>/<id>", every valid resource named by
 // two "/"-separated words of body: those the list names, and some it names
 // with a prefix ParseRef rejects.
-func resourcesNamed(body []byte) map[string]health.Ref {
-	want := map[string]health.Ref{}
+func resourcesNamed(body []byte) map[string]Ref {
+	want := map[string]Ref{}
 	words := strings.FieldsFunc(string(body), func(r rune) bool {
 		return r != '/' && r != '_' && r != '.' && r != '-' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
 	for _, w := range words {
 		segs := strings.Split(w, "/")
 		for i := 0; i+1 < len(segs); i++ {
-			if ref := (health.Ref{Type: segs[i], ID: segs[i+1]}); ref.Check() == nil {
+			if ref := (Ref{Type: segs[i], ID: segs[i+1]}); ref.Check() == nil {
 				want[ref.String()] = ref
 			}
 		}
@@ -102,7 +102,7 @@ func TestDecodeListJobsReadsStatusInPlace(t *testing.T) {
 	body := `[{"name":"/a/upstreams/1","nodes":[{"status":"he\u0061lthy"},{"status":"unhealthy"}]},
 	{"name":"/a/upstreams/2","nodes":[{"status":"mostly_unhealthy"},{"status":"Healthy"},{"status":null}]},
 	{"name":"/a/upstreams/3","nodes":[{"status":"mostly_healthy"}]}]`
-	plan := planOf([]health.Ref{{Type: "upstreams", ID: "1"}, {Type: "upstreams", ID: "2"}, {Type: "upstreams", ID: "3"}})
+	plan := planOf([]Ref{{Type: "upstreams", ID: "1"}, {Type: "upstreams", ID: "2"}, {Type: "upstreams", ID: "3"}})
 	jobs := make([]job, 3)
 	if _, _, err := decodeListJobs(context.Background(), strings.NewReader(body), plan, jobs, jobsLimits); err != nil {
 		t.Fatal(err)

@@ -177,7 +177,7 @@ func FuzzNodesInPlace(f *testing.F) {
 
 // FuzzDecodeListWanted: what a list gives for the resources asked for is
 // what it gives for them when every resource is kept (names checked by
-// health.ParseRef): the wanted path checks names on its own.
+// ParseRef): the wanted path checks names on its own.
 func FuzzDecodeListWanted(f *testing.F) {
 	for name, b := range fixtures(f) {
 		if strings.Contains(name, "list") {
@@ -199,7 +199,7 @@ func FuzzDecodeListWanted(f *testing.F) {
 		// for the resources named by every "/"-separated pair of words
 		// in the body, which the list may name with a prefix ParseRef
 		// rejects.
-		want := map[string]health.Ref{}
+		want := map[string]Ref{}
 		n := 0
 		for ref := range all {
 			if n++; skip == 0 || n%int(skip) != 0 {
@@ -211,9 +211,9 @@ func FuzzDecodeListWanted(f *testing.F) {
 		if errClass(err) != errClass(allErr) {
 			t.Fatalf("%q: wanted: %v; all: %v", body, err, allErr)
 		}
-		var restricted map[health.Ref]listed
+		var restricted map[Ref]listed
 		if all != nil {
-			restricted = map[health.Ref]listed{}
+			restricted = map[Ref]listed{}
 			for ref, l := range all {
 				if _, ok := want[ref.String()]; ok {
 					restricted[ref] = l

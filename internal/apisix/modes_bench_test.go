@@ -32,8 +32,8 @@ func BenchmarkPollListClient10000(b *testing.B) {
 // the keys planned once, as the daemon polls them.
 func BenchmarkPollPlanListClient10000(b *testing.B) {
 	benchPollListClient(b, func(c *apisix.Client, us []health.Upstream) func() health.Snapshot {
-		plan := health.NewPlan(us)
-		return func() health.Snapshot { return c.PollPlan(context.Background(), plan) }
+		plan := apisix.NewPlan(us)
+		return func() health.Snapshot { s, _ := c.PollPlan(context.Background(), plan, apisix.PollOptions{}); return s }
 	})
 }
 

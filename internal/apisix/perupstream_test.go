@@ -25,7 +25,7 @@ import (
 func distinct(srv *apisixtest.Server, n int) (keys []string, want map[string]got) {
 	want = map[string]got{}
 	for i := range n {
-		ref := health.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
+		ref := apisix.Ref{Type: "upstreams", ID: fmt.Sprint("u", i)}
 		key := "/apisix/upstreams/" + ref.ID
 		keys = append(keys, key)
 		switch {
@@ -86,7 +86,7 @@ func TestPerUpstreamOrder(t *testing.T) {
 				checkAll(t, c.Poll(context.Background(), ups(keys...)), want)
 			}
 			for _, k := range keys[:20] {
-				ref := ups(k)[0].Ref
+				ref, _ := apisix.ParseRef(k)
 				if n := srv.RequestsFor(ref); n != 2 {
 					t.Errorf("%v requested %d times in 2 polls, want 2", ref, n)
 				}
@@ -104,7 +104,7 @@ func TestPerUpstreamRefusedOne(t *testing.T) {
 	defer srv.Close()
 	keys, want := distinct(srv, 100)
 	bad := ups(keys[10])[0]
-	srv.SetFault(bad.Ref, apisixtest.Refuse)
+	srv.SetFault(refOf(bad), apisixtest.Refuse)
 	delete(want, bad.Key)
 	snap := newClient(t, ts.URL, apisix.Options{Mode: apisix.ModePerUpstream}).Poll(context.Background(), ups(keys...))
 	checkAll(t, snap, want)
@@ -115,7 +115,7 @@ func TestPerUpstreamRefusedOne(t *testing.T) {
 	// went on closed before any answer, and stops at a fresh one: each
 	// retry uses up a connection another request left idle, so there are
 	// fewer than the poll's other requests.
-	if n := srv.RequestsFor(bad.Ref); n < 2 || n > len(keys) {
+	if n := srv.RequestsFor(refOf(bad)); n < 2 || n > len(keys) {
 		t.Errorf("refused resource requested %d times, want 2 to %d", n, len(keys))
 	}
 }
@@ -247,7 +247,7 @@ func TestPerUpstreamStallCanceled(t *testing.T) {
 	defer srv.Close()
 	keys, want := distinct(srv, 40)
 	stalled := ups(keys[0])[0]
-	srv.SetFault(stalled.Ref, apisixtest.Stall)
+	srv.SetFault(refOf(stalled), apisixtest.Stall)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-srv.Stalled()
@@ -272,7 +272,7 @@ func TestPerUpstreamOversizeOne(t *testing.T) {
 	defer srv.Close()
 	keys, want := distinct(srv, 60)
 	big := ups(keys[7])[0]
-	srv.SetFault(big.Ref, apisixtest.Oversize)
+	srv.SetFault(refOf(big), apisixtest.Oversize)
 	delete(want, big.Key)
 	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: 1}).Poll(context.Background(), ups(keys...))
 	checkAll(t, snap, want)

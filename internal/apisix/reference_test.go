@@ -2,9 +2,10 @@ package apisix
 
 import (
 	"encoding/json"
-	"github.com/rhi-daemon/rhi/internal/health"
 	"strings"
 	"testing"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // A simple decoder, kept as a reference: json.Unmarshal into
@@ -140,7 +141,7 @@ func FuzzDecodeListAgainstReference(f *testing.F) {
 			t.Fatalf("%q: walker read %d resources, reference: %v", body, len(m), err)
 		}
 		for _, e := range entries {
-			ref, err := health.ParseRef(*e.Name)
+			ref, err := ParseRef(*e.Name)
 			l, ok := m[ref]
 			if err != nil || !ok || l.entries != 1 || l.res.Verdict == health.Failed {
 				continue

@@ -29,7 +29,7 @@ func BenchmarkLoad10000VIPs(b *testing.B) {
 	b.SetBytes(int64(sb.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		c, err := Load(path)
+		c, err := Load(path, apisixKeys)
 		if err != nil {
 			b.Fatal(err)
 		}

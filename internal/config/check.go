@@ -294,27 +294,23 @@ func isV4Compatible(a netip.Addr) bool {
 	return [12]byte(b[:12]) == [12]byte{}
 }
 
-// parseUpstream parses an upstream key with health.ParseUpstream, which is
-// the authority on what the client accepts; the config keeps the result, so
-// no poll parses a key again. The two common mistakes get their own message
-// so that the allowed types can be listed.
-func parseUpstream(s string) (health.Upstream, issue) {
+// parseUpstream checks an upstream key by the health source's rule and
+// returns it with the resource it reads; see KeyRule.
+func parseUpstream(s string, rule KeyRule) (health.Upstream, string, issue) {
 	if s == "" {
-		return health.Upstream{}, errEmpty
+		return health.Upstream{}, "", errEmpty
 	}
-	u, err := health.ParseUpstream(s)
+	if rule == nil {
+		rule = pathKey
+	}
+	res, err := rule(s)
 	if err == nil {
-		return u, issue{}
+		return health.Upstream{Key: s}, res, issue{}
 	}
-	if strings.HasSuffix(s, "/") {
-		return health.Upstream{}, issue{msg: `must not end with "/"`}
+	if a, ok := err.(allowedError); ok {
+		return health.Upstream{}, "", issue{msg: a.Problem(), allowed: a.Allowed()}
 	}
-	if segs := strings.Split(s, "/"); strings.HasPrefix(s, "/") && len(segs) >= 3 {
-		if typ := segs[len(segs)-2]; !health.ValidType(typ) {
-			return health.Upstream{}, issue{msg: "unknown resource type " + strconv.Quote(typ), allowed: strings.Join(health.Types, ", ")}
-		}
-	}
-	return health.Upstream{}, issue{msg: err.Error()}
+	return health.Upstream{}, "", issue{msg: err.Error()}
 }
 
 // checkLogPath accepts "" (standard error) or a file path.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -157,35 +157,39 @@ func TestParseAddress(t *testing.T) {
 	}
 }
 
+// An upstream key is checked by the health source's rule, whose message
+// and list of allowed values the config shows; without a rule, a key need
+// only be a path.
 func TestParseUpstream(t *testing.T) {
-	types := strings.Join(health.Types, ", ")
+	types := strings.Join(apisix.Types, ", ")
 	tests := []struct {
 		name, in         string
-		want             health.Ref
+		rule             KeyRule
+		res              string // the resource, "" when refused
 		wantMsg, allowed string
 	}{
-		{"etcd prefix", "/apisix/upstreams/api", health.Ref{Type: "upstreams", ID: "api"}, "", ""},
-		{"standalone", "/routes/r1", health.Ref{Type: "routes", ID: "r1"}, "", ""},
-		{"deep prefix", "/a/b/c/stream_routes/x.y-z_1", health.Ref{Type: "stream_routes", ID: "x.y-z_1"}, "", ""},
-		{"id of 64", "/services/" + strings.Repeat("a", 64), health.Ref{Type: "services", ID: strings.Repeat("a", 64)}, "", ""},
-		{"no leading slash", "apisix/upstreams/api", health.Ref{}, `must start with "/"`, ""},
-		{"one segment", "/api", health.Ref{}, "must be /<type>/<id> or /<prefix>/<type>/<id>", ""},
-		{"trailing slash", "/apisix/upstreams/api/", health.Ref{}, `must not end with "/"`, ""},
-		{"unknown type", "/apisix/upstream/api", health.Ref{}, `unknown resource type "upstream"`, types},
-		{"empty prefix segment", "/apisix//upstreams/api", health.Ref{}, "empty path segment", ""},
-		{"id of 65", "/upstreams/" + strings.Repeat("a", 65), health.Ref{}, `id "` + strings.Repeat("a", 65) + `" must be 1-64 characters of [A-Za-z0-9._-]`, ""},
-		{"bad id character", "/upstreams/a b", health.Ref{}, `id "a b" must be 1-64 characters of [A-Za-z0-9._-]`, ""},
-		{"empty", "", health.Ref{}, "empty value", ""},
+		{"etcd prefix", "/apisix/upstreams/api", apisix.UpstreamKey, "upstreams/api", "", ""},
+		{"standalone", "/upstreams/api", apisix.UpstreamKey, "upstreams/api", "", ""},
+		{"deep prefix", "/a/b/c/stream_routes/x.y-z_1", apisix.UpstreamKey, "stream_routes/x.y-z_1", "", ""},
+		{"one segment", "/api", apisix.UpstreamKey, "", "must be /<type>/<id> or /<prefix>/<type>/<id>", ""},
+		{"unknown type", "/apisix/upstream/api", apisix.UpstreamKey, "", `unknown resource type "upstream"`, types},
+		{"bad id character", "/upstreams/a b", apisix.UpstreamKey, "", `id "a b" must be 1-64 characters of [A-Za-z0-9._-]`, ""},
+		{"empty", "", apisix.UpstreamKey, "", "empty value", ""},
+		{"path, no rule", "/api", nil, "/api", "", ""},
+		{"no leading slash, no rule", "apisix/upstreams/api", nil, "", `must start with "/"`, ""},
+		{"trailing slash, no rule", "/apisix/upstreams/api/", nil, "", `must not end with "/"`, ""},
+		{"empty segment, no rule", "/apisix//upstreams/api", nil, "", "empty path segment", ""},
+		{"empty, no rule", "", nil, "", "empty value", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, is := parseUpstream(tt.in)
+			got, res, is := parseUpstream(tt.in, tt.rule)
 			wantKey := ""
-			if tt.want != (health.Ref{}) {
+			if tt.res != "" {
 				wantKey = tt.in // the key is kept as written
 			}
-			if got.Ref != tt.want || got.Key != wantKey || is.msg != tt.wantMsg || is.allowed != tt.allowed {
-				t.Errorf("parseUpstream(%q) = %v, %+v; want %v, %q (allowed %q)", tt.in, got, is, tt.want, tt.wantMsg, tt.allowed)
+			if res != tt.res || got.Key != wantKey || is.msg != tt.wantMsg || is.allowed != tt.allowed {
+				t.Errorf("parseUpstream(%q) = %v, %q, %+v; want %q, %q (allowed %q)", tt.in, got, res, is, tt.res, tt.wantMsg, tt.allowed)
 			}
 		})
 	}

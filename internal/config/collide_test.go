@@ -16,7 +16,7 @@ func TestFilesCollideWithLocksAndCleanPaths(t *testing.T) {
 		{"main_log: /var/lib/rhi//owned\n", "main_log: same file as state_file"},
 		{"main_log: /var/log/rhi/rhi.log\nerror_log: /var/log/rhi/rhi.log\n", ""},
 	} {
-		_, err := Parse("rhi.yaml", []byte(tc.extra+base))
+		_, err := Parse("rhi.yaml", []byte(tc.extra+base), apisixKeys)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%q: %v, want accepted", tc.extra, err)

@@ -14,10 +14,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// apisixKeys is the rule rhi reads upstream keys by: the tests read
+// configurations as rhi does.
+var apisixKeys KeyRule = apisix.UpstreamKey
 
 // cmpConfig compares netip values by ==, which is what equality means for
 // them (cmp refuses their unexported fields).
@@ -29,7 +34,7 @@ var cmpConfig = cmp.Options{
 }
 
 func TestSeedExample(t *testing.T) {
-	got, err := Load("testdata/seed.yaml")
+	got, err := Load("testdata/seed.yaml", apisixKeys)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -66,19 +71,19 @@ func TestSeedExample(t *testing.T) {
 			{
 				Address:     netip.MustParsePrefix("10.0.0.100/32"),
 				Description: "Production API",
-				Upstreams:   health.MustUpstreams("/apisix/upstreams/api"),
+				Upstreams:   health.Upstreams("/apisix/upstreams/api"),
 				Condition:   All, Rise: 1, Fall: 1, DrainGrace: 5 * time.Second,
 			},
 			{
 				Address:     netip.MustParsePrefix("10.0.0.101/32"),
 				Description: "Admin portal",
-				Upstreams:   health.MustUpstreams("/apisix/upstreams/auth", "/apisix/upstreams/admin"),
+				Upstreams:   health.Upstreams("/apisix/upstreams/auth", "/apisix/upstreams/admin"),
 				Condition:   All, Rise: 1, Fall: 1, DrainGrace: 5 * time.Second,
 			},
 			{
 				Address:     netip.MustParsePrefix("10.0.0.102/32"),
 				Description: "Public app",
-				Upstreams:   health.MustUpstreams("/apisix/upstreams/app-primary", "/apisix/upstreams/app-reserve"),
+				Upstreams:   health.Upstreams("/apisix/upstreams/app-primary", "/apisix/upstreams/app-reserve"),
 				Condition:   Any, Rise: 1, Fall: 1, DrainGrace: 5 * time.Second,
 			},
 		},
@@ -116,7 +121,7 @@ func TestDefault(t *testing.T) {
 	if diff := cmp.Diff(want, Default(), cmpConfig); diff != "" {
 		t.Errorf("Default() (-want +got):\n%s", diff)
 	}
-	got, err := Parse("empty.yaml", nil)
+	got, err := Parse("empty.yaml", nil, apisixKeys)
 	if err != nil {
 		t.Fatalf("Parse(empty): %v", err)
 	}
@@ -134,7 +139,7 @@ func TestValid(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
-			c, err := Load(file)
+			c, err := Load(file, apisixKeys)
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
@@ -143,7 +148,7 @@ func TestValid(t *testing.T) {
 				t.Fatalf("Format: %v", err)
 			}
 			golden(t, strings.TrimSuffix(file, ".yaml")+".golden", string(out))
-			back, err := Parse("formatted", out)
+			back, err := Parse("formatted", out, apisixKeys)
 			if err != nil {
 				t.Fatalf("Parse(Format(c)): %v\n%s", err, out)
 			}
@@ -168,7 +173,7 @@ func TestInvalid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := Parse(name, data)
+			c, err := Parse(name, data, apisixKeys)
 			if err == nil {
 				t.Fatalf("Parse succeeded, want an error; got %+v", c)
 			}
@@ -227,7 +232,7 @@ func TestProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Parse("rhi.yaml", data)
+	_, err = Parse("rhi.yaml", data, apisixKeys)
 	var got Errors
 	if !errors.As(err, &got) {
 		t.Fatalf("error %T is not Errors: %v", err, err)
@@ -280,7 +285,7 @@ func TestProblemString(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Load(filepath.Join(dir, "missing.yaml"))
+	_, err := Load(filepath.Join(dir, "missing.yaml"), apisixKeys)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Load(missing) = %v, want fs.ErrNotExist", err)
 	}
@@ -289,7 +294,7 @@ func TestLoadErrors(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, maxFileSize+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Load(big)
+	_, err = Load(big, apisixKeys)
 	var errs Errors
 	if err == nil || errors.As(err, &errs) || !strings.Contains(err.Error(), "larger than 16 MiB") {
 		t.Errorf("Load(too big) = %v, want a size error", err)
@@ -299,7 +304,7 @@ func TestLoadErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("interface: a/b\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Load(bad)
+	_, err = Load(bad, apisixKeys)
 	if !errors.As(err, &errs) || len(errs) != 1 || errs[0].File != bad || errs[0].Line != 1 {
 		t.Errorf("Load(bad) = %#v, want one problem naming %s line 1", err, bad)
 	}
@@ -310,18 +315,18 @@ func TestFormatRoundTrip(t *testing.T) {
 	c.Bird.Protocols = []string{"p1"}
 	c.StatusListen = ""
 	c.VIPs = []VIP{
-		{Address: netip.MustParsePrefix("2001:db8::1/128"), Description: "quote \" and: colon", Upstreams: health.MustUpstreams("/routes/1"), Condition: Any, Rise: 2, Fall: 7},
-		{Address: netip.MustParsePrefix("192.0.2.1/32"), Description: "123", Upstreams: health.MustUpstreams("/a/b/services/x", "/upstreams/y"), Condition: All, Rise: 1, Fall: 1},
+		{Address: netip.MustParsePrefix("2001:db8::1/128"), Description: "quote \" and: colon", Upstreams: health.Upstreams("/routes/1"), Condition: Any, Rise: 2, Fall: 7},
+		{Address: netip.MustParsePrefix("192.0.2.1/32"), Description: "123", Upstreams: health.Upstreams("/a/b/services/x", "/upstreams/y"), Condition: All, Rise: 1, Fall: 1},
 	}
 	// Descriptions are free text: each of these must come back unchanged.
 	for i, d := range []string{"null", "~", "line 1\nline 2\n", "  lead and trail  ", "# not a comment", "- x", "*a", "\x7f\u0085\ufeff", "yes"} {
-		c.VIPs = append(c.VIPs, VIP{Address: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}), 32), Description: d, Upstreams: health.MustUpstreams("/upstreams/z"), Condition: All, Rise: 1, Fall: 1})
+		c.VIPs = append(c.VIPs, VIP{Address: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}), 32), Description: d, Upstreams: health.Upstreams("/upstreams/z"), Condition: All, Rise: 1, Fall: 1})
 	}
 	out, err := Format(&c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Parse("formatted", out)
+	back, err := Parse("formatted", out, apisixKeys)
 	if err != nil {
 		t.Fatalf("Parse(Format(c)): %v\n%s", err, out)
 	}

@@ -16,7 +16,8 @@ vips:
   - address: 10.0.0.3
     upstreams: [/upstreams/a]
     degraded: {below: "0%"}
-`))
+`), apisixKeys)
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +48,13 @@ func TestDegradedProblems(t *testing.T) {
 		{"vips:\n  - address: 10.0.0.1\n    upstreams: [/upstreams/a]\n    degraded: {below: \"5%\", interface: rhi2}", `rhi.yaml:4: vips[0].degraded.interface: one degraded interface per daemon: must be degraded.interface (got "rhi2"; allowed: rhi1)`},
 		{"vips:\n  - address: 10.0.0.1\n    upstreams: [/upstreams/a]\n    degraded: 5%", `rhi.yaml:4: vips[0].degraded: must be a mapping`},
 	} {
-		_, err := Parse("rhi.yaml", []byte(tc.yaml))
+		_, err := Parse("rhi.yaml", []byte(tc.yaml), apisixKeys)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q) = %v, want %q", tc.yaml, err, tc.want)
 		}
 	}
 	// The same interface is fine while no VIP can be degraded.
-	if _, err := Parse("rhi.yaml", []byte("interface: rhi1\n")); err != nil {
+	if _, err := Parse("rhi.yaml", []byte("interface: rhi1\n"), apisixKeys); err != nil {
 		t.Errorf("interface rhi1 without the tier: %v", err)
 	}
 }

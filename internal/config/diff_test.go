@@ -14,7 +14,7 @@ import (
 )
 
 func TestDiff(t *testing.T) {
-	old, err := Load("testdata/seed.yaml")
+	old, err := Load("testdata/seed.yaml", apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestDiff(t *testing.T) {
 		{"bird.protocols", func(c *Config) { c.Bird.Protocols = append(c.Bird.Protocols, "other") }, keys("bird.protocols")},
 		{"failure_policy.max_failed_polls", func(c *Config) { c.FailurePolicy.MaxFailedPolls++ }, keys("failure_policy.max_failed_polls")},
 		{"drain_file", func(c *Config) { c.DrainFile = "/elsewhere/drain" }, keys("drain_file")},
-		{"a VIP's upstreams", func(c *Config) { c.VIPs[0].Upstreams = health.MustUpstreams("/apisix/upstreams/x") }, keys("vips")},
+		{"a VIP's upstreams", func(c *Config) { c.VIPs[0].Upstreams = health.Upstreams("/apisix/upstreams/x") }, keys("vips")},
 		{"one VIP less", func(c *Config) { c.VIPs = c.VIPs[1:] }, keys("vips")},
 		{"a VIP's address", func(c *Config) { c.VIPs[0].Address = netip.MustParsePrefix("192.0.2.1/32") }, keys("vips")},
 		{"rise and fall", func(c *Config) { c.Rise++; c.Fall++ }, keys("rise", "fall")},
@@ -141,7 +141,7 @@ func TestRestartOnlyControlSocket(t *testing.T) {
 // TestDiffKeepsTheOwnershipRecord: the record is read at start-up, so a
 // reload that moves it is rejected rather than half applied.
 func TestDiffKeepsTheOwnershipRecord(t *testing.T) {
-	started, err := Load("testdata/seed.yaml")
+	started, err := Load("testdata/seed.yaml", apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}

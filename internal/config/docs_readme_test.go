@@ -35,7 +35,7 @@ func readmeConfig(t *testing.T) string {
 // valid, draws no warning, and announces a VIP from an upstream, as the
 // steps around it say.
 func TestReadmeConfig(t *testing.T) {
-	c, err := Parse("README.md step 5", []byte(readmeConfig(t)))
+	c, err := Parse("README.md step 5", []byte(readmeConfig(t)), apisixKeys)
 	if err != nil {
 		t.Fatalf("the README's rhi.yaml does not parse:\n%v", err)
 	}

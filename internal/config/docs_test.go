@@ -167,7 +167,7 @@ func TestConfigDocExample(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s: the example is not closed", configDoc)
 	}
-	c, err := Parse("docs/configuration.md example", []byte(example))
+	c, err := Parse("docs/configuration.md example", []byte(example), apisixKeys)
 	if err != nil {
 		t.Fatalf("the example does not parse:\n%v", err)
 	}

@@ -35,7 +35,7 @@ func TestWarningsDurations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := Parse("f.yaml", []byte(tt.yaml))
+			c, err := Parse("f.yaml", []byte(tt.yaml), apisixKeys)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -56,7 +56,7 @@ func TestWarningsDurations(t *testing.T) {
 // no notes (Format writes units), so a reload of the same values as
 // check-config prints them does not warn again.
 func TestDurationNotesFormatted(t *testing.T) {
-	c, err := Parse("f.yaml", []byte("apisix_timeout: 5000\n"))
+	c, err := Parse("f.yaml", []byte("apisix_timeout: 5000\n"), apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestDurationNotesFormatted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Parse("formatted", out)
+	back, err := Parse("formatted", out, apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestWarningsOffHost(t *testing.T) {
 		{"vips:\n  - address: 10.0.0.1\n    upstreams: [/apisix/upstreams/a]\n    probe: {url: \"http://198.51.100.7:80/\"}\n", []string{`vips[0].probe.url: "198.51.100.7" is not on loopback`, "IPAddressAllow=ADDRESS"}},
 	}
 	for _, tt := range tests {
-		c, err := Parse("f.yaml", []byte(tt.yaml))
+		c, err := Parse("f.yaml", []byte(tt.yaml), apisixKeys)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.yaml, err)
 		}

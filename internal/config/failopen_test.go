@@ -7,7 +7,7 @@ import (
 )
 
 func TestFailOpenParse(t *testing.T) {
-	c, err := Parse("rhi.yaml", []byte("fail_open:\n  min_other_sites: 2\n  hold: 500ms\n"))
+	c, err := Parse("rhi.yaml", []byte("fail_open:\n  min_other_sites: 2\n  hold: 500ms\n"), apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -15,7 +15,7 @@ func TestFailOpenParse(t *testing.T) {
 	if c.FailOpen != want || !c.FailOpen.Enabled() {
 		t.Errorf("got %+v, want %+v (enabled)", c.FailOpen, want)
 	}
-	c, err = Parse("rhi.yaml", []byte("fail_open: {min_other_sites: 1}\n"))
+	c, err = Parse("rhi.yaml", []byte("fail_open: {min_other_sites: 1}\n"), apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestFailOpenParse(t *testing.T) {
 // release time still starts rhi, and the key is named, with its line, in
 // a warning; a bad value is still an error.
 func TestFailOpenReleaseDeprecated(t *testing.T) {
-	c, err := Parse("rhi.yaml", []byte("fail_open:\n  min_other_sites: 1\n  release: 30s\n"))
+	c, err := Parse("rhi.yaml", []byte("fail_open:\n  min_other_sites: 1\n  release: 30s\n"), apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestFailOpenErrors(t *testing.T) {
 		{"fail_open:\n  release: soon\n", `rhi.yaml:2: fail_open.release: not a duration (got "soon"; allowed: a duration such as 500ms, 3s or 1m, or whole seconds)`},
 		{"fail_open:\n  min_sites: 1\n", `rhi.yaml:2: fail_open.min_sites: unknown key`},
 	} {
-		_, err := Parse("rhi.yaml", []byte(tc.yaml))
+		_, err := Parse("rhi.yaml", []byte(tc.yaml), apisixKeys)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %s", tc.yaml, err, tc.want)
 		}

@@ -27,7 +27,7 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse("f.yaml", data)
+		c, err := Parse("f.yaml", data, apisixKeys)
 		if err != nil {
 			checkErrors(t, err)
 			return
@@ -37,7 +37,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Format: %v", err)
 		}
-		back, err := Parse("formatted", out)
+		back, err := Parse("formatted", out, apisixKeys)
 		if err != nil {
 			t.Fatalf("Parse(Format(c)): %v\n%s", err, out)
 		}

@@ -6,14 +6,14 @@ import (
 )
 
 func TestLastResortAndSiteID(t *testing.T) {
-	c, err := Parse("rhi.yaml", []byte("last_resort: {interface: lr0}\nsite_id: 192.0.2.7\n"))
+	c, err := Parse("rhi.yaml", []byte("last_resort: {interface: lr0}\nsite_id: 192.0.2.7\n"), apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.LastResort.Interface != "lr0" || c.SiteID != 0xc0000207 || c.SiteID.String() != "192.0.2.7" {
 		t.Errorf("got %+v, site %d (%v)", c.LastResort, c.SiteID, c.SiteID)
 	}
-	c, err = Parse("rhi.yaml", []byte("site_id: 7\n"))
+	c, err = Parse("rhi.yaml", []byte("site_id: 7\n"), apisixKeys)
 	if err != nil || c.SiteID != 7 || c.LastResort.Interface != "rhi2" {
 		t.Errorf("got %v, %+v", err, c)
 	}
@@ -33,7 +33,7 @@ func TestLastResortErrors(t *testing.T) {
 		{"site_id: 2001:db8::1\n", `rhi.yaml:1: site_id: not a non-zero IPv4 dotted quad`},
 		{"site_id: paris\n", `rhi.yaml:1: site_id: not a whole number or a dotted quad (got "paris"`},
 	} {
-		_, err := Parse("rhi.yaml", []byte(tc.yaml))
+		_, err := Parse("rhi.yaml", []byte(tc.yaml), apisixKeys)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %s", tc.yaml, err, tc.want)
 		}
@@ -43,7 +43,7 @@ func TestLastResortErrors(t *testing.T) {
 // TestLastResortNoClashWithoutGuard: a file that names rhi2 as its main
 // interface and has no guard stays valid.
 func TestLastResortNoClashWithoutGuard(t *testing.T) {
-	if _, err := Parse("rhi.yaml", []byte("interface: rhi2\n")); err != nil {
+	if _, err := Parse("rhi.yaml", []byte("interface: rhi2\n"), apisixKeys); err != nil {
 		t.Error(err)
 	}
 }

@@ -21,7 +21,7 @@ func loadGuarded(t *testing.T, path string) (*Config, error) {
 		err error
 	}
 	ch := make(chan res, 1)
-	go func() { c, err := Load(path); ch <- res{c, err} }()
+	go func() { c, err := Load(path, apisixKeys); ch <- res{c, err} }()
 	select {
 	case r := <-ch:
 		return r.c, r.err

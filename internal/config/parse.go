@@ -68,12 +68,12 @@ const maxFileSize = 16 << 20
 // regular file: a FIFO or a device at path is an error at once, not a
 // reload that waits for ever. (A symbolic link is followed: /etc/rhi is
 // root's, and linking the config from elsewhere is a common choice.)
-func Load(path string) (*Config, error) {
+func Load(path string, keys KeyRule) (*Config, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, data)
+	return Parse(path, data, keys)
 }
 
 // readFile reads the regular file at path, or what a symbolic link there
@@ -103,8 +103,9 @@ func readFile(path string) ([]byte, error) {
 // Every VIP's Rise and Fall hold the effective value: the VIP's own if it
 // sets one, else the global one. Addresses are stored as /32 or /128, the
 // control URL without trailing slashes, an empty bird.protocols as nil.
-func Parse(name string, data []byte) (*Config, error) {
-	p := &parser{file: name}
+// Upstream keys are checked by keys, the health source's rule (KeyRule).
+func Parse(name string, data []byte, keys KeyRule) (*Config, error) {
+	p := &parser{file: name, keys: keys}
 	c := Default()
 	if root := p.document(data); root != nil {
 		p.config(root, &c)
@@ -114,6 +115,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		return nil, p.errs
 	}
 	c.notes = p.notes
+	c.keys = keys
 	return &c, nil
 }
 
@@ -123,6 +125,7 @@ func Parse(name string, data []byte) (*Config, error) {
 // first.
 type parser struct {
 	file  string
+	keys  KeyRule
 	errs  Errors
 	notes []string // warnings that name a line; Parse hands them to Config
 }
@@ -625,7 +628,7 @@ func (p *parser) upstreams(vipNode, n *yaml.Node, path string, minHealthy health
 		return nil
 	}
 	ups := make([]health.Upstream, 0, len(items))
-	seen := make(map[health.Ref]int, len(items))
+	seen := make(map[string]int, len(items)) // line by resource
 	for i, it := range items {
 		ipath := index(path, i)
 		s, keyNode, mh, ok := p.upstreamItem(it, ipath)
@@ -635,17 +638,17 @@ func (p *parser) upstreams(vipNode, n *yaml.Node, path string, minHealthy health
 		if keyNode != it {
 			ipath += ".key"
 		}
-		u, is := parseUpstream(s)
+		u, res, is := parseUpstream(s, p.keys)
 		if !is.ok() {
 			p.report(keyNode, ipath, s, is)
 			continue
 		}
 		u.MinHealthy = cmp.Or(mh, minHealthy)
-		if l, dup := seen[u.Ref]; dup {
+		if l, dup := seen[res]; dup {
 			p.report(keyNode, ipath, s, issue{msg: "same upstream as line " + strconv.Itoa(l)})
 			continue
 		}
-		seen[u.Ref] = keyNode.Line
+		seen[res] = keyNode.Line
 		ups = append(ups, u)
 	}
 	return ups

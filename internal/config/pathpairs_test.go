@@ -26,7 +26,7 @@ func TestFilesMustNotCollide(t *testing.T) {
 					"bird:\n  socket: /run/bird/bird.ctl\n" +
 					a + ": /var/lib/rhi/shared\n" + b + ": /var/lib/rhi/shared\n" +
 					"vips:\n  - address: 10.0.0.100\n    upstreams: [\"/apisix/upstreams/api\"]\n"
-				_, err := Parse("rhi.yaml", []byte(yaml))
+				_, err := Parse("rhi.yaml", []byte(yaml), apisixKeys)
 				if err == nil || !strings.Contains(err.Error(), "same file") {
 					t.Errorf("%s and %s both /var/lib/rhi/shared: got %v, want an error saying they are the same file", a, b, err)
 				}

@@ -100,12 +100,19 @@ func budgetWarning(c *Config) string {
 }
 
 // distinctResources counts the distinct resources the VIPs' upstream keys
-// name (two spellings of one resource are one).
+// name (two spellings of one resource are one), by the rule the config
+// was read with.
 func distinctResources(c *Config) int {
 	seen := map[string]bool{}
 	for i := range c.VIPs {
 		for _, u := range c.VIPs[i].Upstreams {
-			seen[u.Ref.String()] = true
+			res, err := u.Key, error(nil)
+			if c.keys != nil {
+				res, err = c.keys(u.Key)
+			}
+			if err == nil {
+				seen[res] = true
+			}
 		}
 	}
 	return len(seen)

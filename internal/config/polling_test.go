@@ -48,8 +48,9 @@ func TestWarningsPollBudget(t *testing.T) {
 	conf := func(n int, interval time.Duration, budget Percent) *Config {
 		c := Default()
 		c.PollInterval, c.PollBudget = interval, budget
+		c.keys = apisixKeys
 		for i := range n {
-			c.VIPs = append(c.VIPs, VIP{Upstreams: health.MustUpstreams(fmt.Sprint("/apisix/upstreams/u", i), fmt.Sprint("/upstreams/u", i))})
+			c.VIPs = append(c.VIPs, VIP{Upstreams: health.Upstreams(fmt.Sprint("/apisix/upstreams/u", i), fmt.Sprint("/upstreams/u", i))})
 		}
 		return &c
 	}

@@ -24,7 +24,7 @@ func TestProbeParsed(t *testing.T) {
   - address: 192.0.2.12
     upstreams: [/apisix/upstreams/web]
 `
-	c, err := Parse("rhi.yaml", []byte(doc))
+	c, err := Parse("rhi.yaml", []byte(doc), apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestProbeParsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := Parse("formatted", out)
+	again, err := Parse("formatted", out, apisixKeys)
 	if err != nil {
 		t.Fatalf("Format's output does not parse: %v\n%s", err, out)
 	}
@@ -92,7 +92,7 @@ func TestProbeErrors(t *testing.T) {
     upstreams: [/apisix/upstreams/api]
     probe: "http://127.0.0.1/"
 `
-	_, err := Parse("rhi.yaml", []byte(doc))
+	_, err := Parse("rhi.yaml", []byte(doc), apisixKeys)
 	if err == nil {
 		t.Fatal("Parse succeeded")
 	}

@@ -63,7 +63,7 @@ func TestUpstreamThresholds(t *testing.T) {
       - key: /apisix/upstreams/img
         min_healthy: "75%"
 `
-	c, err := Parse("rhi.yaml", []byte(doc))
+	c, err := Parse("rhi.yaml", []byte(doc), apisixKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestUpstreamThresholds(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("thresholds (-want +got):\n%s", diff)
 	}
-	if c.VIPs[0].Upstreams[1].Key != "/apisix/upstreams/api" || c.VIPs[0].Upstreams[1].Ref.ID != "api" {
+	if c.VIPs[0].Upstreams[1].Key != "/apisix/upstreams/api" {
 		t.Errorf("mapping entry parsed as %+v", c.VIPs[0].Upstreams[1])
 	}
 	// Printed and read again, the thresholds survive.
@@ -90,7 +90,7 @@ func TestUpstreamThresholds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := Parse("formatted", out)
+	again, err := Parse("formatted", out, apisixKeys)
 	if err != nil {
 		t.Fatalf("Format's output does not parse: %v\n%s", err, out)
 	}
@@ -120,7 +120,7 @@ func TestUpstreamThresholdErrors(t *testing.T) {
       - {key: /prefix/upstreams/g, min_healthy: 1}
       - {key: [x]}
 `
-	_, err := Parse("rhi.yaml", []byte(doc))
+	_, err := Parse("rhi.yaml", []byte(doc), apisixKeys)
 	const allowed = `; allowed: a count of nodes, at least 1, or a share "1%"-"100%")`
 	want := []string{
 		`rhi.yaml:3: vips[0].min_healthy: must be at least 1 (leave the key out for "one healthy node") (got "0"` + allowed,

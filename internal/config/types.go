@@ -130,6 +130,9 @@ type Config struct {
 	// notes are warnings the parser found at a line of the file (a
 	// duration that is probably not what was meant), for Warnings.
 	notes []string
+	// keys is the rule the upstream keys were read by, which says what
+	// resource each reads; nil: each key is its own.
+	keys KeyRule
 }
 
 // FailurePolicy is the failure_policy section.

@@ -48,7 +48,7 @@ func TestControlSocketKey(t *testing.T) {
 		{`control_socket: rhi.sock`, `f.yaml:1: control_socket: not an absolute path (got "rhi.sock"`},
 		{`control_socket: /` + strings.Repeat("a", 107), "longer than 107 bytes"},
 	} {
-		c, err := Parse("f.yaml", []byte(tt.in))
+		c, err := Parse("f.yaml", []byte(tt.in), apisixKeys)
 		switch {
 		case tt.problem == "" && err != nil:
 			t.Errorf("%s: %v", tt.in, err)

@@ -14,17 +14,25 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/vip"
 	"github.com/rhi-daemon/rhi/internal/vip/rtnl"
 )
 
-// staticHealth answers every poll with the same snapshot.
+// staticHealth answers every poll with the same snapshot. It plans as the
+// APISIX client does, so that the loop holds what it holds in production.
 type staticHealth health.Snapshot
 
 func (s staticHealth) Poll(context.Context, []health.Upstream) health.Snapshot {
 	return health.Snapshot(s)
+}
+
+func (s staticHealth) Plan(ups []health.Upstream) health.Plan { return apisix.NewPlan(ups) }
+
+func (s staticHealth) PollPlan(context.Context, health.Plan, health.PollOptions) (health.Snapshot, health.PollCost) {
+	return health.Snapshot(s), health.PollCost{}
 }
 
 // manyVIPs is the seed's config with n VIPs, each on its own upstream
@@ -36,7 +44,7 @@ func manyVIPs(n int) (*config.Config, []string) {
 	for i := range n {
 		keys[i] = fmt.Sprintf("/apisix/upstreams/u%d", i)
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: health.MustUpstreams(keys[i]), Condition: config.All, Rise: 1, Fall: 1})
+		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: health.Upstreams(keys[i]), Condition: config.All, Rise: 1, Fall: 1})
 	}
 	return cfg, keys
 }

@@ -30,11 +30,36 @@ type HealthSource interface {
 	Poll(ctx context.Context, ups []health.Upstream) health.Snapshot
 }
 
-// planPoller is a HealthSource that polls keys planned once
-// (apisix.Client): the loop plans d.keys at each config and polls the plan,
-// so a poll builds no maps of its own.
-type planPoller interface {
-	PollPlan(ctx context.Context, plan *health.Plan) health.Snapshot
+// Planner is a HealthSource that prepares a fixed list of keys once and
+// polls what it prepared (apisix.Client). The loop plans its keys at each
+// configuration, so that a poll builds nothing of its own; the plan also
+// says which keys read one resource, which the loop logs, counts and polls
+// fast as one. PollPlan is shaped by opts and says what the poll cost the
+// source: the loop spreads a poll's one-upstream requests, reads a moving
+// upstream alone, and keeps its polling within apisix_poll_budget by it.
+// A source that is no Planner is polled by its keys, each key its own
+// resource, at no cost the loop can see.
+type Planner interface {
+	HealthSource
+	Plan(ups []health.Upstream) health.Plan
+	PollPlan(ctx context.Context, plan health.Plan, opts health.PollOptions) (health.Snapshot, health.PollCost)
+}
+
+// planned returns h as a Planner (see Planner).
+func planned(h HealthSource) Planner {
+	if p, ok := h.(Planner); ok {
+		return p
+	}
+	return byKeys{h}
+}
+
+// byKeys is a HealthSource that is no Planner, polled by its keys.
+type byKeys struct{ HealthSource }
+
+func (b byKeys) Plan(ups []health.Upstream) health.Plan { return health.KeyPlan(ups) }
+
+func (b byKeys) PollPlan(ctx context.Context, plan health.Plan, _ health.PollOptions) (health.Snapshot, health.PollCost) {
+	return b.Poll(ctx, plan.Upstreams()), health.PollCost{}
 }
 
 // idleCloser is a HealthSource that keeps connections between polls;
@@ -108,7 +133,7 @@ const applyTimeout = 10 * time.Second
 // Daemon is the RHI loop. Create it with New, run it with Run.
 type Daemon struct {
 	log    logrus.FieldLogger
-	health HealthSource
+	health Planner
 	ann    Announcer
 	env    loopEnv // the clock, tickers and hooks it was given
 
@@ -117,14 +142,13 @@ type Daemon struct {
 
 	// Owned by the loop goroutine.
 	cfg       *config.Config
-	keys      []health.Upstream // distinct upstream keys of cfg, with their parsed refs
-	plan      *health.Plan      // of keys, for a planPoller; keys is never changed in place
-	vs        vipStates         // per-VIP state, in config order
-	stage     loopStage         // how far the loop has come
-	set       setState          // what the loop wants on the interface
-	ifc       ifaceState        // the VIP interface as last read and written
-	polls     pollState         // what the polls learnt and cost
-	drains    drainState        // drain_file and drain_grace
+	plan      health.Plan // of cfg's distinct upstream keys, by d.health; never changed in place
+	vs        vipStates   // per-VIP state, in config order
+	stage     loopStage   // how far the loop has come
+	set       setState    // what the loop wants on the interface
+	ifc       ifaceState  // the VIP interface as last read and written
+	polls     pollState   // what the polls learnt and cost
+	drains    drainState  // drain_file and drain_grace
 	own       ownership
 	unmanaged unmanagedAddrs
 	tier      tiers    // the lower interfaces, if any
@@ -216,7 +240,7 @@ type loopEnv struct {
 func New(cfg *config.Config, deps Deps) *Daemon {
 	d := &Daemon{
 		log:    deps.Log,
-		health: deps.Health,
+		health: planned(deps.Health),
 		ann:    deps.Announcer,
 		own:    ownership{file: deps.Record},
 		tier:   tiers{low: [2]lower{{ann: deps.Degraded}, {ann: deps.LastResort}}},
@@ -396,16 +420,16 @@ func (d *Daemon) setConfig(cfg *config.Config) {
 	}
 	// A new slice, the last plan keeps the old one; sized up front, as
 	// growing it by appends leaves up to a quarter unused.
-	d.keys = make([]health.Upstream, 0, n)
+	keys := make([]health.Upstream, 0, n)
 	for i := range cfg.VIPs {
 		for _, u := range cfg.VIPs[i].Upstreams {
 			if !seen[u.Key] {
 				seen[u.Key] = true
-				d.keys = append(d.keys, u)
+				keys = append(keys, u)
 			}
 		}
 	}
-	d.plan = health.NewPlan(d.keys)
+	d.plan = d.health.Plan(keys)
 	d.guarded()
 }
 
@@ -416,10 +440,10 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 	old := d.cfg
 	if d.env.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout || old.PollMode != cfg.PollMode) {
 		if h := d.env.newHS(cfg); h != nil {
-			if c, ok := d.health.(idleCloser); ok && h != d.health {
+			if c, ok := d.health.(idleCloser); ok && h != HealthSource(d.health) {
 				c.CloseIdleConnections() // it would keep them for 50 s
 			}
-			d.health = h
+			d.health = planned(h)
 		}
 	}
 	if old.DrainFile != cfg.DrainFile {
@@ -476,18 +500,12 @@ func (d *Daemon) tick(ctx context.Context) {
 	d.publish()
 }
 
-// poll polls the keys of the config, by its plan when the health source
-// takes one.
+// poll polls the keys of the config by its plan, spread as the budget
+// says, and files what the poll cost.
 func (d *Daemon) poll(ctx context.Context) health.Snapshot {
-	if p, ok := d.health.(costPoller); ok {
-		snap, cost := p.PollPlanWith(ctx, d.plan, health.PollOptions{Spread: d.polls.budget.spread()})
-		d.polls.budget.regCost(cost)
-		return snap
-	}
-	if p, ok := d.health.(planPoller); ok {
-		return p.PollPlan(ctx, d.plan)
-	}
-	return d.health.Poll(ctx, d.keys)
+	snap, cost := d.health.PollPlan(ctx, d.plan, health.PollOptions{Spread: d.polls.budget.spread()})
+	d.polls.budget.regCost(cost)
+	return snap
 }
 
 // pollRun is one poll: what it found, when it started and ended.

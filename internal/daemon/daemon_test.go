@@ -28,7 +28,7 @@ const (
 )
 
 func vipCfg(addr string, cond config.Condition, ups ...string) config.VIP {
-	return config.VIP{Address: netip.MustParsePrefix(addr), Upstreams: health.MustUpstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
+	return config.VIP{Address: netip.MustParsePrefix(addr), Upstreams: health.Upstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
 }
 
 // seed is the design note's example configuration.

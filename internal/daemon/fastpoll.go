@@ -13,14 +13,6 @@ import (
 	"github.com/rhi-daemon/rhi/internal/probe"
 )
 
-// costPoller is a HealthSource that polls a plan as told and says what the
-// poll cost the control API (apisix.Client): the loop spreads a poll's
-// one-upstream requests, reads a moving upstream alone, and keeps its
-// polling within apisix_poll_budget by these measures.
-type costPoller interface {
-	PollPlanWith(ctx context.Context, plan *health.Plan, opts health.PollOptions) (health.Snapshot, health.PollCost)
-}
-
 // fastPolls follows the upstreams that are moving between states and polls
 // them alone, at fast_poll_interval, until they settle. APISIX marks a
 // dying node mostly_healthy one check before unhealthy, so a poll on the
@@ -39,11 +31,11 @@ type costPoller interface {
 //
 // The loop alone uses it.
 type fastPolls struct {
-	plan   *health.Plan // the plan the index is of; rebuilt when d.plan changes
-	keysOf groups       // per resource: the plan's keys naming it
-	vipsOf groups       // per resource: the VIPs whose upstreams name it
-	prev   []int32      // per resource: the healthy count last read
-	known  []bool       // prev holds a reading
+	plan   health.Plan // the plan the index is of; rebuilt when d.plan changes
+	keysOf groups      // per resource: the plan's keys naming it
+	vipsOf groups      // per resource: the VIPs whose upstreams name it
+	prev   []int32     // per resource: the healthy count last read
+	known  []bool      // prev holds a reading
 	moving []bool
 	n      int // resources moving
 
@@ -57,7 +49,7 @@ type fastPolls struct {
 
 // reindex rebuilds the index when the loop's plan changed (a reload). What
 // was moving is forgotten: the next regular poll finds it again.
-func (f *fastPolls) reindex(plan *health.Plan, cfg *config.Config) {
+func (f *fastPolls) reindex(plan health.Plan, cfg *config.Config) {
 	if f.plan == plan {
 		return
 	}
@@ -173,14 +165,8 @@ func (d *Daemon) fastTick(ctx context.Context) {
 	}
 	vips := f.vipsTouched(res)
 	probed := d.fastProbes(ctx, vips)
-	var snap health.Snapshot
-	if cp, ok := d.health.(costPoller); ok {
-		var cost health.PollCost
-		snap, cost = cp.PollPlanWith(ctx, health.NewPlan(keys), health.PollOptions{NoList: true})
-		d.polls.budget.fastCost(cost)
-	} else {
-		snap = d.health.Poll(ctx, keys)
-	}
+	snap, cost := d.health.PollPlan(ctx, d.health.Plan(keys), health.PollOptions{NoList: true})
+	d.polls.budget.fastCost(cost)
 	probed()
 	if ctx.Err() != nil {
 		return // shutting down

@@ -10,11 +10,12 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/health"
 )
 
-// stepHealth is a costPoller whose answers the test sets result by result
+// stepHealth is a Planner whose answers the test sets result by result
 // (node counts and moving nodes, as APISIX's checker steps them); it
 // records the keys and options of every poll and charges each resource
 // read a fixed cost.
@@ -30,11 +31,15 @@ type stepCall struct {
 }
 
 func (s *stepHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {
-	snap, _ := s.PollPlanWith(ctx, health.NewPlan(ups), health.PollOptions{})
+	snap, _ := s.PollPlan(ctx, s.Plan(ups), health.PollOptions{})
 	return snap
 }
 
-func (s *stepHealth) PollPlanWith(_ context.Context, plan *health.Plan, opts health.PollOptions) (health.Snapshot, health.PollCost) {
+// Plan plans as the APISIX client does: keys under two prefixes read one
+// resource.
+func (s *stepHealth) Plan(ups []health.Upstream) health.Plan { return apisix.NewPlan(ups) }
+
+func (s *stepHealth) PollPlan(_ context.Context, plan health.Plan, opts health.PollOptions) (health.Snapshot, health.PollCost) {
 	var c stepCall
 	c.opts = opts
 	snap := health.Snapshot{}

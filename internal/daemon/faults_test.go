@@ -12,7 +12,6 @@ import (
 	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
 	"github.com/rhi-daemon/rhi/internal/config"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // apiRig runs the daemon against the real control-API client and the fake
@@ -20,7 +19,7 @@ import (
 type apiRig struct {
 	*rig
 	srv *apisixtest.Server
-	ref health.Ref
+	ref apisix.Ref
 	url string
 }
 
@@ -60,7 +59,7 @@ func newAPIRigTimeout(t *testing.T, policy config.Action, rise, fall int, timeou
 	log.Level = logrus.DebugLevel
 	r := &rig{link: newFakeLink(), clock: &clock{t: time.Unix(1_700_000_000, 0)}, logs: hook}
 	r.d = New(cfg, Deps{Health: client, Announcer: r.link, Log: log, Now: r.clock.now})
-	ref := health.Ref{Type: "upstreams", ID: "api"}
+	ref := apisix.Ref{Type: "upstreams", ID: "api"}
 	srv.SetNodes(ref, apisixtest.Node{IP: "192.0.2.1", Port: 80, Status: apisixtest.Healthy}, apisixtest.Node{IP: "192.0.2.2", Port: 80, Status: apisixtest.Healthy})
 	return &apiRig{rig: r, srv: srv, ref: ref, url: ts.URL}
 }

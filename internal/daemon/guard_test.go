@@ -432,7 +432,7 @@ func TestGuardKeepsADegradedVIPLow(t *testing.T) {
 	for _, k := range []string{auth, admin, primary, reserve} {
 		nh.set(k, 4, 4)
 	}
-	r.d.health = nh
+	r.d.health = planned(nh)
 	nh.set(api, 1, 4)
 	r.tick(t)
 	r.answer()

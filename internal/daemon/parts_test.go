@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/config"
 	"github.com/rhi-daemon/rhi/internal/health"
 	"github.com/rhi-daemon/rhi/internal/owned"
@@ -38,11 +39,8 @@ func TestUpstreamLog(t *testing.T) {
 		ups := make([]health.Upstream, len(keys))
 		for i, k := range keys {
 			ups[i] = health.Upstream{Key: k}
-			if up, err := health.ParseUpstream(k); err == nil {
-				ups[i] = up
-			}
 		}
-		plan := health.NewPlan(ups)
+		plan := apisix.NewPlan(ups)
 		read := map[int]health.Result{}
 		n := u.note(log, plan, snap, policy, func(j int, r health.Result) {
 			if _, twice := read[j]; twice {

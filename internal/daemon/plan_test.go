@@ -17,7 +17,7 @@ import (
 
 // TestReloadPlansTheNewKeys: the loop polls a plan of its keys, made at
 // each config. After a reload that changes the keys (a resource under a
-// second prefix, a repeated key, new resources, a Ref that Ref.Check
+// second prefix, a repeated key, new resources, a key that ParseRef
 // rejects), and after polls of other keys on the same client (`rhi
 // verify`'s), every tick's snapshot is what an unplanned Poll of the
 // config's keys says, and holds no key of the old config.
@@ -28,9 +28,10 @@ func TestReloadPlansTheNewKeys(t *testing.T) {
 	healthy := apisixtest.Node{IP: "10.1.0.1", Port: 80, Status: "healthy"}
 	sick := apisixtest.Node{IP: "10.1.0.2", Port: 80, Status: "unhealthy"}
 	for _, key := range []string{api, auth, admin, primary, reserve, "/apisix/routes/r1"} {
-		srv.SetNodes(health.MustUpstreams(key)[0].Ref, healthy, sick)
+		ref, _ := apisix.ParseRef(key)
+		srv.SetNodes(ref, healthy, sick)
 	}
-	srv.SetNodes(health.Ref{Type: "upstreams", ID: "new"}, sick)
+	srv.SetNodes(apisix.Ref{Type: "upstreams", ID: "new"}, sick)
 
 	cfg := seed(config.Withdraw)
 	cfg.ControlURL = ts.URL
@@ -44,7 +45,7 @@ func TestReloadPlansTheNewKeys(t *testing.T) {
 	check := func(step string, keys ...string) {
 		t.Helper()
 		got := describeSnap(r.d.polls.last.snap)
-		want := describeSnap(client.Poll(context.Background(), r.d.keys))
+		want := describeSnap(client.Poll(context.Background(), r.d.plan.Upstreams()))
 		if !maps.Equal(got, want) {
 			t.Fatalf("%s: planned poll %v, unplanned %v", step, got, want)
 		}
@@ -61,7 +62,7 @@ func TestReloadPlansTheNewKeys(t *testing.T) {
 
 	next := seed(config.Withdraw)
 	next.ControlURL = ts.URL
-	bad := health.Upstream{Key: "/apisix/upstreams/bad", Ref: health.Ref{Type: "upstreams", ID: ".."}}
+	bad := health.Upstream{Key: "/apisix/upstreams/.."}
 	next.VIPs = []config.VIP{
 		vipCfg("10.0.0.100/32", config.All, "/other/upstreams/api", "/apisix/upstreams/new"),
 		vipCfg("10.0.0.103/32", config.Any, "/apisix/routes/r1", "/other/upstreams/api", api),
@@ -69,12 +70,12 @@ func TestReloadPlansTheNewKeys(t *testing.T) {
 	}
 	r.d.applyReload(next)
 	r.tick(t)
-	want := []string{api, "/apisix/routes/r1", "/apisix/upstreams/bad", "/apisix/upstreams/new", "/other/upstreams/api"}
+	want := []string{api, "/apisix/routes/r1", "/apisix/upstreams/..", "/apisix/upstreams/new", "/other/upstreams/api"}
 	check("reloaded", want...)
 	snap := r.d.polls.last.snap
 	for key, verdict := range map[string]health.Verdict{
 		"/other/upstreams/api": health.Up, api: health.Up, "/apisix/upstreams/new": health.Down,
-		"/apisix/routes/r1": health.Up, "/apisix/upstreams/bad": health.Failed,
+		"/apisix/routes/r1": health.Up, "/apisix/upstreams/..": health.Failed,
 	} {
 		if snap[key].Verdict != verdict {
 			t.Errorf("reloaded: %s is %v (%v), want %v", key, snap[key].Verdict, snap[key].Err, verdict)
@@ -82,11 +83,11 @@ func TestReloadPlansTheNewKeys(t *testing.T) {
 	}
 
 	// Another caller's poll of other keys leaves the loop's plan alone.
-	other := health.MustUpstreams("/apisix/upstreams/new", admin)
+	other := health.Upstreams("/apisix/upstreams/new", admin)
 	if got := client.Poll(context.Background(), other); len(got) != 2 || got[admin].Verdict != health.Up {
 		t.Fatalf("verify's poll: %v", describeSnap(got))
 	}
-	srv.SetAllStatus(health.Ref{Type: "upstreams", ID: "new"}, "healthy")
+	srv.SetAllStatus(apisix.Ref{Type: "upstreams", ID: "new"}, "healthy")
 	r.tick(t)
 	check("after another caller's poll", want...)
 	if v := r.d.polls.last.snap["/apisix/upstreams/new"].Verdict; v != health.Up {

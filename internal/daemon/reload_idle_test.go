@@ -66,7 +66,7 @@ func TestReloadClosesOldClient(t *testing.T) {
 	cfg := seed(config.Withdraw)
 	cfg.ControlURL = ts.URL
 	r := newRig(t, cfg, newFakeLink())
-	r.d.health = newClient(cfg)
+	r.d.health = planned(newClient(cfg))
 	r.d.env.newHS = newClient
 	r.tick(t)
 	for i := range 40 {
@@ -76,7 +76,7 @@ func TestReloadClosesOldClient(t *testing.T) {
 		r.d.applyReload(next)
 		r.tick(t)
 	}
-	if r.d.health.Poll(context.Background(), health.MustUpstreams("/apisix/upstreams/api"))["/apisix/upstreams/api"].Verdict != health.Up {
+	if r.d.health.Poll(context.Background(), health.Upstreams("/apisix/upstreams/api"))["/apisix/upstreams/api"].Verdict != health.Up {
 		t.Fatal("the newest client does not poll")
 	}
 

@@ -30,7 +30,7 @@ type upstreamLog struct {
 // without a health checker counts as, for the warning. each, if not nil,
 // is given every resource's reading (resource j, as plan numbers them,
 // read under its first key), so that the caller need not look it up again.
-func (u *upstreamLog) note(log logrus.FieldLogger, plan *health.Plan, snap health.Snapshot, policy config.FailurePolicy, each func(j int, r health.Result)) (unreadable int) {
+func (u *upstreamLog) note(log logrus.FieldLogger, plan health.Plan, snap health.Snapshot, policy config.FailurePolicy, each func(j int, r health.Result)) (unreadable int) {
 	keys := plan.Upstreams()
 	u.rekey(keys)
 	u.seen = resize(u.seen, plan.Resources())

@@ -18,7 +18,7 @@ func benchConfig(n int, threshold bool) (*config.Config, health.Snapshot) {
 	for i := range n {
 		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		ups := health.MustUpstreams(key)
+		ups := health.Upstreams(key)
 		snap[key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 2}
 		if threshold {
 			ups[0].MinHealthy = health.MinHealthy{Percent: 50}

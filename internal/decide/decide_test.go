@@ -166,7 +166,7 @@ func vipWith(cond config.Condition, vs []health.Verdict) (config.VIP, health.Sna
 	snap := health.Snapshot{}
 	for i, verdict := range vs {
 		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
-		v.Upstreams = append(v.Upstreams, health.MustUpstreams(key)...)
+		v.Upstreams = append(v.Upstreams, health.Upstreams(key)...)
 		snap[key] = res(verdict)
 	}
 	return v, snap
@@ -174,7 +174,7 @@ func vipWith(cond config.Condition, vs []health.Verdict) (config.VIP, health.Sna
 
 func TestEvaluateMissingFromSnapshotIsFailed(t *testing.T) {
 	v, snap := vipWith(config.All, []health.Verdict{health.Up})
-	v.Upstreams = append(v.Upstreams, health.MustUpstreams("/apisix/upstreams/absent")...)
+	v.Upstreams = append(v.Upstreams, health.Upstreams("/apisix/upstreams/absent")...)
 	if got := Evaluate(&v, snap, "healthy"); got != Unknown {
 		t.Errorf("got %v, want unknown", got)
 	}
@@ -425,7 +425,7 @@ func announced(cfg *config.Config, states map[netip.Prefix]State) string {
 // package's tests do not depend on the loader.
 func seedConfig() *config.Config {
 	vip := func(addr string, cond config.Condition, ups ...string) config.VIP {
-		return config.VIP{Address: netip.MustParsePrefix(addr + "/32"), Upstreams: health.MustUpstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
+		return config.VIP{Address: netip.MustParsePrefix(addr + "/32"), Upstreams: health.Upstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
 	}
 	return &config.Config{
 		FailurePolicy: policy(config.Withdraw, 3),

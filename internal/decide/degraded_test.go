@@ -17,7 +17,7 @@ func nodes(v health.Verdict, healthy, total int) health.Result {
 func tierVIP(cond config.Condition, below config.Percent, rise, fall int, keys ...string) *config.VIP {
 	return &config.VIP{
 		Address:   netip.MustParsePrefix("10.0.0.1/32"),
-		Upstreams: health.MustUpstreams(keys...),
+		Upstreams: health.Upstreams(keys...),
 		Condition: cond, Rise: rise, Fall: fall,
 		Degraded: config.Degraded{Below: below},
 	}

@@ -68,7 +68,7 @@ func TestTickProbedSequences(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := config.VIP{Address: netip.MustParsePrefix("192.0.2.10/32"), Upstreams: health.MustUpstreams(key), Condition: config.All, Rise: 1, Fall: 1}
+			v := config.VIP{Address: netip.MustParsePrefix("192.0.2.10/32"), Upstreams: health.Upstreams(key), Condition: config.All, Rise: 1, Fall: 1}
 			cfg := &config.Config{FailurePolicy: policy(tt.action, 3), VIPs: []config.VIP{v}}
 			states := map[netip.Prefix]State{v.Address: Initial(false)}
 			for i, s := range tt.steps {
@@ -83,7 +83,7 @@ func TestTickProbedSequences(t *testing.T) {
 
 func TestTickProbedDetail(t *testing.T) {
 	const key = "/apisix/upstreams/api"
-	v := config.VIP{Address: netip.MustParsePrefix("192.0.2.10/32"), Upstreams: health.MustUpstreams(key), Condition: config.All, Rise: 1, Fall: 1}
+	v := config.VIP{Address: netip.MustParsePrefix("192.0.2.10/32"), Upstreams: health.Upstreams(key), Condition: config.All, Rise: 1, Fall: 1}
 	v.Upstreams[0].MinHealthy = health.MinHealthy{Percent: 50}
 	cfg := &config.Config{FailurePolicy: policy(config.Withdraw, 3), VIPs: []config.VIP{v}}
 	states := map[netip.Prefix]State{v.Address: Initial(true)}

@@ -50,11 +50,12 @@ func ClassifyUpstream(u *health.Upstream, r health.Result, noChecker config.Coun
 }
 
 // Describe is one upstream's count for logs and `rhi verify`:
-// "api: 1 of 10 healthy, needs 50%" (the id of the resource, its healthy
-// and counted nodes, and the threshold if one is set).
+// "api: 1 of 10 healthy, needs 50%" (the last segment of the key, which
+// names the upstream, its healthy and counted nodes, and the threshold if
+// one is set).
 func Describe(u *health.Upstream, r health.Result) string {
 	var b strings.Builder
-	b.WriteString(u.Ref.ID)
+	b.WriteString(shortName(u.Key))
 	b.WriteString(": ")
 	switch r.Verdict {
 	case health.Up, health.Down:
@@ -81,7 +82,7 @@ func Explain(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) stri
 		u := &v.Upstreams[i]
 		r, ok := snap[u.Key]
 		if !ok {
-			parts = append(parts, u.Ref.ID+": not polled")
+			parts = append(parts, shortName(u.Key)+": not polled")
 			continue
 		}
 		if ClassifyUpstream(u, r, noChecker) != UpstreamUp {
@@ -90,3 +91,6 @@ func Explain(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) stri
 	}
 	return strings.Join(parts, "; ")
 }
+
+// shortName is the last segment of key: "api" of "/apisix/upstreams/api".
+func shortName(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }

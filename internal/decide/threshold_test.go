@@ -91,7 +91,7 @@ func TestClassifyUpstream(t *testing.T) {
 		{"share of no counted nodes", share(50), health.Result{Verdict: health.Down}, config.CountHealthy, UpstreamDown},
 	}
 	for _, tt := range tests {
-		u := health.MustUpstreams("/apisix/upstreams/api")[0]
+		u := health.Upstreams("/apisix/upstreams/api")[0]
 		u.MinHealthy = tt.m
 		if got := ClassifyUpstream(&u, tt.r, tt.nc); got != tt.want {
 			t.Errorf("%s: ClassifyUpstream = %v, want %v", tt.name, got, tt.want)
@@ -102,7 +102,7 @@ func TestClassifyUpstream(t *testing.T) {
 // TestEvaluateMixedEntries: a VIP with a plain entry and a threshold entry;
 // the plain one keeps today's meaning (one healthy node).
 func TestEvaluateMixedEntries(t *testing.T) {
-	ups := health.MustUpstreams("/apisix/upstreams/plain", "/apisix/upstreams/api")
+	ups := health.Upstreams("/apisix/upstreams/plain", "/apisix/upstreams/api")
 	ups[1].MinHealthy = share(50)
 	tests := []struct {
 		cond       config.Condition
@@ -132,9 +132,9 @@ func TestEvaluateMixedEntries(t *testing.T) {
 // upstream that never moves, and checks the change's detail.
 func TestTickThresholdSequence(t *testing.T) {
 	const key = "/apisix/upstreams/api"
-	gated := config.VIP{Address: netip.MustParsePrefix("192.0.2.10/32"), Upstreams: health.MustUpstreams(key), Condition: config.All, Rise: 1, Fall: 1}
+	gated := config.VIP{Address: netip.MustParsePrefix("192.0.2.10/32"), Upstreams: health.Upstreams(key), Condition: config.All, Rise: 1, Fall: 1}
 	gated.Upstreams[0].MinHealthy = share(50)
-	plain := config.VIP{Address: netip.MustParsePrefix("192.0.2.11/32"), Upstreams: health.MustUpstreams(key), Condition: config.All, Rise: 1, Fall: 1}
+	plain := config.VIP{Address: netip.MustParsePrefix("192.0.2.11/32"), Upstreams: health.Upstreams(key), Condition: config.All, Rise: 1, Fall: 1}
 	cfg := &config.Config{FailurePolicy: policy(config.Withdraw, 3), VIPs: []config.VIP{gated, plain}}
 	states := map[netip.Prefix]State{gated.Address: Initial(false), plain.Address: Initial(false)}
 	steps := []struct {
@@ -163,7 +163,7 @@ func TestTickThresholdSequence(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
-	ups := health.MustUpstreams("/apisix/upstreams/api", "/apisix/upstreams/web", "/apisix/upstreams/img", "/apisix/upstreams/gone")
+	ups := health.Upstreams("/apisix/upstreams/api", "/apisix/upstreams/web", "/apisix/upstreams/img", "/apisix/upstreams/gone")
 	ups[0].MinHealthy = share(50)
 	ups[1].MinHealthy = count(2)
 	v := config.VIP{Upstreams: ups, Condition: config.All}

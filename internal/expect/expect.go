@@ -191,8 +191,7 @@ func unsettled(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) st
 		if decide.Classify(r, noChecker) != decide.UpstreamFailed {
 			continue
 		}
-		name := u.Ref.String() // "upstreams/api", as `rhi status` shows it
-		s := name + ": " + r.Verdict.String()
+		s := health.ShortKey(u.Key) + ": " + r.Verdict.String()
 		if r.Err != nil {
 			s += ": " + r.Err.Error()
 		}

@@ -30,7 +30,7 @@ func expectConfig(vips ...config.VIP) *config.Config {
 }
 
 func expectVIP(p netip.Prefix, cond config.Condition, ups ...string) config.VIP {
-	return config.VIP{Address: p, Upstreams: health.MustUpstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
+	return config.VIP{Address: p, Upstreams: health.Upstreams(ups...), Condition: cond, Rise: 1, Fall: 1}
 }
 
 var cmpWant = cmp.Options{cmpopts.EquateComparable(netip.Prefix{}), cmpopts.EquateEmpty()}

@@ -4,12 +4,11 @@ import "time"
 
 // PollCost is what one poll asked of the health source, as its client
 // measured it. A request's time runs from sending it to the end of its
-// answer's body. APISIX serves its control API in the nginx workers that
-// carry its traffic, and on the loopback almost all of that time is the
-// worker's work for the request (building and encoding the answer), during
-// which the worker serves nothing else: it is what rhi's polling costs the
-// traffic. It also holds rhi's own reading of the answer, so it errs on the
-// side of too much. The daemon budgets its polls with it.
+// answer's body. A source that answers in the workers that carry its
+// traffic (APISIX does) serves nothing else meanwhile, so this is what
+// rhi's polling costs the traffic. It also holds rhi's
+// own reading of the answer, so it errs on the side of too much. The
+// daemon budgets its polls with it.
 type PollCost struct {
 	// Busy is the sum of the requests' times.
 	Busy time.Duration

@@ -25,7 +25,7 @@ func BenchmarkDecideAndSet(b *testing.B) {
 	for i := range n {
 		key := fmt.Sprintf("/apisix/upstreams/u%d", i)
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: health.MustUpstreams(key), Condition: config.All, Rise: 1, Fall: 1})
+		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: health.Upstreams(key), Condition: config.All, Rise: 1, Fall: 1})
 		up[key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 2}
 		down[key] = up[key]
 		if i < 1000 {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // TestDefaultCostFitsAPISIX: the default cost model lands in the ranges
@@ -70,7 +70,7 @@ func TestServingLoop(t *testing.T) {
 	s := apisixtest.NewWith(apisixtest.Options{Workers: 2, PerRequest: true, Cost: apisixtest.DefaultCost()})
 	apisixtest.SetCostClock(s, clk.Now, clk.wait)
 	for i := range 1000 {
-		s.SetNodes(health.Ref{Type: "upstreams", ID: fmt.Sprint(i)}, n("10.0.0.1", 80, apisixtest.Healthy), n("10.0.0.2", 80, apisixtest.Healthy))
+		s.SetNodes(apisix.Ref{Type: "upstreams", ID: fmt.Sprint(i)}, n("10.0.0.1", 80, apisixtest.Healthy), n("10.0.0.2", 80, apisixtest.Healthy))
 	}
 	list := apisixtest.DefaultCost().List(1000) // 32.1 ms
 	get := apisixtest.DefaultCost().Get(1000)   // 149 µs
@@ -161,7 +161,7 @@ func TestDataLatencyBehindList(t *testing.T) {
 			s := apisixtest.NewWith(apisixtest.Options{Workers: 2, PerRequest: true, Cost: apisixtest.DefaultCost()})
 			apisixtest.SetCostClock(s, clk.Now, clk.wait)
 			for i := range max(tt.list, 1) {
-				s.SetNodes(health.Ref{Type: "upstreams", ID: fmt.Sprint(i + 1)}, n("10.0.0.1", 80, apisixtest.Healthy))
+				s.SetNodes(apisix.Ref{Type: "upstreams", ID: fmt.Sprint(i + 1)}, n("10.0.0.1", 80, apisixtest.Healthy))
 			}
 			if tt.list > 0 {
 				if got := serve(s, "/v1/healthcheck"); got.status != 200 {
@@ -211,7 +211,7 @@ func TestNoCostNoWait(t *testing.T) {
 func BenchmarkList10000(b *testing.B) {
 	s := apisixtest.New()
 	for i := range 10000 {
-		s.SetNodes(health.Ref{Type: "upstreams", ID: fmt.Sprint(i)}, n("10.0.0.1", 80, apisixtest.Healthy), n("10.0.0.2", 80, apisixtest.Unhealthy))
+		s.SetNodes(apisix.Ref{Type: "upstreams", ID: fmt.Sprint(i)}, n("10.0.0.1", 80, apisixtest.Healthy), n("10.0.0.2", 80, apisixtest.Unhealthy))
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
 // Route sends data-path requests to a resource's nodes, as an APISIX route
@@ -20,7 +20,7 @@ type Route struct {
 	Path string
 	// Ref is the resource whose nodes serve the route: an upstream, a
 	// service, or the route itself (an inline upstream).
-	Ref health.Ref
+	Ref apisix.Ref
 }
 
 // SetRoute creates or replaces the route with this id.
@@ -120,7 +120,7 @@ func (s *Server) proxy(r *http.Request, wk int) (best Backend, found bool, nodes
 }
 
 // match finds the resource r is routed to. It runs under s.mu.
-func (s *Server) match(r *http.Request) (health.Ref, bool) {
+func (s *Server) match(r *http.Request) (apisix.Ref, bool) {
 	host := r.Host
 	if h, _, ok := strings.Cut(host, ":"); ok && !strings.Contains(h, "[") {
 		host = h
@@ -148,8 +148,8 @@ func (s *Server) match(r *http.Request) (health.Ref, bool) {
 	}
 	typ, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	id, _, _ := strings.Cut(rest, "/")
-	if !slices.Contains(health.Types, typ) || id == "" {
-		return health.Ref{}, false
+	if !slices.Contains(apisix.Types, typ) || id == "" {
+		return apisix.Ref{}, false
 	}
-	return health.Ref{Type: typ, ID: id}, true
+	return apisix.Ref{Type: typ, ID: id}, true
 }

@@ -7,15 +7,15 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // TestDataPath: routing by host and longest path prefix, the resource's
 // own path by default, and the answer from the best of its servers.
 func TestDataPath(t *testing.T) {
 	s := apisixtest.New()
-	a, b, c := health.Ref{Type: "upstreams", ID: "a"}, health.Ref{Type: "upstreams", ID: "b"}, health.Ref{Type: "routes", ID: "c"}
+	a, b, c := apisix.Ref{Type: "upstreams", ID: "a"}, apisix.Ref{Type: "upstreams", ID: "b"}, apisix.Ref{Type: "routes", ID: "c"}
 	s.SetUpstream(a, n("10.0.0.1", 80, ""), n("10.0.0.2", 80, ""))
 	s.SetUpstream(b, n("10.0.0.3", 80, ""))
 	s.NoChecker(c)

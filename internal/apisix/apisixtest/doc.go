@@ -16,7 +16,7 @@
 //	srv := apisixtest.New()
 //	ts := srv.Start()
 //	defer srv.Close()
-//	api := health.Ref{Type: "upstreams", ID: "api"}
+//	api := apisix.Ref{Type: "upstreams", ID: "api"}
 //	srv.SetNodes(api, apisixtest.Node{IP: "10.0.0.1", Port: 80, Status: apisixtest.Healthy})
 //	// … poll ts.URL …
 //	srv.SetAllStatus(api, apisixtest.Unhealthy)

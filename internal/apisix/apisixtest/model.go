@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
 // Clock tells the fake what time it is. Everything that happens over time
@@ -193,19 +193,19 @@ type workerChecker struct {
 // worker is one nginx worker: its checkers, the checkers requests asked
 // it to create, and its serving loop.
 type worker struct {
-	checkers map[health.Ref]*workerChecker
-	waiting  map[health.Ref]int // resource → version requested
+	checkers map[apisix.Ref]*workerChecker
+	waiting  map[apisix.Ref]int // resource → version requested
 	loop     loop
 }
 
 func newWorker() *worker {
-	return &worker{checkers: map[health.Ref]*workerChecker{}, waiting: map[health.Ref]int{}}
+	return &worker{checkers: map[apisix.Ref]*workerChecker{}, waiting: map[apisix.Ref]int{}}
 }
 
 // pendingReport is a probe's outcome that arrives later (a timeout).
 type pendingReport struct {
 	due  time.Time
-	ref  health.Ref
+	ref  apisix.Ref
 	ip   string
 	port int
 	kind int
@@ -236,7 +236,7 @@ func (s *Server) SetBackend(ip string, port int, b Backend) {
 
 // SetBackends sets the backend of every node the resource is configured
 // with.
-func (s *Server) SetBackends(ref health.Ref, b Backend) error {
+func (s *Server) SetBackends(ref apisix.Ref, b Backend) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res[ref]
@@ -263,7 +263,7 @@ func (s *Server) backend(ip string, port int) Backend { return s.backends[addrKe
 // checker manager's next run: their nodes are listed with a purge_time,
 // the new checker takes the nodes it keeps back (status and counters
 // included) and the dropped ones disappear after the purge delay.
-func (s *Server) SetUpstream(ref health.Ref, nodes ...Node) {
+func (s *Server) SetUpstream(ref apisix.Ref, nodes ...Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.resource(ref)
@@ -290,7 +290,7 @@ func (s *Server) SetUpstream(ref health.Ref, nodes ...Node) {
 
 // retire stops a worker's checker of ref, as APISIX does when the resource
 // changed or went away: delayed_clear marks every node with a purge_time.
-func (s *Server) retire(w *worker, ref health.Ref, r *resource, now time.Time) {
+func (s *Server) retire(w *worker, ref apisix.Ref, r *resource, now time.Time) {
 	delete(w.checkers, ref)
 	if r == nil {
 		return
@@ -303,7 +303,7 @@ func (s *Server) retire(w *worker, ref health.Ref, r *resource, now time.Time) {
 // create builds worker i's checker of ref from the resource's current
 // configuration: add_target for every node, which keeps a node already in
 // shared memory (clearing its purge time) and adds a new one healthy.
-func (s *Server) create(i int, ref health.Ref, r *resource, now time.Time) {
+func (s *Server) create(i int, ref apisix.Ref, r *resource, now time.Time) {
 	for _, n := range r.config {
 		j := slices.IndexFunc(r.targets, func(t target) bool { return t.IP == n.IP && t.Port == n.Port })
 		if j >= 0 {
@@ -322,7 +322,7 @@ func (s *Server) create(i int, ref health.Ref, r *resource, now time.Time) {
 // request records that a data-path request for ref reached worker i: as
 // APISIX's fetch_checker, it asks for a checker when the worker has none
 // of the resource's current version.
-func (s *Server) request(i int, ref health.Ref, r *resource) {
+func (s *Server) request(i int, ref apisix.Ref, r *resource) {
 	if !r.checker || !s.checks.Lazy {
 		return
 	}
@@ -434,7 +434,7 @@ func (s *Server) probe(i int, now time.Time) {
 
 // check probes one node and reports the outcome, now or, for a backend
 // that hangs, when the probe's timeout ends.
-func (s *Server) check(ref health.Ref, t *target, now time.Time) {
+func (s *Server) check(ref apisix.Ref, t *target, now time.Time) {
 	switch s.backend(t.IP, t.Port) {
 	case Alive:
 		s.report(ref, t, ctrSuccess, now)
@@ -471,7 +471,7 @@ func (s *Server) deliver(now time.Time) {
 // first count against the status moves healthy to mostly_healthy or
 // unhealthy to mostly_unhealthy. Counters then hold where they are until
 // the status changes direction.
-func (s *Server) report(ref health.Ref, t *target, kind int, now time.Time) {
+func (s *Server) report(ref apisix.Ref, t *target, kind int, now time.Time) {
 	want, limit := Unhealthy, 0
 	switch kind {
 	case ctrSuccess:
@@ -522,7 +522,7 @@ func (s *Server) report(ref health.Ref, t *target, kind int, now time.Time) {
 // Transition is a change of a node's status in the control API's view.
 type Transition struct {
 	Time time.Time  `json:"time"`
-	Ref  health.Ref `json:"-"`
+	Ref  apisix.Ref `json:"-"`
 	// Resource is Ref as "type/id", for JSON.
 	Resource string `json:"resource"`
 	IP       string `json:"ip"`
@@ -537,7 +537,7 @@ type Transition struct {
 const MaxTransitions = 20000
 
 // record remembers a transition. It runs under s.mu.
-func (s *Server) record(now time.Time, ref health.Ref, ip string, port int, from, to string) {
+func (s *Server) record(now time.Time, ref apisix.Ref, ip string, port int, from, to string) {
 	s.transitions = keepNewest(s.transitions, Transition{now, ref, ref.String(), ip, port, from, to}, MaxTransitions)
 }
 
@@ -562,12 +562,12 @@ func newest(ts []Transition, limit int) []Transition {
 // resource: when active checks (or a test) moved a node, at the server
 // clock's time, which is when the control API started to show it. Labs
 // time rhi's reaction from them.
-func (s *Server) Transitions(ref health.Ref) []Transition {
+func (s *Server) Transitions(ref apisix.Ref) []Transition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Transition
 	for _, t := range newest(s.transitions, MaxTransitions) {
-		if ref == (health.Ref{}) || t.Ref == ref {
+		if ref == (apisix.Ref{}) || t.Ref == ref {
 			out = append(out, t)
 		}
 	}
@@ -593,7 +593,7 @@ func (s *Server) Advance(d time.Duration) {
 // CheckerWorkers lists the workers (counted from 1) that have a checker of
 // ref, and which worker probes: what a test needs to know about the
 // divergence between workers.
-func (s *Server) CheckerWorkers(ref health.Ref) (have []int, probing int) {
+func (s *Server) CheckerWorkers(ref apisix.Ref) (have []int, probing int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, w := range s.workers {
@@ -604,12 +604,12 @@ func (s *Server) CheckerWorkers(ref health.Ref) (have []int, probing int) {
 	return have, s.probing
 }
 
-func sortedRefs[V any](m map[health.Ref]V) []health.Ref {
-	refs := make([]health.Ref, 0, len(m))
+func sortedRefs[V any](m map[apisix.Ref]V) []apisix.Ref {
+	refs := make([]apisix.Ref, 0, len(m))
 	for ref := range m {
 		refs = append(refs, ref)
 	}
-	slices.SortFunc(refs, func(a, b health.Ref) int {
+	slices.SortFunc(refs, func(a, b apisix.Ref) int {
 		if a.Type != b.Type {
 			if a.Type < b.Type {
 				return -1
@@ -629,7 +629,7 @@ func sortedRefs[V any](m map[health.Ref]V) []health.Ref {
 
 // Config is the nodes ref is configured with (SetUpstream, SetNodes), in
 // order, without statuses; nil for a missing resource.
-func (s *Server) Config(ref health.Ref) []Node {
+func (s *Server) Config(ref apisix.Ref) []Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.res[ref]; r != nil {

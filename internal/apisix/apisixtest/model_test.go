@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 var t0 = time.Date(2026, 12, 4, 14, 12, 0, 0, time.UTC)
@@ -36,7 +36,7 @@ func (n nodeView) short() string {
 
 // nodesOf reads ref's nodes from the control API, directly from the
 // handler (no connection: each call gets the next worker).
-func nodesOf(t *testing.T, s *apisixtest.Server, ref health.Ref) []nodeView {
+func nodesOf(t *testing.T, s *apisixtest.Server, ref apisix.Ref) []nodeView {
 	t.Helper()
 	rec := serve(s, "/v1/healthcheck/"+ref.Type+"/"+ref.ID)
 	if rec.status != 200 {

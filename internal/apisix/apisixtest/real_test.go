@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // TestRealLifecycle replays the run captured from a live APISIX 3.18
@@ -21,7 +21,7 @@ import (
 // http_failures 2) and compares the fake's answer at each stage with the
 // real one, field by field, along with what the data path answered.
 func TestRealLifecycle(t *testing.T) {
-	up1 := health.Ref{Type: "upstreams", ID: "1"}
+	up1 := apisix.Ref{Type: "upstreams", ID: "1"}
 	clk := apisixtest.NewManualClock(t0)
 	s := apisixtest.NewWith(apisixtest.Options{
 		Clock: clk, Workers: 2, Standalone: true,
@@ -93,8 +93,8 @@ func TestRealLifecycle(t *testing.T) {
 		{"both down", proxied(http.StatusBadGateway), 0, nil},
 		{"checks removed", func(t *testing.T) {
 			s.NoChecker(up1)
-			s.NoChecker(health.Ref{Type: "upstreams", ID: "2"})
-			s.NoChecker(health.Ref{Type: "routes", ID: "1"})
+			s.NoChecker(apisix.Ref{Type: "upstreams", ID: "2"})
+			s.NoChecker(apisix.Ref{Type: "routes", ID: "1"})
 		}, 0, map[string]string{
 			"/v1/healthcheck":               "06-list-no-checks.json",
 			"/v1/healthcheck/upstreams/2":   "06-upstream2-no-checker.http.txt",

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rhi-daemon/rhi/internal/health"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 )
 
 // Node statuses as lua-resty-healthcheck reports them. Any other string may
@@ -127,7 +127,7 @@ type resource struct {
 // Server is a fake APISIX control API. Create it with New or NewWith.
 type Server struct {
 	mu                       sync.Mutex
-	res                      map[health.Ref]*resource
+	res                      map[apisix.Ref]*resource
 	routes                   map[string]Route
 	backends                 map[string]Backend // "ip:port" → state; absent: Alive
 	clock                    Clock
@@ -159,15 +159,15 @@ type Server struct {
 	upAt       time.Time
 	restartErr error
 
-	faults    map[health.Ref]Fault
+	faults    map[apisix.Ref]Fault
 	global    Fault
 	listFault Fault // for GET /v1/healthcheck only
 	requests  int
 	lists     int // requests for the list
-	perRef    map[health.Ref]int
+	perRef    map[apisix.Ref]int
 	// movingReads counts, per resource, the one-resource answers that
 	// showed a node mostly_healthy or mostly_unhealthy.
-	movingReads map[health.Ref]int
+	movingReads map[apisix.Ref]int
 	arrived     chan struct{} // closed and replaced by every request, for WaitRequests
 	release     chan struct{} // closed and replaced by Release
 	held        chan struct{} // closed when a reply is first held back, for Stalled
@@ -240,7 +240,7 @@ func New() *Server { return NewWith(Options{}) }
 // NewWith returns a server with these options.
 func NewWith(o Options) *Server {
 	s := &Server{
-		res:         map[health.Ref]*resource{},
+		res:         map[apisix.Ref]*resource{},
 		routes:      map[string]Route{},
 		perType:     map[string]int{},
 		backends:    map[string]Backend{},
@@ -249,9 +249,9 @@ func NewWith(o Options) *Server {
 		perRequest:  o.PerRequest,
 		cost:        o.Cost,
 		costNow:     time.Now,
-		faults:      map[health.Ref]Fault{},
-		perRef:      map[health.Ref]int{},
-		movingReads: map[health.Ref]int{},
+		faults:      map[apisix.Ref]Fault{},
+		perRef:      map[apisix.Ref]int{},
+		movingReads: map[apisix.Ref]int{},
 		arrived:     make(chan struct{}),
 		release:     make(chan struct{}),
 		held:        make(chan struct{}),
@@ -326,7 +326,7 @@ func (s *Server) Close() {
 // mostly_unhealthy: success 1). The nodes are also the resource's
 // configuration (see SetUpstream). The format is kept if the resource
 // existed, else V3.
-func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
+func (s *Server) SetNodes(ref apisix.Ref, nodes ...Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.resource(ref)
@@ -365,7 +365,7 @@ func (s *Server) SetNodes(ref health.Ref, nodes ...Node) {
 }
 
 // SetStatus sets the status of the resource's i-th node.
-func (s *Server) SetStatus(ref health.Ref, i int, status string) error {
+func (s *Server) SetStatus(ref apisix.Ref, i int, status string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.checker(ref)
@@ -380,7 +380,7 @@ func (s *Server) SetStatus(ref health.Ref, i int, status string) error {
 }
 
 // SetAllStatus sets the status of every node of the resource.
-func (s *Server) SetAllStatus(ref health.Ref, status string) error {
+func (s *Server) SetAllStatus(ref apisix.Ref, status string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.checker(ref)
@@ -394,7 +394,7 @@ func (s *Server) SetAllStatus(ref health.Ref, status string) error {
 }
 
 // dropAll removes every node from ref's checker. It runs under s.mu.
-func (s *Server) dropAll(ref health.Ref, r *resource) {
+func (s *Server) dropAll(ref apisix.Ref, r *resource) {
 	now := s.clock.Now()
 	for _, t := range r.targets {
 		s.record(now, ref, t.IP, t.Port, t.Status, "")
@@ -403,7 +403,7 @@ func (s *Server) dropAll(ref health.Ref, r *resource) {
 }
 
 // force sets a node's status as a test does. It runs under s.mu.
-func (s *Server) force(ref health.Ref, t *target, status string) {
+func (s *Server) force(ref apisix.Ref, t *target, status string) {
 	if t.Status != status {
 		s.record(s.clock.Now(), ref, t.IP, t.Port, t.Status, status)
 	}
@@ -411,7 +411,7 @@ func (s *Server) force(ref health.Ref, t *target, status string) {
 }
 
 // SetFormat sets the format the resource is served in.
-func (s *Server) SetFormat(ref health.Ref, f Format) error {
+func (s *Server) SetFormat(ref apisix.Ref, f Format) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.res[ref]
@@ -424,7 +424,7 @@ func (s *Server) SetFormat(ref health.Ref, f Format) error {
 
 // Remove deletes the resource: it is then "not found" (HTTP 404
 // "upstreams[api] not found"). Removing a missing resource does nothing.
-func (s *Server) Remove(ref health.Ref) {
+func (s *Server) Remove(ref apisix.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.res[ref]; r != nil {
@@ -439,7 +439,7 @@ func (s *Server) Remove(ref health.Ref) {
 // "no checker for upstreams[api]"), creating it if needed: its checks were
 // removed from its configuration. Its nodes are dropped; SetNodes or
 // SetUpstream brings the checker back.
-func (s *Server) NoChecker(ref health.Ref) {
+func (s *Server) NoChecker(ref apisix.Ref) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.resource(ref)
@@ -451,7 +451,7 @@ func (s *Server) NoChecker(ref health.Ref) {
 
 // SetFault sets the fault of requests for one resource (NoFault clears it).
 // The resource need not exist. A global fault, when set, wins.
-func (s *Server) SetFault(ref health.Ref, f Fault) {
+func (s *Server) SetFault(ref apisix.Ref, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f == NoFault {
@@ -539,7 +539,7 @@ func (s *Server) ListRequests() int {
 }
 
 // RequestsFor is the number of requests received for one resource's checker.
-func (s *Server) RequestsFor(ref health.Ref) int {
+func (s *Server) RequestsFor(ref apisix.Ref) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.perRef[ref]
@@ -547,7 +547,7 @@ func (s *Server) RequestsFor(ref health.Ref) int {
 
 // resource returns ref's resource, creating it if needed. It runs under
 // s.mu.
-func (s *Server) resource(ref health.Ref) *resource {
+func (s *Server) resource(ref apisix.Ref) *resource {
 	r := s.res[ref]
 	if r == nil {
 		r = &resource{}
@@ -569,7 +569,7 @@ func (s *Server) setChecks(r *resource, on bool) {
 	r.checker = on
 }
 
-func (s *Server) checker(ref health.Ref) (*resource, error) {
+func (s *Server) checker(ref apisix.Ref) (*resource, error) {
 	r := s.res[ref]
 	if r == nil || !r.checker {
 		return nil, fmt.Errorf("apisixtest: no checker for %q", ref.String())
@@ -737,17 +737,17 @@ func writeChunked(w http.ResponseWriter, a answer) {
 }
 
 // resourceOf tells whether the request addresses one resource's checker.
-func resourceOf(r *http.Request) (health.Ref, bool) {
+func resourceOf(r *http.Request) (apisix.Ref, bool) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/healthcheck/")
 	if !ok {
-		return health.Ref{}, false
+		return apisix.Ref{}, false
 	}
 	typ, id, _ := strings.Cut(rest, "/")
 	id, _, _ = strings.Cut(id, "/")
 	if id == "" {
-		return health.Ref{}, false
+		return apisix.Ref{}, false
 	}
-	return health.Ref{Type: typ, ID: id}, true
+	return apisix.Ref{Type: typ, ID: id}, true
 }
 
 // answer builds the fault-free response, as worker wk sees the state. It
@@ -772,8 +772,8 @@ func (s *Server) answer(r *http.Request, wk int) answer {
 	if len(segs) < 2 || segs[1] == "" {
 		return errorAnswer(http.StatusNotFound, "missing src id for src type "+segs[0])
 	}
-	ref := health.Ref{Type: segs[0], ID: segs[1]}
-	if !slices.Contains(health.Types, ref.Type) {
+	ref := apisix.Ref{Type: segs[0], ID: segs[1]}
+	if !slices.Contains(apisix.Types, ref.Type) {
 		return errorAnswer(http.StatusBadRequest, "invalid src type "+ref.Type)
 	}
 	res := s.res[ref]
@@ -783,7 +783,7 @@ func (s *Server) answer(r *http.Request, wk int) answer {
 	case !res.checker, !s.sees(wk, ref, res):
 		return errorAnswer(http.StatusNotFound, "no checker for "+ref.Type+"["+ref.ID+"]")
 	case acceptsHTML(r):
-		return s.htmlPage([]health.Ref{ref})
+		return s.htmlPage([]apisix.Ref{ref})
 	}
 	return jsonAnswer(res.format, s.entry(ref, res))
 }
@@ -804,7 +804,7 @@ func (s *Server) noteMoving(r *http.Request, a answer) {
 // MovingReads is the number of one-resource answers for ref that showed a
 // node between states (mostly_healthy or mostly_unhealthy): a client read
 // the resource inside the one-check window before a node's status flips.
-func (s *Server) MovingReads(ref health.Ref) int {
+func (s *Server) MovingReads(ref apisix.Ref) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.movingReads[ref]
@@ -814,7 +814,7 @@ func (s *Server) MovingReads(ref health.Ref) int {
 // every checker from shared memory, so any worker reports any checker; up
 // to 3.2 (the V2 format) a worker reported only the checkers it had
 // itself, which only Checks.Lazy makes differ between workers.
-func (s *Server) sees(wk int, ref health.Ref, res *resource) bool {
+func (s *Server) sees(wk int, ref apisix.Ref, res *resource) bool {
 	return res.format != V2 || !s.checks.Lazy || s.workers[wk].checkers[ref] != nil
 }
 
@@ -848,15 +848,15 @@ func (s *Server) list(wk int) answer {
 
 // listed is the resources the list shows to worker wk, in its order. It
 // runs under s.mu.
-func (s *Server) listed(wk int) []health.Ref {
-	refs := make([]health.Ref, 0, len(s.res))
+func (s *Server) listed(wk int) []apisix.Ref {
+	refs := make([]apisix.Ref, 0, len(s.res))
 	for ref, res := range s.res {
 		if res.checker && s.sees(wk, ref, res) {
 			refs = append(refs, ref)
 		}
 	}
 	order := map[string]int{"routes": 0, "stream_routes": 1, "services": 2, "upstreams": 3}
-	slices.SortFunc(refs, func(a, b health.Ref) int {
+	slices.SortFunc(refs, func(a, b apisix.Ref) int {
 		if d := order[a.Type] - order[b.Type]; d != 0 {
 			return d
 		}
@@ -906,7 +906,7 @@ type (
 )
 
 // name is the resource's name in a body: its configuration key.
-func (s *Server) name(ref health.Ref) string {
+func (s *Server) name(ref apisix.Ref) string {
 	if s.standalone {
 		return "/" + ref.Type + "/" + ref.ID
 	}
@@ -914,7 +914,7 @@ func (s *Server) name(ref health.Ref) string {
 }
 
 // checkType is the "type" of ref's checker: its active checks' type.
-func checkType(ref health.Ref) string {
+func checkType(ref apisix.Ref) string {
 	if ref.Type == "stream_routes" {
 		return "tcp"
 	}
@@ -922,7 +922,7 @@ func checkType(ref health.Ref) string {
 }
 
 // entry is the resource's body as a value to marshal. It runs under s.mu.
-func (s *Server) entry(ref health.Ref, res *resource) any {
+func (s *Server) entry(ref apisix.Ref, res *resource) any {
 	name := s.name(ref)
 	if res.format == V2 {
 		var nodes, healthy []v2Node
@@ -1000,7 +1000,7 @@ func acceptsHTML(r *http.Request) bool {
 // htmlPage is the page APISIX 3.3+ renders for a browser (Accept:
 // text/html), byte for byte: a table row per node of these resources,
 // red for a node that gets no traffic. It runs under s.mu.
-func (s *Server) htmlPage(refs []health.Ref) answer {
+func (s *Server) htmlPage(refs []apisix.Ref) answer {
 	var b strings.Builder
 	b.WriteString(`<html xmlns="http://www.w3.org/1999/xhtml">
 <head>

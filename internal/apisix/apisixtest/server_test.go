@@ -22,10 +22,10 @@ import (
 )
 
 var (
-	api    = health.Ref{Type: "upstreams", ID: "api"}
-	web    = health.Ref{Type: "services", ID: "web"}
-	route1 = health.Ref{Type: "routes", ID: "1"}
-	sr1    = health.Ref{Type: "stream_routes", ID: "1"}
+	api    = apisix.Ref{Type: "upstreams", ID: "api"}
+	web    = apisix.Ref{Type: "services", ID: "web"}
+	route1 = apisix.Ref{Type: "routes", ID: "1"}
+	sr1    = apisix.Ref{Type: "stream_routes", ID: "1"}
 )
 
 func n(ip string, port int, status string) apisixtest.Node {
@@ -147,13 +147,13 @@ func TestBodiesMatchFixtures(t *testing.T) {
 			s.SetNodes(api, mixed...)
 			s.SetNodes(web, n("10.10.1.21", 9000, apisixtest.Unhealthy))
 			s.SetNodes(route1)
-			s.NoChecker(health.Ref{Type: "upstreams", ID: "plain"})
+			s.NoChecker(apisix.Ref{Type: "upstreams", ID: "plain"})
 		}, "/v1/healthcheck", 200, 1},
 		{"v2-list-all.json", func(s *apisixtest.Server) {
 			s.SetNodes(api, n("10.10.0.11", 8080, apisixtest.Healthy), n("10.10.0.12", 8080, apisixtest.Unhealthy))
 			s.SetNodes(web, n("10.10.1.21", 9000, apisixtest.Unhealthy), n("10.10.1.22", 9000, apisixtest.Unhealthy))
 			s.SetNodes(route1, n("127.0.0.1", 1980, apisixtest.Healthy), n("127.0.0.1", 1988, apisixtest.Unhealthy))
-			for _, ref := range []health.Ref{api, web, route1} {
+			for _, ref := range []apisix.Ref{api, web, route1} {
 				mustOK(t, s.SetFormat(ref, apisixtest.V2))
 			}
 		}, "/v1/healthcheck", 200, 0},
@@ -559,7 +559,7 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	})
 	for range 50 {
-		r := c.Poll(context.Background(), health.MustUpstreams("/apisix/upstreams/api"))["/apisix/upstreams/api"]
+		r := c.Poll(context.Background(), health.Upstreams("/apisix/upstreams/api"))["/apisix/upstreams/api"]
 		if want := map[health.Verdict]int{health.Up: 2, health.Down: 0}; r.Verdict == health.Failed || r.Total != 2 || want[r.Verdict] != r.Healthy {
 			t.Errorf("got %v %d/%d, err %v", r.Verdict, r.Healthy, r.Total, r.Err)
 		}

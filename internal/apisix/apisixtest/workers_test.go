@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // newConn GETs path on a connection of its own: the server hands each new
@@ -77,7 +77,7 @@ func TestLazyChecker(t *testing.T) {
 	if !slices.Equal(got, wantTr) {
 		t.Errorf("transitions:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantTr, "\n"))
 	}
-	if all := s.Transitions(health.Ref{}); len(all) != len(wantTr) {
+	if all := s.Transitions(apisix.Ref{}); len(all) != len(wantTr) {
 		t.Errorf("all transitions: %d, want %d", len(all), len(wantTr))
 	}
 }
@@ -90,14 +90,14 @@ func TestWorkerDivergence(t *testing.T) {
 	s := apisixtest.NewWith(apisixtest.Options{Clock: clk, Workers: 2, Checks: &apisixtest.Checks{Lazy: true}})
 	data := s.StartData()
 	defer s.Close()
-	a, b := health.Ref{Type: "upstreams", ID: "a"}, health.Ref{Type: "upstreams", ID: "b"}
+	a, b := apisix.Ref{Type: "upstreams", ID: "a"}, apisix.Ref{Type: "upstreams", ID: "b"}
 	s.SetUpstream(a, n("10.0.0.1", 80, ""))
 	s.SetUpstream(b, n("10.0.0.2", 80, ""))
 	newConn(t, data.URL, "/upstreams/a") // worker 1
 	newConn(t, data.URL, "/upstreams/b") // worker 2
 	s.Advance(time.Second)
 	for _, tt := range []struct {
-		ref  health.Ref
+		ref  apisix.Ref
 		have []int
 	}{{a, []int{1}}, {b, []int{2}}} {
 		have, probing := s.CheckerWorkers(tt.ref)

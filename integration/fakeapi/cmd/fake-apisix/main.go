@@ -31,8 +31,8 @@ import (
 	"time"
 
 	"github.com/rhi-daemon/rhi/integration/fakeapi"
+	"github.com/rhi-daemon/rhi/internal/apisix"
 	"github.com/rhi-daemon/rhi/internal/apisix/apisixtest"
-	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 func main() { os.Exit(run()) }
@@ -172,11 +172,11 @@ func (f *flags) server() (*apisixtest.Server, bool) {
 			fmt.Fprintf(os.Stderr, "fake-apisix: --healthy: %q is not type/id\n", r)
 			return nil, false
 		}
-		ref := health.Ref{Type: typ, ID: id}
+		ref := apisix.Ref{Type: typ, ID: id}
 		srv.SetNodes(ref, apisixtest.Node{IP: "192.0.2.1", Port: 80, Status: apisixtest.Healthy}, apisixtest.Node{IP: "192.0.2.2", Port: 80, Status: apisixtest.Healthy})
 	}
 	for i := 1; i <= *f.upstreams; i++ {
-		srv.SetUpstream(health.Ref{Type: "upstreams", ID: strconv.Itoa(i)}, srv.FreshNodes(*f.nodes)...)
+		srv.SetUpstream(apisix.Ref{Type: "upstreams", ID: strconv.Itoa(i)}, srv.FreshNodes(*f.nodes)...)
 	}
 	return srv, true
 }

@@ -1,16 +1,18 @@
-package health
+package apisix
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/rhi-daemon/rhi/internal/health"
 )
 
 // TestPlanAgainstMap holds a Plan to the maps a poll used to build: the
 // same distinct resources in the order of their first key, each key's
-// resource, invalid refs left out, and Lookup finding exactly the
+// resource, invalid keys left out, and Lookup finding exactly the
 // resources the keys name, on random keys that repeat resources under
-// other prefixes and hold refs built by hand (invalid, or not the key's).
+// other prefixes and some that name no resource.
 func TestPlanAgainstMap(t *testing.T) {
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -21,20 +23,21 @@ func TestPlanAgainstMap(t *testing.T) {
 		var refs []Ref
 		for i, u := range ups {
 			j, ok := p.KeyResource(i)
-			if u.Ref.Check() != nil {
+			ref, err := ParseRef(u.Key)
+			if err != nil {
 				if ok {
-					t.Fatalf("seed %d: key %d (%v) is invalid, plan gives resource %d", seed, i, u.Ref, j)
+					t.Fatalf("seed %d: key %d (%q) is invalid, plan gives resource %d", seed, i, u.Key, j)
 				}
 				continue
 			}
-			want, seen := jobOf[u.Ref]
+			want, seen := jobOf[ref]
 			if !seen {
 				want = len(refs)
-				jobOf[u.Ref] = want
-				refs = append(refs, u.Ref)
+				jobOf[ref] = want
+				refs = append(refs, ref)
 			}
 			if !ok || j != want {
-				t.Fatalf("seed %d: key %d (%v): resource %d, %v; want %d", seed, i, u.Ref, j, ok, want)
+				t.Fatalf("seed %d: key %d (%q): resource %d, %v; want %d", seed, i, u.Key, j, ok, want)
 			}
 		}
 		if p.Resources() != len(refs) {
@@ -60,7 +63,7 @@ func TestPlanAgainstMap(t *testing.T) {
 
 // TestPlanLookupNames: Lookup takes only a whole "<type>/<id>".
 func TestPlanLookupNames(t *testing.T) {
-	p := NewPlan(MustUpstreams("/apisix/upstreams/a", "/routes/a.b"))
+	p := NewPlan(health.Upstreams("/apisix/upstreams/a", "/routes/a.b"))
 	for name, want := range map[string]int{
 		"upstreams/a": 0, "routes/a.b": 1,
 		"upstreams/": -1, "upstreams/ab": -1, "upstreamsa": -1, "upstreams/a/": -1, "/upstreams/a": -1,
@@ -80,13 +83,13 @@ func TestPlanLookupNames(t *testing.T) {
 }
 
 // randomUpstreams returns n keys over a few resources, some under several
-// prefixes, some repeated, some with a Ref built by hand.
-func randomUpstreams(rng *rand.Rand, n int) []Upstream {
-	ups := make([]Upstream, n)
+// prefixes, some repeated, some naming no resource.
+func randomUpstreams(rng *rand.Rand, n int) []health.Upstream {
+	ups := make([]health.Upstream, n)
 	for i := range ups {
 		switch ref := randomRef(rng); rng.IntN(10) {
-		case 0: // built by hand: the key says something else
-			ups[i] = Upstream{Key: "/apisix/upstreams/other", Ref: ref}
+		case 0: // no resource
+			ups[i] = health.Upstream{Key: "/apisix/" + ref.Type + "/"}
 		case 1: // a repeated key
 			if i > 0 {
 				ups[i] = ups[rng.IntN(i)]
@@ -94,7 +97,7 @@ func randomUpstreams(rng *rand.Rand, n int) []Upstream {
 			}
 			fallthrough
 		default:
-			ups[i] = Upstream{Key: fmt.Sprintf("/p%d/%s", rng.IntN(3), ref), Ref: ref}
+			ups[i] = health.Upstream{Key: fmt.Sprintf("/p%d/%s", rng.IntN(3), ref)}
 		}
 	}
 	return ups
