@@ -97,6 +97,9 @@ type Client struct {
 	// connSeq orders the requests of a poll on their connections
 	// (connNote).
 	connSeq atomic.Uint64
+	// scratch is the last poll's jobs, kept for the next (takeJobs).
+	scratchMu sync.Mutex
+	scratch   []job
 }
 
 // acceptJSON is the header of every request: APISIX 3.3+ answers HTML to
@@ -211,7 +214,8 @@ func (c *Client) pollPlan(ctx context.Context, plan *Plan, opts PollOptions) (he
 	defer cancel()
 
 	var cost Cost
-	jobs := make([]job, plan.Resources()) // one per distinct resource
+	jobs := c.takeJobs(plan.Resources()) // one per distinct resource
+	defer c.giveJobs(jobs)
 	for j := range jobs {
 		jobs[j].ref = plan.Resource(j)
 	}
@@ -247,6 +251,33 @@ func (c *Client) pollPlan(ctx context.Context, plan *Plan, opts PollOptions) (he
 // timeout, 50 s. A later Poll dials again.
 func (c *Client) CloseIdleConnections() {
 	c.hc.CloseIdleConnections()
+}
+
+// takeJobs lends a poll n zeroed jobs: the ones the last poll gave back
+// when they are enough, else new ones. At 10,000 resources new jobs were
+// ~0.9 MB of garbage a poll, which at rhi's GOGC (25) is about half a
+// collection of the whole heap. Only the daemon's loop polls a client
+// often; a poll that overlaps another gets new ones.
+func (c *Client) takeJobs(n int) []job {
+	c.scratchMu.Lock()
+	jobs := c.scratch
+	c.scratch = nil
+	c.scratchMu.Unlock()
+	if cap(jobs) < n {
+		return make([]job, n)
+	}
+	jobs = jobs[:n]
+	clear(jobs)
+	return jobs
+}
+
+// giveJobs keeps jobs for the next poll, holding no error or name of this
+// one's.
+func (c *Client) giveJobs(jobs []job) {
+	clear(jobs)
+	c.scratchMu.Lock()
+	c.scratch = jobs
+	c.scratchMu.Unlock()
 }
 
 // job is one distinct resource of a poll and what was learned about it.

@@ -116,21 +116,8 @@ func (p *Plan) KeyResource(i int) (int, bool) {
 // Lookup returns the resource whose name, "<type>/<id>", is name, if the
 // keys name it. It allocates nothing.
 func (p *Plan) Lookup(name []byte) (int, bool) {
-	h := maphash.Bytes(p.seed, name)
-	mask := uint64(len(p.table) - 1)
-	tag := h >> 32
-	for s := h & mask; ; s = (s + 1) & mask {
-		e := p.table[s]
-		if e == 0 {
-			return 0, false
-		}
-		if e>>32 != tag {
-			continue
-		}
-		j := int(uint32(e)) - 1
-		r := &p.refs[j]
-		if t := len(r.Type); len(name) == t+1+len(r.ID) && string(name[:t]) == r.Type && name[t] == '/' && string(name[t+1:]) == r.ID {
-			return j, true
-		}
-	}
+	return p.find(maphash.Bytes(p.seed, name), func(r *Ref) bool {
+		t := len(r.Type)
+		return len(name) == t+1+len(r.ID) && string(name[:t]) == r.Type && name[t] == '/' && string(name[t+1:]) == r.ID
+	})
 }

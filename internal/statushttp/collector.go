@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rhi-daemon/rhi/internal/decide"
+	"github.com/rhi-daemon/rhi/internal/health"
 
 	"github.com/rhi-daemon/rhi/internal/status"
 )
@@ -302,7 +303,9 @@ func writeUpstreams(w *textWriter, vips []status.VIPStatus) {
 	for i := range vips {
 		for j := range vips[i].Upstreams {
 			u := &vips[i].Upstreams[j]
-			r := resourceOf(u.Key)
+			// Two spellings of one resource (two etcd prefixes) share
+			// their short key, and are one series.
+			r := health.ShortKey(u.Key)
 			if _, ok := seen[r]; ok {
 				continue // shared by several VIPs: one series
 			}
@@ -324,19 +327,6 @@ func writeUpstreams(w *textWriter, vips []status.VIPStatus) {
 	for _, u := range ups {
 		w.sample(float64(u.Nodes), u.Key)
 	}
-}
-
-// resourceOf is the resource an upstream key names, its last two path
-// segments ("upstreams/1"), as the poll matches keys to resources.
-func resourceOf(key string) string {
-	i := strings.LastIndexByte(key, '/')
-	if i <= 0 {
-		return key
-	}
-	if j := strings.LastIndexByte(key[:i], '/'); j >= 0 {
-		return key[j+1:]
-	}
-	return key
 }
 
 // textWriter writes families in the Prometheus text exposition format
