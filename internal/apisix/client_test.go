@@ -170,7 +170,7 @@ func TestPollFixtures(t *testing.T) {
 			if !ok {
 				t.Fatalf("no result for %q", key)
 			}
-			if diff := cmp.Diff(tt.want, got{r.Verdict, r.Healthy, r.Total}); diff != "" {
+			if diff := cmp.Diff(tt.want, got{r.Verdict, int(r.Healthy), int(r.Total)}); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s\nerr: %v", diff, r.Err)
 			}
 			if wantErr := tt.want.Verdict != health.Up && tt.want.Verdict != health.Down; (r.Err != nil) != wantErr {
@@ -289,7 +289,7 @@ func TestPollSequence(t *testing.T) {
 			c := newClient(t, ts.URL, apisix.Options{})
 			poll := func() got {
 				r := c.Poll(context.Background(), ups(apiKey))[apiKey]
-				return got{r.Verdict, r.Healthy, r.Total}
+				return got{r.Verdict, int(r.Healthy), int(r.Total)}
 			}
 			steps := []struct {
 				name   string

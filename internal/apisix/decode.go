@@ -301,7 +301,9 @@ func decodeV2(h *healthBody) health.Result {
 	if err != nil {
 		return failed(err)
 	}
-	r := health.Result{Healthy: healthy, Total: max(nodes, healthy)}
+	// A node takes at least 2 bytes of a body bounded far below 4 GiB:
+	// the counts fit.
+	r := health.Result{Healthy: int32(healthy), Total: int32(max(nodes, healthy))}
 	switch {
 	case healthy > 0:
 		r.Verdict = health.Up

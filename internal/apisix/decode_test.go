@@ -22,7 +22,7 @@ type got struct {
 }
 
 func summary(r health.Result) got {
-	return got{Verdict: r.Verdict, Healthy: r.Healthy, Total: r.Total, Err: r.Err != nil}
+	return got{Verdict: r.Verdict, Healthy: int(r.Healthy), Total: int(r.Total), Err: r.Err != nil}
 }
 
 const jsonCT = "application/json"

@@ -54,7 +54,7 @@ var wantPerUpstream = map[string]got{
 func summarize(snap health.Snapshot) map[string]got {
 	m := make(map[string]got, len(snap))
 	for k, r := range snap {
-		m[k] = got{r.Verdict, r.Healthy, r.Total}
+		m[k] = got{r.Verdict, int(r.Healthy), int(r.Total)}
 	}
 	return m
 }

@@ -80,7 +80,7 @@ func checkOwnOrFailed(t *testing.T, snap health.Snapshot, want map[string]got) i
 			failedN++
 			continue
 		}
-		if g := (got{r.Verdict, r.Healthy, r.Total}); g != w {
+		if g := (got{r.Verdict, int(r.Healthy), int(r.Total)}); g != w {
 			t.Errorf("%s: got %+v, want %+v (its own answer) or Failed", k, g, w)
 		}
 	}
@@ -435,7 +435,7 @@ func TestPerUpstreamConcurrentPollsAndCloseIdle(t *testing.T) {
 				snap := c.Poll(context.Background(), ups(keys[g*10:]...))
 				for _, k := range keys[g*10:] {
 					r := snap[k]
-					if gg := (got{r.Verdict, r.Healthy, r.Total}); gg != want[k] {
+					if gg := (got{r.Verdict, int(r.Healthy), int(r.Total)}); gg != want[k] {
 						t.Errorf("poller %d: %s: got %+v (err %v), want %+v", g, k, gg, r.Err, want[k])
 					}
 				}

@@ -58,7 +58,7 @@ func checkAll(t *testing.T, snap health.Snapshot, want map[string]got) {
 	t.Helper()
 	for k, w := range want {
 		r := snap[k]
-		if g := (got{r.Verdict, r.Healthy, r.Total}); g != w {
+		if g := (got{r.Verdict, int(r.Healthy), int(r.Total)}); g != w {
 			t.Errorf("%s: got %+v (err %v), want %+v", k, g, r.Err, w)
 		}
 	}

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"maps"
-	"math"
 	"slices"
 	"time"
 
@@ -81,9 +80,9 @@ func (f *fastPolls) reindex(plan health.Plan, cfg *config.Config) {
 // read files a reading of resource j and reports whether it is moving.
 func (f *fastPolls) read(j int, r health.Result) bool {
 	readable := r.Verdict != health.Failed && r.Verdict != health.NotFound
-	moving := readable && (r.Moving > 0 || f.known[j] && int(f.prev[j]) != r.Healthy)
+	moving := readable && (r.Moving > 0 || f.known[j] && f.prev[j] != r.Healthy)
 	if readable {
-		f.prev[j], f.known[j] = int32(min(r.Healthy, math.MaxInt32)), true
+		f.prev[j], f.known[j] = r.Healthy, true
 	}
 	return moving
 }

@@ -61,7 +61,7 @@ func up(healthy, total, moving int) health.Result {
 	if healthy == 0 {
 		v = health.Down
 	}
-	return health.Result{Verdict: v, Healthy: healthy, Total: total, Moving: moving}
+	return health.Result{Verdict: v, Healthy: int32(healthy), Total: int32(total), Moving: int32(moving)}
 }
 
 // lastKeys is the keys of the last poll, sorted.

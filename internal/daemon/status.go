@@ -352,12 +352,12 @@ func renderVIP(v *view, i int) status.VIPStatus {
 	renderFailOpen(&vs, v, rec.run)
 	for _, u := range c.Upstreams {
 		r := v.run.snap[u.Key]
-		us := status.UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: r.Healthy, Nodes: r.Total}
+		us := status.UpstreamStatus{Key: u.Key, Verdict: r.Verdict.String(), Healthy: int(r.Healthy), Nodes: int(r.Total)}
 		if r.Err != nil {
 			us.Error = r.Err.Error()
 		}
 		if !u.MinHealthy.IsZero() {
-			us.MinHealthy, us.Needed = u.MinHealthy.String(), decide.Needed(u.MinHealthy, r.Total)
+			us.MinHealthy, us.Needed = u.MinHealthy.String(), decide.Needed(u.MinHealthy, int(r.Total))
 		}
 		vs.Upstreams = append(vs.Upstreams, us)
 	}

@@ -34,7 +34,7 @@ func (n *nodeHealth) set(key string, healthy, total int) {
 	if healthy == 0 {
 		v = health.Down
 	}
-	n.snap[key] = health.Result{Verdict: v, Healthy: healthy, Total: total}
+	n.snap[key] = health.Result{Verdict: v, Healthy: int32(healthy), Total: int32(total)}
 }
 
 func (n *nodeHealth) Poll(ctx context.Context, ups []health.Upstream) health.Snapshot {

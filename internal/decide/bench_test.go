@@ -22,7 +22,7 @@ func benchConfig(n int, threshold bool) (*config.Config, health.Snapshot) {
 		snap[key] = health.Result{Verdict: health.Up, Healthy: 1, Total: 2}
 		if threshold {
 			ups[0].MinHealthy = health.MinHealthy{Percent: 50}
-			snap[key] = health.Result{Verdict: health.Up, Healthy: 1 + i%4, Total: 4}
+			snap[key] = health.Result{Verdict: health.Up, Healthy: int32(1 + i%4), Total: 4}
 		}
 		cfg.VIPs = append(cfg.VIPs, config.VIP{Address: netip.PrefixFrom(addr, 32), Upstreams: ups, Condition: config.All, Rise: 1, Fall: 1})
 	}

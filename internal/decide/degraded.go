@@ -66,8 +66,8 @@ func Share(v *config.VIP, snap health.Snapshot, noChecker config.CountAs) (healt
 		case r.Verdict != health.Up && r.Verdict != health.Down:
 			continue // no checker: no node numbers
 		}
-		healthy += r.Healthy
-		total += r.Total
+		healthy += int(r.Healthy)
+		total += int(r.Total)
 	}
 	return healthy, total, total > 0
 }

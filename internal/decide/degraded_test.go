@@ -10,7 +10,7 @@ import (
 
 func nodes(v health.Verdict, healthy, total int) health.Result {
 	r := res(v)
-	r.Healthy, r.Total = healthy, total
+	r.Healthy, r.Total = int32(healthy), int32(total)
 	return r
 }
 

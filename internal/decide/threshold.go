@@ -43,7 +43,7 @@ func ClassifyUpstream(u *health.Upstream, r health.Result, noChecker config.Coun
 	if u.MinHealthy.IsZero() || (r.Verdict != health.Up && r.Verdict != health.Down) {
 		return Classify(r, noChecker)
 	}
-	if Met(u.MinHealthy, r.Healthy, r.Total) {
+	if Met(u.MinHealthy, int(r.Healthy), int(r.Total)) {
 		return UpstreamUp
 	}
 	return UpstreamDown
@@ -59,9 +59,9 @@ func Describe(u *health.Upstream, r health.Result) string {
 	b.WriteString(": ")
 	switch r.Verdict {
 	case health.Up, health.Down:
-		b.WriteString(strconv.Itoa(r.Healthy))
+		b.WriteString(strconv.Itoa(int(r.Healthy)))
 		b.WriteString(" of ")
-		b.WriteString(strconv.Itoa(r.Total))
+		b.WriteString(strconv.Itoa(int(r.Total)))
 		b.WriteString(" healthy")
 	default:
 		b.WriteString(r.Verdict.String())

@@ -20,7 +20,7 @@ func counted(healthy, total int) health.Result {
 	if healthy > 0 {
 		v = health.Up
 	}
-	return health.Result{Verdict: v, Healthy: healthy, Total: total}
+	return health.Result{Verdict: v, Healthy: int32(healthy), Total: int32(total)}
 }
 
 func TestNeededAndMet(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 )
 
 // Verdict is what one poll learned about one upstream key.
-type Verdict int
+type Verdict int8
 
 const (
 	// Failed: the upstream could not be read (connection error, deadline,
@@ -47,13 +47,13 @@ func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil 
 // Result is the outcome of reading one upstream key.
 type Result struct {
 	Verdict Verdict
-	Healthy int // nodes counted healthy
-	Total   int // nodes considered (purge_time nodes excluded)
+	Healthy int32 // nodes counted healthy
+	Total   int32 // nodes considered (purge_time nodes excluded)
 	// Moving counts the nodes of Total that the source's checker is
 	// moving between states: failing but not yet unhealthy, or recovering
 	// but not yet healthy (APISIX's mostly_healthy, mostly_unhealthy);
 	// 0 from a source that does not say.
-	Moving int
+	Moving int32
 	Err    error // why the verdict is Failed, NotFound or NoChecker; nil otherwise
 }
 

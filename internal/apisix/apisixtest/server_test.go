@@ -560,7 +560,7 @@ func TestConcurrentUse(t *testing.T) {
 	})
 	for range 50 {
 		r := c.Poll(context.Background(), health.Upstreams("/apisix/upstreams/api"))["/apisix/upstreams/api"]
-		if want := map[health.Verdict]int{health.Up: 2, health.Down: 0}; r.Verdict == health.Failed || r.Total != 2 || want[r.Verdict] != r.Healthy {
+		if want := map[health.Verdict]int{health.Up: 2, health.Down: 0}; r.Verdict == health.Failed || r.Total != 2 || want[r.Verdict] != int(r.Healthy) {
 			t.Errorf("got %v %d/%d, err %v", r.Verdict, r.Healthy, r.Total, r.Err)
 		}
 	}
