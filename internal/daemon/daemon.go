@@ -56,6 +56,15 @@ func planned(h HealthSource) Planner {
 // byKeys is a HealthSource that is no Planner, polled by its keys.
 type byKeys struct{ HealthSource }
 
+// source is the HealthSource the loop was given, unwrapped from byKeys:
+// what a reload compares with its new source, and closes.
+func (d *Daemon) source() HealthSource {
+	if b, ok := d.health.(byKeys); ok {
+		return b.HealthSource
+	}
+	return d.health
+}
+
 func (b byKeys) Plan(ups []health.Upstream) health.Plan { return health.KeyPlan(ups) }
 
 func (b byKeys) PollPlan(ctx context.Context, plan health.Plan, _ health.PollOptions) (health.Snapshot, health.PollCost) {
@@ -440,7 +449,7 @@ func (d *Daemon) applyReload(cfg *config.Config) {
 	old := d.cfg
 	if d.env.newHS != nil && (old.ControlURL != cfg.ControlURL || old.Timeout != cfg.Timeout || old.PollMode != cfg.PollMode) {
 		if h := d.env.newHS(cfg); h != nil {
-			if c, ok := d.health.(idleCloser); ok && h != HealthSource(d.health) {
+			if c, ok := d.source().(idleCloser); ok && h != d.source() {
 				c.CloseIdleConnections() // it would keep them for 50 s
 			}
 			d.health = planned(h)

@@ -96,3 +96,47 @@ func TestReloadClosesOldClient(t *testing.T) {
 		}
 	}
 }
+
+// closingHealth is a health source that is no Planner and keeps
+// connections: it counts the CloseIdleConnections it is asked.
+type closingHealth struct {
+	*fakeHealth
+	closes int
+}
+
+func (c *closingHealth) CloseIdleConnections() { c.closes++ }
+
+// TestReloadClosesAnUnplannedSource: a source that is no Planner is polled
+// through the loop's wrapper, and a reload that replaces it must still
+// close its connections; the one that replaces it keeps its own.
+func TestReloadClosesAnUnplannedSource(t *testing.T) {
+	cfg := seed(config.Withdraw)
+	r := newRig(t, cfg, newFakeLink())
+	first := &closingHealth{fakeHealth: r.health}
+	r.d.health = planned(first)
+	second := &closingHealth{fakeHealth: r.health}
+	sources := []*closingHealth{second, second}
+	r.d.env.newHS = func(*config.Config) HealthSource {
+		h := sources[0]
+		sources = sources[1:]
+		return h
+	}
+	r.tick(t)
+
+	next := seed(config.Withdraw)
+	next.Timeout = cfg.Timeout + time.Millisecond
+	r.d.applyReload(next)
+	r.tick(t)
+	if first.closes != 1 || second.closes != 0 {
+		t.Fatalf("replaced source closed %d times, its successor %d; want 1, 0", first.closes, second.closes)
+	}
+
+	// A reload whose new source is the one in use closes nothing.
+	again := seed(config.Withdraw)
+	again.Timeout = cfg.Timeout + 2*time.Millisecond
+	r.d.applyReload(again)
+	r.tick(t)
+	if second.closes != 0 {
+		t.Fatalf("the source in use was closed %d times on a reload that kept it", second.closes)
+	}
+}
