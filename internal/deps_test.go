@@ -37,9 +37,13 @@ var forbidden = []struct {
 	deny []string
 }{
 	{"internal/health", []string{"net/http"}},
-	{"internal/decide", []string{"net/http"}},
+	// config checks upstream keys by the rule it is handed (KeyRule):
+	// what a key names is the APISIX client's to say, and neither config
+	// nor what decides by it may ask the client directly.
+	{"internal/config", []string{module + "/internal/apisix"}},
+	{"internal/decide", []string{"net/http", module + "/internal/apisix"}},
 	{"internal/router", []string{"net/http", module + "/bird", module + "/internal/guardbird"}},
-	{"internal/expect", []string{module + "/bird", module + "/internal/guardbird"}},
+	{"internal/expect", []string{module + "/bird", module + "/internal/guardbird", module + "/internal/apisix"}},
 	// status is the wire: it owns its structs, so it reaches none of the
 	// parts that fill them, nor those that talk to BIRD, APISIX, a probe's
 	// target or the interface. The daemon converts confirm's results to it.
