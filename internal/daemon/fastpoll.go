@@ -30,11 +30,16 @@ import (
 //
 // The loop alone uses it.
 type fastPolls struct {
-	plan   health.Plan // the plan the index is of; rebuilt when d.plan changes
-	keysOf groups      // per resource: the plan's keys naming it
-	vipsOf groups      // per resource: the VIPs whose upstreams name it
-	prev   []int32     // per resource: the healthy count last read
-	known  []bool      // prev holds a reading
+	// plan and cfg are what the index is of; it is rebuilt when either
+	// changes (a reload). Both: a source may plan the same keys of a new
+	// configuration as it did the old one's, and give the same plan,
+	// while the VIPs that use them changed.
+	plan   health.Plan
+	cfg    *config.Config
+	keysOf groups  // per resource: the plan's keys naming it
+	vipsOf groups  // per resource: the VIPs whose upstreams name it
+	prev   []int32 // per resource: the healthy count last read
+	known  []bool  // prev holds a reading
 	moving []bool
 	n      int // resources moving
 
@@ -46,13 +51,14 @@ type fastPolls struct {
 	polls uint64 // fast polls, ever
 }
 
-// reindex rebuilds the index when the loop's plan changed (a reload). What
-// was moving is forgotten: the next regular poll finds it again.
+// reindex rebuilds the index when the loop's plan or configuration
+// changed (a reload). What was moving is forgotten: the next regular poll
+// finds it again.
 func (f *fastPolls) reindex(plan health.Plan, cfg *config.Config) {
-	if f.plan == plan {
+	if f.plan == plan && f.cfg == cfg {
 		return
 	}
-	f.plan = plan
+	f.plan, f.cfg = plan, cfg
 	n := plan.Resources()
 	f.prev, f.known, f.moving, f.n = make([]int32, n), make([]bool, n), make([]bool, n), 0
 	f.prevProbe = nil
@@ -147,7 +153,7 @@ func (d *Daemon) armFast() {
 // stepped, and the other upstreams keep the regular poll's reading.
 func (d *Daemon) fastTick(ctx context.Context) {
 	f := &d.polls.fast
-	if !d.stage.started || f.n == 0 || f.plan != d.plan {
+	if !d.stage.started || f.n == 0 || f.plan != d.plan || f.cfg != d.cfg {
 		d.armFast()
 		return
 	}
