@@ -516,6 +516,19 @@ func TestVerifyInvalidConfig(t *testing.T) {
 	if code := run([]string{"verify", "--config", "/nonexistent/rhi.yaml"}, &out, &errb); code != exitBadInput || !strings.Contains(errb.String(), "/nonexistent/rhi.yaml") {
 		t.Errorf("missing file: exit %d, stderr %q", code, errb.String())
 	}
+	// Upstream keys are checked by the APISIX client's rule, as the daemon
+	// and check-config check them: a key that is a path but names no
+	// APISIX resource ("/api", an unknown type) is refused with the same
+	// words, not polled.
+	for _, name := range []string{"upstream_no_slash.yaml", "upstream_unknown_type.yaml", "upstream_duplicate.yaml", "upstream_dot_id.yaml"} {
+		f := "../../internal/config/testdata/invalid/" + name
+		var vout, verr, cout, cerr bytes.Buffer
+		code := run([]string{"verify", "--config", f}, &vout, &verr)
+		ccode := run([]string{"check-config", "--config", f}, &cout, &cerr)
+		if code != exitBadInput || ccode != exitBadInput || verr.String() != cerr.String() || vout.Len() != 0 {
+			t.Errorf("%s: verify exit %d, stderr %q; check-config exit %d, stderr %q", name, code, verr.String(), ccode, cerr.String())
+		}
+	}
 }
 
 // TestReadInterface reads real interfaces: netlink reads need no root.
