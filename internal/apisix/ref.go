@@ -78,7 +78,7 @@ func ParseRef(key string) (Ref, error) {
 	switch {
 	case !strings.HasPrefix(key, "/"):
 		return Ref{}, fmt.Errorf("must start with \"/\"")
-	case len(key) > 1 && strings.HasSuffix(key, "/"):
+	case strings.HasSuffix(key, "/"):
 		return Ref{}, fmt.Errorf(`must not end with "/"`)
 	}
 	segs := strings.Split(key[1:], "/")

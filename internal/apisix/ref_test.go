@@ -21,7 +21,7 @@ func TestParseRef(t *testing.T) {
 		{"empty prefix segment", "/apisix//upstreams/api", Ref{}, "empty path segment"},
 		{"unknown type", "/apisix/upstream/api", Ref{}, `unknown resource type "upstream" (allowed: upstreams, routes, services, stream_routes)`},
 		{"trailing slash", "/apisix/upstreams/", Ref{}, `must not end with "/"`},
-		{"root", "/", Ref{}, "must be /<type>/<id> or /<prefix>/<type>/<id>"},
+		{"root", "/", Ref{}, `must not end with "/"`},
 		{"id of 65", "/upstreams/" + strings.Repeat("a", 65), Ref{}, `id "` + strings.Repeat("a", 65) + `" must be 1-64 characters of [A-Za-z0-9._-]`},
 		{"bad id character", "/upstreams/a b", Ref{}, `id "a b" must be 1-64 characters of [A-Za-z0-9._-]`},
 		{"dot", "/upstreams/.", Ref{}, `id "." cannot be addressed in a URL path`},

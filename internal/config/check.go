@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -307,7 +308,7 @@ func parseUpstream(s string, rule KeyRule) (health.Upstream, string, issue) {
 	if err == nil {
 		return health.Upstream{Key: s}, res, issue{}
 	}
-	if a, ok := err.(allowedError); ok {
+	if a, ok := errors.AsType[allowedError](err); ok {
 		return health.Upstream{}, "", issue{msg: a.Problem(), allowed: a.Allowed()}
 	}
 	return health.Upstream{}, "", issue{msg: err.Error()}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -180,6 +181,7 @@ func TestParseUpstream(t *testing.T) {
 		{"trailing slash, no rule", "/apisix/upstreams/api/", nil, "", `must not end with "/"`, ""},
 		{"empty segment, no rule", "/apisix//upstreams/api", nil, "", "empty path segment", ""},
 		{"empty, no rule", "", nil, "", "empty value", ""},
+		{"wrapped list of allowed", "/a", wrapsAllowed, "", "no such kind", "x, y"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +196,18 @@ func TestParseUpstream(t *testing.T) {
 		})
 	}
 }
+
+// wrapsAllowed is a KeyRule whose error wraps one that lists what is
+// allowed.
+func wrapsAllowed(key string) (string, error) {
+	return "", fmt.Errorf("key %s: %w", key, kindError{})
+}
+
+type kindError struct{}
+
+func (kindError) Error() string   { return "no such kind (allowed: x, y)" }
+func (kindError) Problem() string { return "no such kind" }
+func (kindError) Allowed() string { return "x, y" }
 
 func TestCheckURL(t *testing.T) {
 	tests := []struct {
