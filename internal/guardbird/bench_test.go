@@ -18,6 +18,7 @@ import (
 // route, a serving path of dc2 and a last-resort path of dc3.
 func bigDump(n int) (string, []netip.Prefix) {
 	var b strings.Builder
+	b.Grow(715*n + 32) // 714 bytes a VIP: 7 MB for 10,000 built without regrowing
 	b.WriteString("1007-Table rhi_guard4:\n")
 	vips := make([]netip.Prefix, n)
 	for i := range n {
