@@ -231,6 +231,7 @@ func oracleCases() map[string]status.Status {
 // expfmt, and byte for byte the same family by family once series are
 // sorted. Every family the collector may write is seen in some case.
 func TestCollectorAsOracle(t *testing.T) {
+	t.Parallel() // works while the parallel tests above wait
 	seen := map[string]bool{}
 	for name, s := range oracleCases() {
 		for _, now := range []time.Time{t0.Add(time.Second), time.Now()} {
@@ -448,6 +449,7 @@ func BenchmarkMetrics10000Gzip(b *testing.B) {
 // TestMetricsPromtool: promtool, when installed, finds nothing to say of a
 // /metrics with odd label values.
 func TestMetricsPromtool(t *testing.T) {
+	t.Parallel() // mostly waits for promtool
 	bin, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Skip("promtool is not installed")

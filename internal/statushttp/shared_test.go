@@ -217,7 +217,10 @@ func TestLiveDocumentsBounded(t *testing.T) {
 // nothing is cut off once a write has waited for the stall, and the
 // document it held is let go.
 func TestStalledReaderCutOff(t *testing.T) {
-	src := &versioned{s: statusN(4000)} // ~2.4 MB: more than the sockets buffers and the 1 MiB bound below
+	t.Parallel() // waits for the 50 ms stall; its own server and Source
+
+	// ~2.4 MB: more than the sockets buffers and the 1 MiB bound below.
+	src := &versioned{s: statusN(4000)}
 	h := newHandler(src, NewMetrics(src, "dev"), time.Now, 50*time.Millisecond)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
