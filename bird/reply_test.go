@@ -2,12 +2,37 @@ package bird
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
 
 // tinyLines is a reply of n empty continuation lines (" \n", 2 bytes each).
 func tinyLines(n int) string { return "1007-x\n" + strings.Repeat(" \n", n) + "0000 \n" }
+
+// tinyLinesReader reads what tinyLines(n) holds, made as it is read: the
+// reader stops long before the end of a large n, which need not be built.
+func tinyLinesReader(n int) io.Reader {
+	return io.MultiReader(strings.NewReader("1007-x\n"), io.LimitReader(&emptyLines{}, 2*int64(n)), strings.NewReader("0000 \n"))
+}
+
+// emptyLines reads " \n" without end.
+type emptyLines struct{ odd bool } // odd: the next byte is a line's '\n'
+
+func (e *emptyLines) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = " \n"[btoi(e.odd)]
+		e.odd = !e.odd
+	}
+	return len(p), nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // A reply is bounded by its lines as well as its bytes,
 // each line counting lineCost bytes of memory besides its text; both
@@ -47,7 +72,7 @@ func TestFrameLineBounds(t *testing.T) {
 // later), long before the 8 M lines the bytes hold.
 func TestFrameTinyLinesDefault(t *testing.T) {
 	n := (DefaultMaxReplyBytes - 13) / 2
-	r, err := newFrameReader(strings.NewReader(tinyLines(n)), DefaultMaxLineBytes, DefaultMaxReplyBytes).readReply()
+	r, err := newFrameReader(tinyLinesReader(n), DefaultMaxLineBytes, DefaultMaxReplyBytes).readReply()
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("%d lines, error %v; want too large", len(r.Lines), err)
 	}

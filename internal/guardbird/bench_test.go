@@ -18,6 +18,7 @@ import (
 // route, a serving path of dc2 and a last-resort path of dc3.
 func bigDump(n int) (string, []netip.Prefix) {
 	var b strings.Builder
+	b.Grow(715*n + 32) // 714 bytes a VIP: 7 MB for 10,000 built without regrowing
 	b.WriteString("1007-Table rhi_guard4:\n")
 	vips := make([]netip.Prefix, n)
 	for i := range n {
@@ -64,6 +65,7 @@ func bigReplies(t testing.TB, n int) (map[string]string, []netip.Prefix) {
 // TestView10000: 10,000 VIPs are answered, every one, from one dump
 // (about 190,000 lines, over package bird's default bounds).
 func TestView10000(t *testing.T) {
+	t.Parallel() // alongside TestViewStalled, which only waits
 	replies, vips := bigReplies(t, 10000)
 	srv := birdtest.NewServer(t, replies)
 	v := Viewer{Path: srv.Path, Timeout: 30 * time.Second, SiteID: site1}.View(context.Background(), vips)

@@ -317,6 +317,7 @@ func TestViewUnreachable(t *testing.T) {
 // TestViewStalled: BIRD stops answering mid-round: the round ends within
 // the exchange's bound and the VIPs are unknown.
 func TestViewStalled(t *testing.T) {
+	t.Parallel() // waits out its 200 ms exchange bound while TestView10000 works
 	replies := labReplies(t, "bird2.0.12", "ebgp")
 	srv := birdtest.NewServer(t, replies)
 	srv.Stall(DumpCommand(birdconf.GuardTable4))

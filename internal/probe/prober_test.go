@@ -135,6 +135,7 @@ func hangingServer(t *testing.T) *httptest.Server {
 }
 
 func TestProbeUnreachableHangsPastCallersDeadline(t *testing.T) {
+	t.Parallel() // waits out a 50 ms deadline, as do the other Hangs tests: together
 	srv := hangingServer(t)
 	p := New(Options{})
 	defer p.CloseIdleConnections()
@@ -147,6 +148,7 @@ func TestProbeUnreachableHangsPastCallersDeadline(t *testing.T) {
 }
 
 func TestProbeUnreachableHangsPastOwnTimeout(t *testing.T) {
+	t.Parallel() // waits out a 50 ms deadline, as do the other Hangs tests: together
 	srv := hangingServer(t)
 	p := New(Options{})
 	defer p.CloseIdleConnections()
@@ -160,6 +162,7 @@ func TestProbeUnreachableHangsPastOwnTimeout(t *testing.T) {
 
 // A TLS handshake that never completes is no answer: Unreachable.
 func TestProbeUnreachableTLSHandshakeHangs(t *testing.T) {
+	t.Parallel() // waits out a 50 ms deadline, as do the other Hangs tests: together
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

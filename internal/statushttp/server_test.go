@@ -149,6 +149,7 @@ func TestLimitListenerRefusesBeyondMax(t *testing.T) {
 }
 
 func TestIdleConnectionsAreClosed(t *testing.T) {
+	t.Parallel() // mostly waits for the server's 50 ms timeouts
 	addr, _ := serveOnce(t, Options{MaxConns: 1, ReadHeaderTimeout: 50 * time.Millisecond, IdleTimeout: 50 * time.Millisecond})
 	// A kept-alive connection that asks nothing more is closed... (A
 	// loaded machine may take longer than the header timeout to send the

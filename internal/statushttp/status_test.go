@@ -54,8 +54,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
-	b, _ := io.ReadAll(rec.Result().Body)
-	return rec.Code, string(b)
+	return rec.Code, rec.Body.String()
 }
 
 func TestMetrics(t *testing.T) {
@@ -331,6 +330,14 @@ type discardWriter struct{}
 func (discardWriter) Header() http.Header         { return http.Header{} }
 func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (discardWriter) WriteHeader(int)             {}
+
+// countingWriter is a discardWriter that counts the bytes of the body.
+type countingWriter struct {
+	discardWriter
+	n int
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) { c.n += len(b); return len(b), nil }
 
 // BenchmarkStatusJSON10000 is a /status of 10,000 VIPs written as the
 // handler does (stream) and as one indenting json.Encoder would (a
