@@ -28,14 +28,20 @@ type apiRig struct {
 // changes the timeout builds a new client.
 func (r *apiRig) useTimeout(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	client, err := apisix.NewClient(r.url, apisix.Options{Timeout: timeout})
+	r.useClient(t, apisix.Options{Timeout: timeout})
+}
+
+// useClient gives the daemon a client with opts.
+func (r *apiRig) useClient(t *testing.T, opts apisix.Options) {
+	t.Helper()
+	client, err := apisix.NewClient(r.url, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if old, ok := r.d.health.(*apisix.Client); ok {
 		old.CloseIdleConnections()
 	}
-	r.d.cfg.Timeout = timeout
+	r.d.cfg.Timeout = opts.Timeout
 	r.d.health = client
 }
 
@@ -88,8 +94,13 @@ func TestControlAPIFaults(t *testing.T) {
 				r.tick(t)
 				r.expect(t, "10.0.0.100")
 				r.srv.SetGlobalFault(f)
-				if f == apisixtest.Stall || f == apisixtest.Slow {
+				switch f {
+				case apisixtest.Stall, apisixtest.Slow:
 					r.useTimeout(t, faultDeadline) // they fail at the deadline
+				case apisixtest.Oversize:
+					// It fails at a small limit as at the default one,
+					// without six polls reading 4 MiB each.
+					r.useClient(t, apisix.Options{Timeout: 30 * time.Second, MaxBodyBytes: 64 << 10})
 				}
 				for i := 1; i <= 5; i++ {
 					r.tick(t)
