@@ -36,12 +36,15 @@ var forbidden = []struct {
 	pkg  string
 	deny []string
 }{
-	{"internal/health", []string{"net/http"}},
+	// health is the words every package shares: not even YAML.
+	{"internal/health", []string{"net/http", "crypto/tls", "gopkg.in/yaml.v3", module + "/internal/apisix"}},
+	// probespec is what a probe is, without the prober.
+	{"internal/probespec", []string{"net/http", "crypto/tls", module + "/internal/probe"}},
 	// config checks upstream keys by the rule it is handed (KeyRule):
 	// what a key names is the APISIX client's to say, and neither config
 	// nor what decides by it may ask the client directly.
 	{"internal/config", []string{module + "/internal/apisix"}},
-	{"internal/decide", []string{"net/http", module + "/internal/apisix"}},
+	{"internal/decide", []string{"net/http", "crypto/tls", module + "/internal/apisix"}},
 	{"internal/router", []string{"net/http", module + "/bird", module + "/internal/guardbird"}},
 	{"internal/expect", []string{module + "/bird", module + "/internal/guardbird", module + "/internal/apisix"}},
 	// status is the wire: it owns its structs, so it reaches none of the
