@@ -254,10 +254,11 @@ func (c *Client) CloseIdleConnections() {
 }
 
 // takeJobs lends a poll n zeroed jobs: the ones the last poll gave back
-// when they are enough, else new ones. At 10,000 resources new jobs were
-// ~0.9 MB of garbage a poll, which at rhi's GOGC (25) is about half a
-// collection of the whole heap. Only the daemon's loop polls a client
-// often; a poll that overlaps another gets new ones.
+// when they are enough, else new ones. New jobs at every poll would be
+// garbage in proportion to the resources (~90 bytes each), and at rhi's
+// GOGC (25) the collector's work follows the garbage a poll makes. Only
+// the daemon's loop polls a client often; a poll that overlaps another
+// gets new ones.
 func (c *Client) takeJobs(n int) []job {
 	c.scratchMu.Lock()
 	jobs := c.scratch

@@ -204,7 +204,7 @@ type listEntry struct {
 	v2    bool   // an entry had a key only 2.x–3.2 sends
 	n     int    // entries read
 	bytes int64  // of the body, read so far
-	w     walker // reused: one allocated per entry was most of a poll's allocations
+	w     walker // reused: one allocated per entry would be most of a poll's allocations
 }
 
 func (e *listEntry) UnmarshalJSON(b []byte) error {
