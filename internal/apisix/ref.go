@@ -18,7 +18,7 @@ func (r Ref) String() string { return r.Type + "/" + r.ID }
 
 // Check reports whether r is a resource ParseRef could have returned: a
 // known type and an id that a URL path can address. It is cheap (no regular
-// expression), so a poll can afford it for a Ref built by hand.
+// expression), for a Ref built by hand (the fake control API's requests).
 func (r Ref) Check() error {
 	if !ValidType(r.Type) {
 		return typeError(r.Type)

@@ -301,10 +301,7 @@ func parseUpstream(s string, rule KeyRule) (health.Upstream, string, issue) {
 	if s == "" {
 		return health.Upstream{}, "", errEmpty
 	}
-	if rule == nil {
-		rule = pathKey
-	}
-	res, err := rule(s)
+	res, err := rule.resource(s)
 	if err == nil {
 		return health.Upstream{Key: s}, res, issue{}
 	}

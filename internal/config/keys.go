@@ -16,6 +16,14 @@ import (
 // key as its own resource: what this package can say without a source.
 type KeyRule func(key string) (resource string, err error)
 
+// resource is what r says key reads; a nil rule is pathKey.
+func (r KeyRule) resource(key string) (string, error) {
+	if r == nil {
+		return pathKey(key)
+	}
+	return r(key)
+}
+
 // allowedError is a KeyRule error that can also list what was allowed
 // where the key went wrong (the resource types): the message then shows it
 // as it shows every other key's "allowed: …".

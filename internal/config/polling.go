@@ -106,11 +106,7 @@ func distinctResources(c *Config) int {
 	seen := map[string]bool{}
 	for i := range c.VIPs {
 		for _, u := range c.VIPs[i].Upstreams {
-			res, err := u.Key, error(nil)
-			if c.keys != nil {
-				res, err = c.keys(u.Key)
-			}
-			if err == nil {
+			if res, err := c.keys.resource(u.Key); err == nil {
 				seen[res] = true
 			}
 		}

@@ -56,6 +56,12 @@ func planned(h HealthSource) Planner {
 // byKeys is a HealthSource that is no Planner, polled by its keys.
 type byKeys struct{ HealthSource }
 
+func (b byKeys) Plan(ups []health.Upstream) health.Plan { return health.KeyPlan(ups) }
+
+func (b byKeys) PollPlan(ctx context.Context, plan health.Plan, _ health.PollOptions) (health.Snapshot, health.PollCost) {
+	return b.Poll(ctx, plan.Upstreams()), health.PollCost{}
+}
+
 // source is the HealthSource the loop was given, unwrapped from byKeys:
 // what a reload compares with its new source, and closes.
 func (d *Daemon) source() HealthSource {
@@ -63,12 +69,6 @@ func (d *Daemon) source() HealthSource {
 		return b.HealthSource
 	}
 	return d.health
-}
-
-func (b byKeys) Plan(ups []health.Upstream) health.Plan { return health.KeyPlan(ups) }
-
-func (b byKeys) PollPlan(ctx context.Context, plan health.Plan, _ health.PollOptions) (health.Snapshot, health.PollCost) {
-	return b.Poll(ctx, plan.Upstreams()), health.PollCost{}
 }
 
 // idleCloser is a HealthSource that keeps connections between polls;

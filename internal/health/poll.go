@@ -6,9 +6,9 @@ import "time"
 // measured it. A request's time runs from sending it to the end of its
 // answer's body. A source that answers in the workers that carry its
 // traffic (APISIX does) serves nothing else meanwhile, so this is what
-// rhi's polling costs the traffic. It also holds rhi's
-// own reading of the answer, so it errs on the side of too much. The
-// daemon budgets its polls with it.
+// rhi's polling costs the traffic. It also holds rhi's own reading of the
+// answer, so it errs on the side of too much. The daemon budgets its polls
+// with it.
 type PollCost struct {
 	// Busy is the sum of the requests' times.
 	Busy time.Duration
