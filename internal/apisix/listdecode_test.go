@@ -265,28 +265,62 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return k, err
 }
 
+// repeatReader reads as n copies of s, made as they are read.
+type repeatReader struct {
+	chunk []byte // copies of s
+	left  int64  // bytes still to read
+	off   int    // where the next read starts in chunk
+}
+
+func newRepeatReader(s string, n int) *repeatReader {
+	return &repeatReader{chunk: bytes.Repeat([]byte(s), max(1, 4096/len(s))), left: int64(n) * int64(len(s))}
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	k := 0
+	for k < len(p) {
+		c := copy(p[k:], r.chunk[r.off:])
+		k += c
+		r.off = (r.off + c) % len(r.chunk)
+	}
+	r.left -= int64(k)
+	return k, nil
+}
+
 // The list stops at its bounds: entries (exact at the boundary), bytes
 // (exact, without a declared length), and the bytes of one entry, without
 // reading much past the entry that breaks them.
 func TestDecodeListBounds(t *testing.T) {
 	list := tinyList(1000)
-	huge := `[{"name":"/a/upstreams/u1","nodes":[` + strings.Repeat(`{},`, 3<<20) + `{}]}]`
+	listBody := func() io.Reader { return bytes.NewReader(list) }
+	// An entry of 9 MiB, made as it is read: the decoder reads at most a
+	// third of it.
+	huge := func() io.Reader {
+		return io.MultiReader(strings.NewReader(`[{"name":"/a/upstreams/u1","nodes":[`),
+			newRepeatReader(`{},`, 3<<20), strings.NewReader(`{}]}]`))
+	}
 	tests := []struct {
 		name     string
-		body     []byte
+		body     func() io.Reader
 		lim      listLimits
 		ok       bool
 		readMost int // bytes the decoder may read; 0: any
 	}{
-		{"entries at the cap", list, listLimits{bytes: 1 << 30, entries: 1000, entryBytes: 1 << 20}, true, 0},
-		{"entries over the cap", list, listLimits{bytes: 1 << 30, entries: 999, entryBytes: 1 << 20}, false, 0},
-		{"bytes at the limit", list, listLimits{bytes: int64(len(list)), entries: 1 << 20, entryBytes: 1 << 20}, true, 0},
-		{"bytes over the limit", list, listLimits{bytes: int64(len(list)) - 1, entries: 1 << 20, entryBytes: 1 << 20}, false, len(list)},
-		{"one entry of 9 MiB", []byte(huge), listLimits{bytes: 1 << 30, entries: 1 << 20, entryBytes: 1 << 20}, false, 3 << 20},
+		{"entries at the cap", listBody, listLimits{bytes: 1 << 30, entries: 1000, entryBytes: 1 << 20}, true, 0},
+		{"entries over the cap", listBody, listLimits{bytes: 1 << 30, entries: 999, entryBytes: 1 << 20}, false, 0},
+		{"bytes at the limit", listBody, listLimits{bytes: int64(len(list)), entries: 1 << 20, entryBytes: 1 << 20}, true, 0},
+		{"bytes over the limit", listBody, listLimits{bytes: int64(len(list)) - 1, entries: 1 << 20, entryBytes: 1 << 20}, false, len(list)},
+		{"one entry of 9 MiB", huge, listLimits{bytes: 1 << 30, entries: 1 << 20, entryBytes: 1 << 20}, false, 3 << 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &countingReader{r: bytes.NewReader(tt.body)}
+			r := &countingReader{r: tt.body()}
 			m, err := decodeHealthList(context.Background(), r, nil, tt.lim)
 			switch {
 			case tt.ok && (err != nil || len(m) != 1000):
@@ -298,6 +332,16 @@ func TestDecodeListBounds(t *testing.T) {
 				t.Errorf("read %d bytes, want at most %d", r.n, tt.readMost)
 			}
 		})
+	}
+}
+
+// The huge entry's reader reads as the body it stands for.
+func TestRepeatReader(t *testing.T) {
+	for _, n := range []int{0, 1, 1365, 1366, 5000} {
+		got, err := io.ReadAll(&chunkReader{newRepeatReader(`{},`, n), 1000})
+		if want := strings.Repeat(`{},`, n); err != nil || string(got) != want {
+			t.Errorf("%d copies: %d bytes, %v; want %d bytes", n, len(got), err, len(want))
+		}
 	}
 }
 

@@ -87,6 +87,30 @@ func checkOwnOrFailed(t *testing.T, snap health.Snapshot, want map[string]got) i
 	return failedN
 }
 
+// passCtx is a poll's context whose deadline passes when the test calls
+// pass, not at a time: a server that holds a poll up tells the test when
+// it has, and the poll then meets its deadline exactly there, however
+// slow the machine, without a wait.
+type passCtx struct {
+	context.Context // Background: no values, no deadline of its own
+	done            chan struct{}
+	once            sync.Once
+}
+
+func newPassCtx() *passCtx { return &passCtx{Context: context.Background(), done: make(chan struct{})} }
+
+func (c *passCtx) pass()                 { c.once.Do(func() { close(c.done) }) }
+func (c *passCtx) Done() <-chan struct{} { return c.done }
+
+func (c *passCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 // A 204 (or 304) has no body whatever its header says (RFC 9112 §6.3), so
 // bytes a broken server sends after one are parsed as the NEXT answer: the
 // request pipelined behind would get an answer its server wrote for
@@ -224,7 +248,8 @@ func TestPerUpstreamServerEndsAfterN(t *testing.T) {
 
 // An answer held back until the poll ended (cancelled, or its deadline)
 // is never read by the next poll as that poll's answer: the connection it
-// was due on is not kept.
+// was due on is not kept. The deadline passes once the server holds the
+// answer back.
 func TestPerUpstreamLateAnswerNotNextPolls(t *testing.T) {
 	for _, end := range []string{"cancel", "deadline"} {
 		t.Run(end, func(t *testing.T) {
@@ -251,20 +276,24 @@ func TestPerUpstreamLateAnswerNotNextPolls(t *testing.T) {
 					}
 				}
 			})
-			opts := apisix.Options{Mode: apisix.ModePerUpstream, MaxInFlight: 1, Timeout: time.Hour}
-			ctx, cancel := context.WithCancel(context.Background())
+			var ctx context.Context
 			if end == "deadline" {
-				opts.Timeout = 50 * time.Millisecond
+				pc := newPassCtx()
+				go func() { <-stalled; pc.pass() }()
+				ctx = pc
 			} else {
+				cctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
 				go func() { <-stalled; cancel() }()
+				ctx = cctx
 			}
-			defer cancel()
-			c := newClient(t, s.url(), opts)
+			c := newClient(t, s.url(), apisix.Options{Mode: apisix.ModePerUpstream, MaxInFlight: 1, Timeout: time.Hour})
 			defer c.CloseIdleConnections()
 			key := "/apisix/upstreams/a"
 			r := c.Poll(ctx, ups(key))[key]
-			if r.Verdict != health.Failed {
-				t.Errorf("poll 1: %v, want Failed", r.Verdict)
+			wantErr := map[string]error{"cancel": context.Canceled, "deadline": context.DeadlineExceeded}[end]
+			if r.Verdict != health.Failed || !errors.Is(r.Err, wantErr) {
+				t.Errorf("poll 1: %v, err %v; want Failed, %v", r.Verdict, r.Err, wantErr)
 			}
 			close(release)
 			<-stalled
@@ -277,10 +306,13 @@ func TestPerUpstreamLateAnswerNotNextPolls(t *testing.T) {
 }
 
 // A server that drips its answer one byte a millisecond (a header that
-// never ends, or a body) cannot hold a poll past its deadline.
+// never ends, or a body) cannot hold a poll past its deadline. The
+// deadline passes once the server has dripped a few times, so the poll
+// meets it in the middle of the drip.
 func TestPerUpstreamSlowLoris(t *testing.T) {
 	for _, what := range []string{"header", "body"} {
 		t.Run(what, func(t *testing.T) {
+			ctx := newPassCtx()
 			done := make(chan struct{})
 			s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
 				if _, err := http.ReadRequest(br); err != nil {
@@ -293,7 +325,10 @@ func TestPerUpstreamSlowLoris(t *testing.T) {
 				}
 				tick := time.NewTicker(time.Millisecond)
 				defer tick.Stop()
-				for {
+				for drips := 0; ; drips++ {
+					if drips == 5 {
+						ctx.pass()
+					}
 					select {
 					case <-done:
 						return
@@ -309,10 +344,10 @@ func TestPerUpstreamSlowLoris(t *testing.T) {
 				}
 			})
 			defer close(done)
-			c := newClient(t, s.url(), apisix.Options{Mode: apisix.ModePerUpstream, Timeout: 60 * time.Millisecond})
+			c := newClient(t, s.url(), apisix.Options{Mode: apisix.ModePerUpstream, Timeout: time.Hour})
 			defer c.CloseIdleConnections()
 			key := "/apisix/upstreams/a"
-			r := c.Poll(context.Background(), ups(key))[key]
+			r := c.Poll(ctx, ups(key))[key]
 			if r.Verdict != health.Failed || !errors.Is(r.Err, context.DeadlineExceeded) {
 				t.Errorf("%v, err %v; want Failed, deadline exceeded", r.Verdict, r.Err)
 			}
@@ -366,8 +401,10 @@ func TestPerUpstreamBodyAtLimit(t *testing.T) {
 }
 
 // Huge headers: fail the request they answer, bounded, and the rest are
-// answered.
+// answered. The 8 MiB header is written as it goes, a piece at a time, so
+// the server makes only what the client reads before it gives up.
 func TestPerUpstreamHugeHeader(t *testing.T) {
+	piece := []byte(strings.Repeat("x", 64<<10))
 	s := newRawServer(t, func(c net.Conn, br *bufio.Reader) {
 		for {
 			req, err := http.ReadRequest(br)
@@ -376,7 +413,16 @@ func TestPerUpstreamHugeHeader(t *testing.T) {
 			}
 			ans := lengthAnswer(bodyFor(idOf(req)))
 			if idOf(req) == "u1" {
-				ans = strings.Replace(ans, "\r\n\r\n", "\r\nX-Big: "+strings.Repeat("x", 8<<20)+"\r\n\r\n", 1)
+				head, rest, _ := strings.Cut(ans, "\r\n\r\n")
+				if _, err := io.WriteString(c, head+"\r\nX-Big: "); err != nil {
+					return
+				}
+				for range (8 << 20) / len(piece) {
+					if _, err := c.Write(piece); err != nil {
+						return
+					}
+				}
+				ans = "\r\n\r\n" + rest
 			}
 			if _, err := io.WriteString(c, ans); err != nil {
 				return

@@ -265,7 +265,9 @@ func TestPerUpstreamStallCanceled(t *testing.T) {
 	}
 }
 
-// A body over the bound fails its request only.
+// A body over the bound fails its request only. The bound is small, so
+// the client gives the body up after 64 KiB (TestPollFaults holds the
+// default bound).
 func TestPerUpstreamOversizeOne(t *testing.T) {
 	srv := apisixtest.New()
 	ts := srv.Start()
@@ -274,9 +276,9 @@ func TestPerUpstreamOversizeOne(t *testing.T) {
 	big := ups(keys[7])[0]
 	srv.SetFault(refOf(big), apisixtest.Oversize)
 	delete(want, big.Key)
-	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: 1}).Poll(context.Background(), ups(keys...))
+	snap := newClient(t, ts.URL, apisix.Options{MaxInFlight: 1, MaxBodyBytes: 64 << 10}).Poll(context.Background(), ups(keys...))
 	checkAll(t, snap, want)
-	if r := snap[big.Key]; r.Verdict != health.Failed || r.Err == nil || r.Err.Error() != "GET /v1/healthcheck/upstreams/u7: body exceeds the 4194304-byte limit" {
+	if r := snap[big.Key]; r.Verdict != health.Failed || r.Err == nil || r.Err.Error() != "GET /v1/healthcheck/upstreams/u7: body exceeds the 65536-byte limit" {
 		t.Errorf("oversize: %v, err %v", r.Verdict, r.Err)
 	}
 }

@@ -65,7 +65,6 @@ func bigReplies(t testing.TB, n int) (map[string]string, []netip.Prefix) {
 // TestView10000: 10,000 VIPs are answered, every one, from one dump
 // (about 190,000 lines, over package bird's default bounds).
 func TestView10000(t *testing.T) {
-	t.Parallel() // alongside TestViewStalled, which only waits
 	replies, vips := bigReplies(t, 10000)
 	srv := birdtest.NewServer(t, replies)
 	v := Viewer{Path: srv.Path, Timeout: 30 * time.Second, SiteID: site1}.View(context.Background(), vips)
