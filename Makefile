@@ -21,7 +21,8 @@ build:
 
 # Unit tests always (the docs-drift tests among them); the alert rules and the
 # dashboard when promtool is there (CI installs it); the root-only lab tests
-# whenever we are root, then those with real BIRD again with BIRD 3
+# (and with them the check that docs/monitoring.md's scrape job selects the
+# shipped rules) whenever we are root, then those with real BIRD again with BIRD 3
 # (integration-bird3), then the README's walk when mmdebstrap is there too.
 # BIRD3 says what to do where no BIRD 3 root can be had
 # (no mmdebstrap, no route to the Debian mirror): auto prints SKIPPED and why,

@@ -147,7 +147,7 @@ func listDeps(t *testing.T, root string, pkgs []string) map[string]map[string]bo
 func apisixPathUsers(t *testing.T, root string) []string {
 	t.Helper()
 	var users []string
-	for _, dir := range []string{"internal", "cmd", "bird"} {
+	for _, dir := range []string{"internal", "cmd", "bird", "deploy"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err
