@@ -26,9 +26,9 @@ type Options struct {
 	// starts at RetryMin and doubles up to RetryMax.
 	RetryMin, RetryMax time.Duration
 
-	// released, when set, is called after a connection gives its slot
-	// back: tests wait on it instead of polling.
-	released func()
+	// released, when set, is called with a connection's remote address
+	// after it gives its slot back: tests wait on it instead of polling.
+	released func(remote net.Addr)
 }
 
 // Defaults of Options. Prometheus scrapes every 15 s or more and opens a
@@ -158,7 +158,7 @@ type limitListener struct {
 	net.Listener
 	slots    chan struct{}
 	log      logrus.FieldLogger
-	released func() // Options.released
+	released func(net.Addr) // Options.released
 	// Accept runs on one goroutine (http.Server's), which alone touches
 	// these.
 	refused int
@@ -192,11 +192,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// release gives a slot back.
-func (l *limitListener) release() {
+// release gives c's slot back.
+func (l *limitListener) release(c net.Conn) {
 	<-l.slots
 	if l.released != nil {
-		l.released()
+		l.released(c.RemoteAddr())
 	}
 }
 
@@ -204,12 +204,12 @@ func (l *limitListener) release() {
 type limitConn struct {
 	net.Conn
 	once    sync.Once
-	release func()
+	release func(net.Conn)
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() { c.release(c.Conn) })
 	return err
 }
 

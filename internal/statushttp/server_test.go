@@ -103,7 +103,7 @@ func dial(t *testing.T, addr string) client {
 func TestLimitListenerRefusesBeyondMax(t *testing.T) {
 	// freed hears of every slot given back; it never blocks the server.
 	freed := make(chan struct{}, 16)
-	released := func() {
+	released := func(net.Addr) {
 		select {
 		case freed <- struct{}{}:
 		default:
@@ -148,12 +148,55 @@ func TestLimitListenerRefusesBeyondMax(t *testing.T) {
 	}
 }
 
+// releases records the remote address of every connection that gave its
+// slot back, for a test to wait on one of them.
+type releases struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	more chan struct{} // a send for each release; never blocks the server
+}
+
+func newReleases() *releases {
+	return &releases{seen: map[string]bool{}, more: make(chan struct{}, 1)}
+}
+
+func (r *releases) hook(remote net.Addr) {
+	r.mu.Lock()
+	r.seen[remote.String()] = true
+	r.mu.Unlock()
+	select {
+	case r.more <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns once c's connection has given its slot back, which also
+// shows that it held one: a refused connection never does.
+func (r *releases) wait(t *testing.T, what string, c net.Conn) {
+	t.Helper()
+	timeout := time.After(guard)
+	for {
+		r.mu.Lock()
+		done := r.seen[c.LocalAddr().String()]
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-r.more:
+		case <-timeout:
+			t.Fatalf("the %s never gave a slot back: it was refused, or is still open", what)
+		}
+	}
+}
+
 func TestIdleConnectionsAreClosed(t *testing.T) {
 	t.Parallel() // mostly waits for the server's timeouts
 	// Short timeouts: each is waited out once or twice. A loaded machine
 	// may take longer than the header timeout to send a request: then the
 	// test dials again, within guard.
-	addr, _ := serveOnce(t, Options{MaxConns: 1, ReadHeaderTimeout: 10 * time.Millisecond, IdleTimeout: 10 * time.Millisecond})
+	rel := newReleases()
+	addr, _ := serveOnce(t, Options{MaxConns: 1, ReadHeaderTimeout: 10 * time.Millisecond, IdleTimeout: 10 * time.Millisecond, released: rel.hook})
 	// A kept-alive connection that asks nothing more is closed...
 	var kept client
 	deadline := time.Now().Add(guard)
@@ -171,15 +214,18 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	if err := closedByServer(kept.c, kept.r); err != nil {
 		t.Fatalf("idle kept-alive connection: %v", err)
 	}
-	// ...and so is one that never sends its headers, after which the one
-	// slot serves again.
-	var silent client
+	// ...and its slot is free before the next dial, so that the next
+	// connection is served, not refused, and only the header timeout can
+	// close it: one that never sends its headers is closed, having held
+	// the slot, after which the one slot serves again.
+	rel.wait(t, "idle kept-alive connection", kept.c)
+	silent := dial(t, addr)
+	if err := closedByServer(silent.c, silent.r); err != nil {
+		t.Fatalf("silent connection: %v", err)
+	}
+	rel.wait(t, "silent connection", silent.c)
 	deadline = time.Now().Add(guard)
 	for {
-		silent = dial(t, addr)
-		if err := closedByServer(silent.c, silent.r); err != nil {
-			t.Fatalf("silent connection: %v", err)
-		}
 		next := dial(t, addr)
 		if body, err := exchange(next.c, next.r); err == nil && body == "rhi" {
 			break
@@ -187,6 +233,8 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the only slot never came back")
 		}
+		next.c.Close()
+		rel.wait(t, "connection that did not send its request in time", next.c)
 	}
 }
 

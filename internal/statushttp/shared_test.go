@@ -234,7 +234,7 @@ func TestStalledReaderCutOff(t *testing.T) {
 	defer cancel()
 	log, _ := test.NewNullLogger()
 	log.SetLevel(logrus.PanicLevel)
-	go serveOn(ctx, ln, h, Options{released: func() { released <- struct{}{} }}.withDefaults(), log)
+	go serveOn(ctx, ln, h, Options{released: func(net.Addr) { released <- struct{}{} }}.withDefaults(), log)
 
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
